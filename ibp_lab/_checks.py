@@ -1,0 +1,150 @@
+"""Argument checks shared by the public functions of :mod:`ibp_lab`.
+
+Every public function validates its inputs at the boundary and raises a
+``ValueError`` or ``TypeError`` whose message names the argument and what is
+allowed, so that a student's mistake is reported where it was made rather than
+as a NaN or a shape error deep inside NumPy. Internal helpers trust their
+callers.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "check_positive",
+    "check_count",
+    "check_rng",
+    "check_binary_matrix",
+    "check_data_matrix",
+]
+
+
+def check_positive(name: str, value, *, allow_zero: bool = False, upper: float | None = None) -> float:
+    """Return ``value`` as a float after checking that it is finite and > 0 (or >= 0).
+
+    Examples
+    --------
+    >>> check_positive("alpha", 2)
+    2.0
+    >>> check_positive("alpha", -1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha must be > 0, got -1.0
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if allow_zero and value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    if not allow_zero and value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    if upper is not None and value > upper:
+        raise ValueError(f"{name} must be <= {upper}, got {value}")
+    return value
+
+
+def check_count(name: str, value, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """Return ``value`` as an int after checking it is an integer in ``[minimum, maximum]``.
+
+    Examples
+    --------
+    >>> check_count("n", 3)
+    3
+    >>> check_count("n", -2)
+    Traceback (most recent call last):
+    ...
+    ValueError: n must be an integer >= 0, got -2
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be an integer <= {maximum}, got {value}")
+    return value
+
+
+def check_rng(rng) -> np.random.Generator:
+    """Check that ``rng`` is a :class:`numpy.random.Generator` and return it.
+
+    Examples
+    --------
+    >>> check_rng(np.random.default_rng(0))  # doctest: +ELLIPSIS
+    Generator(PCG64) at 0x...
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "rng must be a numpy.random.Generator (for example np.random.default_rng(0)), "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def check_binary_matrix(name: str, Z, *, n_rows: int | None = None) -> np.ndarray:
+    """Return ``Z`` as a 2-D ``int8`` array of zeros and ones.
+
+    Integer, boolean and float arrays are accepted as long as every entry is
+    exactly 0 or 1; anything else raises.
+
+    Examples
+    --------
+    >>> check_binary_matrix("Z", [[1, 0], [0, 1]]).dtype
+    dtype('int8')
+    >>> check_binary_matrix("Z", [[2, 0]])
+    Traceback (most recent call last):
+    ...
+    ValueError: Z must contain only 0 and 1, found 2
+    """
+    try:
+        arr = np.asarray(Z)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} must be a 2-D array of 0/1, got {type(Z).__name__}") from exc
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.integer)
+        or np.issubdtype(arr.dtype, np.bool_)
+        or np.issubdtype(arr.dtype, np.floating)
+    ):
+        raise TypeError(f"{name} must be a numeric 2-D array of 0/1, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows x features), got {arr.ndim} dimension(s)")
+    if arr.size:
+        bad = arr[(arr != 0) & (arr != 1)]
+        if bad.size:
+            raise ValueError(f"{name} must contain only 0 and 1, found {bad.flat[0].item()!r}")
+    if n_rows is not None and arr.shape[0] != n_rows:
+        raise ValueError(f"{name} must have {n_rows} rows (one per data point), got {arr.shape[0]}")
+    return arr.astype(np.int8, copy=False)
+
+
+def check_data_matrix(name: str, X, *, min_rows: int = 1) -> np.ndarray:
+    """Return ``X`` as a finite 2-D float64 array with at least ``min_rows`` rows.
+
+    Examples
+    --------
+    >>> check_data_matrix("X", [[1.0, 2.0]]).shape
+    (1, 2)
+    >>> check_data_matrix("X", [[np.nan, 1.0]])
+    Traceback (most recent call last):
+    ...
+    ValueError: X must be finite: found 1 NaN or infinite value(s)
+    """
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 2-D array of real numbers") from exc
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows x dimensions), got {arr.ndim} dimension(s)")
+    if arr.shape[0] < min_rows or arr.shape[1] < 1:
+        raise ValueError(
+            f"{name} must have at least {min_rows} row(s) and 1 column, got shape {arr.shape}"
+        )
+    n_bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+    if n_bad:
+        raise ValueError(f"{name} must be finite: found {n_bad} NaN or infinite value(s)")
+    return arr

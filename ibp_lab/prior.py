@@ -1,0 +1,326 @@
+"""The Indian buffet process prior, one- and two-parameter.
+
+Three ways to draw a binary feature matrix ``Z`` (rows are data points or
+"customers", columns are features or "dishes"):
+
+- :func:`sample_ibp`: the buffet metaphor itself (Griffiths & Ghahramani 2005;
+  the two-parameter version of Ghahramani, Griffiths & Sollich 2007);
+- :func:`sample_stick_breaking`: the stick-breaking construction of Teh, Gorur &
+  Ghahramani (2007), truncated at a fixed number of sticks;
+- :func:`sample_finite_beta_bernoulli`: the finite beta-Bernoulli model whose
+  limit is the IBP.
+
+And the quantities the book checks them against: :func:`log_prior` (the
+probability of a left-ordered equivalence class), :func:`left_ordered`,
+:func:`expected_num_features` and :func:`expected_stick`.
+
+Conventions: ``alpha > 0`` is the mass parameter (expected features per row),
+``beta > 0`` the concentration (``beta = 1`` is the one-parameter IBP);
+matrices are ``int8`` arrays of 0 and 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln
+
+from ibp_lab._checks import check_binary_matrix, check_count, check_positive, check_rng
+
+__all__ = [
+    "sample_ibp",
+    "left_ordered",
+    "log_prior",
+    "expected_num_features",
+    "harmonic_rate",
+    "sample_stick_breaking",
+    "expected_stick",
+    "sample_finite_beta_bernoulli",
+]
+
+
+def harmonic_rate(n: int, *, beta: float = 1.0) -> float:
+    """Return ``sum_{i=1}^n beta / (beta + i - 1)``, the generalised harmonic number.
+
+    For ``beta = 1`` this is the harmonic number ``H_n``. The expected number of
+    features among ``n`` rows is ``alpha`` times this.
+
+    Examples
+    --------
+    >>> round(harmonic_rate(3), 4)  # 1 + 1/2 + 1/3
+    1.8333
+    """
+    n = check_count("n", n)
+    beta = check_positive("beta", beta)
+    return float(np.sum(beta / (beta + np.arange(n))))
+
+
+def expected_num_features(alpha: float, n: int, *, beta: float = 1.0) -> float:
+    """Expected number of non-empty columns ``E[K+]`` among ``n`` rows.
+
+    ``K+`` is Poisson with mean ``alpha * sum_{i=1}^n beta / (beta + i - 1)``:
+    every customer adds a Poisson number of new dishes, independently.
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Number of rows (customers), >= 0.
+    beta : float, optional
+        Concentration, > 0 (1 gives the one-parameter IBP).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(expected_num_features(2.0, 3), 4)  # 2 * (1 + 1/2 + 1/3)
+    3.6667
+    """
+    alpha = check_positive("alpha", alpha)
+    return alpha * harmonic_rate(n, beta=beta)
+
+
+def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 1.0) -> np.ndarray:
+    """Draw ``Z`` from the (two-parameter) IBP by the buffet metaphor.
+
+    Customer ``i`` (1-based) takes each dish already tasted by ``m_k`` earlier
+    customers with probability ``m_k / (beta + i - 1)``, then tries a
+    Poisson(``alpha * beta / (beta + i - 1)``) number of new dishes. Columns are
+    in order of creation (not left-ordered); every column is non-empty.
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Number of customers (rows), >= 0.
+    rng : numpy.random.Generator
+        Source of randomness.
+    beta : float, optional
+        Concentration, > 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, K+)`` array of dtype ``int8``.
+
+    Examples
+    --------
+    >>> Z = sample_ibp(3.0, 5, np.random.default_rng(0))
+    >>> Z.shape[0], Z.dtype, bool(Z.sum(axis=0).min() > 0)
+    (5, dtype('int8'), True)
+    """
+    alpha = check_positive("alpha", alpha)
+    n = check_count("n", n)
+    beta = check_positive("beta", beta)
+    rng = check_rng(rng)
+    denominators = beta + np.arange(n)  # beta + i - 1 for customers i = 1..n
+    # All new-dish counts can be drawn first: they do not depend on earlier choices.
+    new_counts = rng.poisson(alpha * beta / denominators)
+    first_owner_end = np.cumsum(new_counts)  # dishes created by customers 1..i
+    Z = np.zeros((n, int(first_owner_end[-1]) if n else 0), dtype=np.int8)
+    counts = np.zeros(Z.shape[1])
+    for i in range(n):
+        n_old = int(first_owner_end[i] - new_counts[i])
+        if n_old:
+            Z[i, :n_old] = rng.random(n_old) < counts[:n_old] / denominators[i]
+        Z[i, n_old : first_owner_end[i]] = 1
+        counts += Z[i]
+    return Z
+
+
+def left_ordered(Z) -> np.ndarray:
+    """Sort the columns of ``Z`` into left-ordered form.
+
+    Each column is read as a binary number with the first row as the most
+    significant bit, and columns are sorted from the largest number to the
+    smallest (Griffiths & Ghahramani's ``lof``). Empty columns end up last;
+    identical columns stay adjacent. The result depends only on the multiset of
+    columns, so two matrices that differ by a permutation of their columns have
+    the same left-ordered form.
+
+    Parameters
+    ----------
+    Z : array_like
+        ``(n, K)`` binary matrix.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, K)`` ``int8`` matrix with its columns reordered.
+
+    Examples
+    --------
+    >>> left_ordered([[0, 1, 1], [1, 0, 1]])
+    array([[1, 1, 0],
+           [1, 0, 1]], dtype=int8)
+    """
+    Z = check_binary_matrix("Z", Z)
+    if Z.shape[1] == 0:
+        return Z.copy()
+    # lexsort's last key is the primary one: row 0 first, larger bits first.
+    order = np.lexsort((1 - Z)[::-1])
+    return Z[:, order]
+
+
+def log_prior(Z, alpha: float, *, beta: float = 1.0) -> float:
+    """Log probability of the left-ordered equivalence class of ``Z``.
+
+    For the two-parameter IBP (Ghahramani, Griffiths & Sollich 2007)::
+
+        P([Z]) = (alpha beta)^K+ / prod_h K_h!
+                 * exp(-alpha sum_{i=1}^N beta / (beta + i - 1))
+                 * prod_k B(m_k, N - m_k + beta)
+
+    where ``m_k`` is the number of rows owning feature ``k``, ``K_h`` counts
+    the columns that are identical to one another (one count per distinct
+    non-zero column), and ``B`` is the Beta function. With ``beta = 1`` this is
+    the one-parameter formula of Griffiths & Ghahramani (2011, eq. 14). All-zero
+    columns are not features and are ignored.
+
+    Parameters
+    ----------
+    Z : array_like
+        ``(N, K)`` binary matrix, ``N >= 1``.
+    alpha, beta : float
+        Mass and concentration, both > 0.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    With one row, the class is fixed by ``K+`` and its probability is Poisson:
+
+    >>> from scipy.stats import poisson
+    >>> bool(np.isclose(log_prior(np.ones((1, 2)), 1.5), poisson(1.5).logpmf(2)))
+    True
+    """
+    Z = check_binary_matrix("Z", Z)
+    alpha = check_positive("alpha", alpha)
+    beta = check_positive("beta", beta)
+    n_rows = Z.shape[0]
+    if n_rows == 0:
+        raise ValueError("Z must have at least one row, got 0")
+    Z = Z[:, Z.any(axis=0)]
+    m = Z.sum(axis=0).astype(float)
+    k_plus = Z.shape[1]
+    if k_plus:
+        _, multiplicities = np.unique(Z, axis=1, return_counts=True)
+        log_duplicates = float(np.sum(gammaln(multiplicities + 1.0)))
+    else:
+        log_duplicates = 0.0
+    log_beta_fns = gammaln(m) + gammaln(n_rows - m + beta) - gammaln(n_rows + beta)
+    return float(
+        k_plus * np.log(alpha * beta)
+        - log_duplicates
+        - alpha * harmonic_rate(n_rows, beta=beta)
+        + np.sum(log_beta_fns)
+    )
+
+
+def sample_stick_breaking(
+    alpha: float, n: int, rng: np.random.Generator, *, truncation: int = 50
+) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``Z`` from the one-parameter IBP by truncated stick-breaking.
+
+    Feature probabilities in decreasing order are ``pi_k = nu_1 ... nu_k`` with
+    ``nu_j ~ Beta(alpha, 1)`` (Teh, Gorur & Ghahramani 2007); then
+    ``z_ik ~ Bernoulli(pi_k)``. Everything beyond ``truncation`` sticks is
+    dropped; :func:`expected_stick` says how much that loses.
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Number of rows, >= 0.
+    rng : numpy.random.Generator
+    truncation : int, optional
+        Number of sticks kept, >= 1.
+
+    Returns
+    -------
+    Z : numpy.ndarray
+        ``(n, truncation)`` ``int8`` matrix; columns may be empty.
+    pi : numpy.ndarray
+        ``(truncation,)`` decreasing feature probabilities.
+
+    Examples
+    --------
+    >>> Z, pi = sample_stick_breaking(2.0, 4, np.random.default_rng(1), truncation=6)
+    >>> Z.shape, bool(np.all(np.diff(pi) <= 0))
+    ((4, 6), True)
+    """
+    alpha = check_positive("alpha", alpha)
+    n = check_count("n", n)
+    truncation = check_count("truncation", truncation, minimum=1)
+    rng = check_rng(rng)
+    # log space: products of many sticks underflow long before they matter less than 1e-300
+    pi = np.exp(np.cumsum(np.log(rng.beta(alpha, 1.0, size=truncation))))
+    Z = (rng.random((n, truncation)) < pi).astype(np.int8)
+    return Z, pi
+
+
+def expected_stick(alpha: float, k) -> np.ndarray | float:
+    """Expected ``k``-th stick ``E[pi_(k)] = (alpha / (1 + alpha))^k``.
+
+    Since ``E[nu_j] = alpha / (1 + alpha)`` and the ``nu_j`` are independent, the
+    expectation of their product is the product of expectations. Summed over
+    ``j > K`` it bounds the expected number of ownerships a truncation at ``K``
+    loses per row: ``alpha (alpha / (1 + alpha))^K``.
+
+    Examples
+    --------
+    >>> expected_stick(1.0, 3)
+    0.125
+    """
+    alpha = check_positive("alpha", alpha)
+    k_arr = np.asarray(k)
+    if not np.issubdtype(k_arr.dtype, np.integer) or np.any(k_arr < 0):
+        raise ValueError(f"k must be a non-negative integer (or array of them), got {k!r}")
+    out = (alpha / (1.0 + alpha)) ** k_arr
+    return float(out) if out.ndim == 0 else out
+
+
+def sample_finite_beta_bernoulli(
+    alpha: float, n: int, n_features: int, rng: np.random.Generator, *, beta: float = 1.0
+) -> np.ndarray:
+    """Draw ``Z`` from the finite beta-Bernoulli model with ``n_features`` columns.
+
+    ``pi_k ~ Beta(alpha beta / K, beta)`` and ``z_ik ~ Bernoulli(pi_k)``. As
+    ``K -> infinity`` the distribution of the non-empty columns converges to the
+    (two-parameter) IBP.
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Rows, >= 0.
+    n_features : int
+        Number of columns ``K``, >= 1.
+    rng : numpy.random.Generator
+    beta : float, optional
+        Concentration, > 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, n_features)`` ``int8``; columns may be empty.
+
+    Examples
+    --------
+    >>> sample_finite_beta_bernoulli(2.0, 3, 10, np.random.default_rng(0)).shape
+    (3, 10)
+    """
+    alpha = check_positive("alpha", alpha)
+    n = check_count("n", n)
+    n_features = check_count("n_features", n_features, minimum=1)
+    beta = check_positive("beta", beta)
+    rng = check_rng(rng)
+    pi = rng.beta(alpha * beta / n_features, beta, size=n_features)
+    return (rng.random((n, n_features)) < pi).astype(np.int8)
