@@ -35,6 +35,7 @@ __all__ = [
     "sample_stick_breaking",
     "expected_stick",
     "sample_finite_beta_bernoulli",
+    "simulate_feature_counts",
 ]
 
 
@@ -324,3 +325,48 @@ def sample_finite_beta_bernoulli(
     rng = check_rng(rng)
     pi = rng.beta(alpha * beta / n_features, beta, size=n_features)
     return (rng.random((n, n_features)) < pi).astype(np.int8)
+
+
+def simulate_feature_counts(
+    alpha: float, n: int, n_draws: int, rng: np.random.Generator, *, beta: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Simulate the IBP ``n_draws`` times and count features.
+
+    Used to check the IBP's laws by simulation: ``K+`` should be Poisson with
+    mean :func:`expected_num_features`, and each row's number of features
+    Poisson(``alpha``) whatever its position.
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Rows per draw, >= 1.
+    n_draws : int
+        Number of independent matrices, >= 1.
+    rng : numpy.random.Generator
+    beta : float, optional
+        Concentration, > 0.
+
+    Returns
+    -------
+    k_plus : numpy.ndarray
+        ``(n_draws,)`` number of non-empty columns of each draw.
+    per_row : numpy.ndarray
+        ``(n_draws, n)`` number of features owned by each row of each draw.
+
+    Examples
+    --------
+    >>> k_plus, per_row = simulate_feature_counts(2.0, 10, 5, np.random.default_rng(0))
+    >>> k_plus.shape, per_row.shape
+    ((5,), (5, 10))
+    """
+    n = check_count("n", n, minimum=1)
+    n_draws = check_count("n_draws", n_draws, minimum=1)
+    k_plus = np.empty(n_draws, dtype=np.int64)
+    per_row = np.empty((n_draws, n), dtype=np.int64)
+    for d in range(n_draws):
+        Z = sample_ibp(alpha, n, rng, beta=beta)
+        k_plus[d] = Z.shape[1]
+        per_row[d] = Z.sum(axis=1)
+    return k_plus, per_row

@@ -1,0 +1,45 @@
+# ibp-lab: two commands do all the set-up on a fresh machine.
+#   make book   create .venv, install the pinned stack, build the book (every chapter executed)
+#   make test   make book, install the test tools, run the whole test suite
+#   make lab    JupyterLab on the chapters (works as root too)
+#   make clean  remove the build and the virtual environment
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+RUNTIME_STAMP := $(VENV)/.runtime-installed
+DEV_STAMP     := $(VENV)/.dev-installed
+export MPLBACKEND := Agg
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: book test lab clean student browser
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUNTIME_STAMP): requirements.txt pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(DEV_STAMP): requirements-dev.txt $(RUNTIME_STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+book: $(RUNTIME_STAMP)
+	$(BIN)/python tools/build_book.py
+
+# Debian's chromium for the browser checks (never a downloaded browser build).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser checks"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: book $(DEV_STAMP) browser
+	$(BIN)/python -m pytest
+
+lab: $(RUNTIME_STAMP)
+	$(BIN)/jupyter lab --allow-root --notebook-dir=. book/intro.md
+
+clean:
+	rm -rf _build $(VENV) .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,32 @@
+"""Plotting helpers for the book: one palette, one place for figure boilerplate.
+
+Submodules hold the figures of one topic each; the most used names are
+re-exported here.
+
+- :mod:`ibp_lab.plotting.matrices`: binary matrices, grids of images.
+- :mod:`ibp_lab.plotting.buffet`: counts against Poisson laws, the buffet explorer.
+"""
+
+from ibp_lab.plotting._style import (
+    BINARY_CMAP,
+    CYCLE,
+    DIVERGING_CMAP,
+    INK_CMAP,
+    PALETTE,
+    SEQUENTIAL_CMAP,
+)
+from ibp_lab.plotting.buffet import buffet_explorer_figure, plot_counts_vs_poisson
+from ibp_lab.plotting.matrices import plot_binary_matrix, plot_image_grid
+
+__all__ = [
+    "PALETTE",
+    "CYCLE",
+    "BINARY_CMAP",
+    "DIVERGING_CMAP",
+    "INK_CMAP",
+    "SEQUENTIAL_CMAP",
+    "plot_binary_matrix",
+    "plot_image_grid",
+    "plot_counts_vs_poisson",
+    "buffet_explorer_figure",
+]

@@ -1,0 +1,219 @@
+"""Explorers: drag a parameter and watch a figure respond, live or in the static book.
+
+An explorer is a pure figure function ``render(**params) -> Figure`` (for
+example :func:`ibp_lab.plotting.buffet_explorer_figure`) and a grid of
+parameter values. It can be shown two ways:
+
+- :func:`live_explorer`: ipywidgets sliders that call ``render`` in the running
+  kernel (JupyterLab, Binder);
+- :func:`static_explorer`: every grid point rendered once, at build time, into a
+  self-contained HTML block (inline JavaScript and PNG frames, nothing loaded
+  from a network), so that a reader of the web page can drag the sliders with no
+  kernel.
+
+Both call the same ``render`` with the same arguments, so a static frame is
+exactly what the live explorer shows at that setting.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+
+__all__ = ["StaticExplorer", "static_explorer", "live_explorer", "figure_png"]
+
+
+def figure_png(fig, *, dpi: int = 72) -> bytes:
+    """Render a matplotlib figure to PNG bytes and close it.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> figure_png(plt.figure(figsize=(1, 1)))[:4]
+    b'\\x89PNG'
+    """
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _check_grid(grid) -> dict[str, list]:
+    if not isinstance(grid, Mapping) or not grid:
+        raise TypeError("grid must be a non-empty dict mapping parameter names to lists of values")
+    checked = {}
+    for name, values in grid.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"grid keys must be parameter names, got {name!r}")
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
+            raise ValueError(f"grid[{name!r}] must be a non-empty list of values, got {values!r}")
+        checked[name] = list(values)
+    return checked
+
+
+class StaticExplorer:
+    """Precomputed frames of an explorer, displayed as a self-contained HTML slider.
+
+    Attributes
+    ----------
+    grid : dict
+        Parameter name -> list of values.
+    frames : dict
+        Tuple of grid indices (one per parameter, in ``grid`` order) -> PNG bytes.
+    initial : tuple
+        Grid indices shown first.
+    """
+
+    def __init__(self, frames: dict, grid: dict, initial: tuple, title: str):
+        self.frames, self.grid, self.initial, self.title = frames, grid, initial, title
+
+    def frame_at(self, **params) -> bytes:
+        """PNG of the frame at the given parameter values (each must be on the grid)."""
+        index = []
+        for name, values in self.grid.items():
+            if name not in params:
+                raise ValueError(f"missing parameter {name!r}; the explorer varies {list(self.grid)}")
+            if params[name] not in values:
+                raise ValueError(f"{name}={params[name]!r} is not on the grid {values}")
+            index.append(values.index(params[name]))
+        return self.frames[tuple(index)]
+
+    def _repr_html_(self) -> str:
+        digest = hashlib.sha256(repr((self.title, self.grid)).encode()).hexdigest()[:10]
+        root_id = f"ibp-explorer-{digest}"
+        frames = {"_".join(map(str, k)): base64.b64encode(v).decode() for k, v in self.frames.items()}
+        controls = []
+        for (name, values), start in zip(self.grid.items(), self.initial):
+            controls.append(
+                f'<label style="margin-right:1.5em">{html.escape(name)} '
+                f'<input type="range" min="0" max="{len(values) - 1}" step="1" value="{start}" '
+                f'data-param="{html.escape(name)}" aria-label="{html.escape(name)}"> '
+                f'<output data-param="{html.escape(name)}">{html.escape(str(values[start]))}</output>'
+                "</label>"
+            )
+        first = "_".join(map(str, self.initial))
+        labels = json.dumps({name: [str(v) for v in values] for name, values in self.grid.items()})
+        return f"""<div class="ibp-explorer" id="{root_id}" data-key="{first}">
+<div class="ibp-explorer-title"><strong>{html.escape(self.title)}</strong>
+ <em>(precomputed: drag the sliders; no kernel needed)</em></div>
+<div class="ibp-explorer-controls">{"".join(controls)}</div>
+<img class="ibp-explorer-frame" style="max-width:100%" alt="{html.escape(self.title)}"
+ src="data:image/png;base64,{frames[first]}">
+<script>
+(function () {{
+  var root = document.getElementById("{root_id}");
+  var frames = {json.dumps(frames)};
+  var labels = {labels};
+  var inputs = root.querySelectorAll("input[type=range]");
+  var img = root.querySelector("img.ibp-explorer-frame");
+  function update() {{
+    var key = Array.prototype.map.call(inputs, function (el) {{ return el.value; }}).join("_");
+    Array.prototype.forEach.call(inputs, function (el) {{
+      root.querySelector('output[data-param="' + el.dataset.param + '"]').textContent =
+        labels[el.dataset.param][+el.value];
+    }});
+    img.src = "data:image/png;base64," + frames[key];
+    root.dataset.key = key;
+  }}
+  Array.prototype.forEach.call(inputs, function (el) {{ el.addEventListener("input", update); }});
+}})();
+</script>
+</div>"""
+
+
+def static_explorer(
+    render: Callable, grid: Mapping[str, Sequence], *, title: str = "Explorer", initial=None, dpi: int = 72
+) -> StaticExplorer:
+    """Render ``render(**params)`` at every grid point into a static HTML explorer.
+
+    Parameters
+    ----------
+    render : callable
+        Pure function of the parameters returning a matplotlib figure.
+    grid : dict
+        Parameter name -> list of values (the slider positions).
+    title : str, optional
+        Shown above the sliders and used as the image's alt text.
+    initial : dict, optional
+        Parameter values shown first; by default the middle of each list.
+    dpi : int, optional
+        Resolution of the frames (they are embedded in the page).
+
+    Returns
+    -------
+    StaticExplorer
+        Displays as HTML in a notebook or in the built book.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> def render(a):
+    ...     fig, ax = plt.subplots(figsize=(1, 1)); ax.set_title(str(a)); return fig
+    >>> explorer = static_explorer(render, {"a": [1, 2]})
+    >>> len(explorer.frames), 'type="range"' in explorer._repr_html_()
+    (2, True)
+    """
+    if not callable(render):
+        raise TypeError(f"render must be a function returning a figure, got {type(render).__name__}")
+    grid = _check_grid(grid)
+    names = list(grid)
+    if initial is None:
+        start = tuple(len(v) // 2 for v in grid.values())
+    else:
+        start = tuple(grid[name].index(initial[name]) for name in names)
+    frames = {}
+    for index in itertools.product(*(range(len(v)) for v in grid.values())):
+        params = {name: grid[name][i] for name, i in zip(names, index)}
+        frames[index] = figure_png(render(**params), dpi=dpi)
+    return StaticExplorer(frames, grid, start, title)
+
+
+def live_explorer(render: Callable, grid: Mapping[str, Sequence], *, initial=None):
+    """Sliders over ``grid`` that re-run ``render`` in the kernel (needs ipywidgets).
+
+    Parameters
+    ----------
+    render : callable
+        Pure function of the parameters returning a matplotlib figure.
+    grid : dict
+        Parameter name -> list of values the sliders step through; it may be
+        finer than the static explorer's grid.
+    initial : dict, optional
+        Starting values; by default the middle of each list.
+
+    Returns
+    -------
+    ipywidgets.VBox
+        Display it in JupyterLab or Binder.
+    """
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    if not callable(render):
+        raise TypeError(f"render must be a function returning a figure, got {type(render).__name__}")
+    grid = _check_grid(grid)
+    sliders = {}
+    for name, values in grid.items():
+        value = values[len(values) // 2] if initial is None else initial[name]
+        sliders[name] = widgets.SelectionSlider(
+            options=values, value=value, description=name, continuous_update=False
+        )
+    output = widgets.Output()
+
+    def redraw(**params):
+        output.clear_output(wait=True)
+        with output:
+            fig = render(**params)
+            display(fig)
+            plt.close(fig)
+
+    widgets.interactive_output(redraw, sliders)
+    return widgets.VBox([widgets.HBox(list(sliders.values())), output])
