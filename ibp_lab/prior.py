@@ -36,6 +36,8 @@ __all__ = [
     "expected_stick",
     "sample_finite_beta_bernoulli",
     "simulate_feature_counts",
+    "finite_k_plus_pmf",
+    "stick_truncation_level",
 ]
 
 
@@ -370,3 +372,64 @@ def simulate_feature_counts(
         k_plus[d] = Z.shape[1]
         per_row[d] = Z.sum(axis=1)
     return k_plus, per_row
+
+
+def finite_k_plus_pmf(alpha: float, n: int, n_features: int, *, beta: float = 1.0) -> np.ndarray:
+    """Exact law of ``K+`` (non-empty columns) under the finite beta-Bernoulli model.
+
+    Columns are independent, and a column is non-empty with probability
+    ``q = 1 - E[(1 - pi)^n] = 1 - B(a, beta + n) / B(a, beta)`` with
+    ``a = alpha beta / K``, so ``K+ ~ Binomial(K, q)``. As ``K`` grows this tends
+    to the IBP's Poisson law (:func:`expected_num_features`).
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Rows, >= 0.
+    n_features : int
+        Number of columns ``K`` of the finite model, >= 1.
+    beta : float, optional
+        Concentration, > 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_features + 1,)`` probabilities of ``K+ = 0, ..., K``.
+
+    Examples
+    --------
+    >>> p = finite_k_plus_pmf(2.0, 10, 1000)
+    >>> bool(np.isclose(p.sum(), 1.0)), round(float(p @ np.arange(p.size)), 2)
+    (True, 5.84)
+    """
+    from scipy.special import betaln
+    from scipy.stats import binom
+
+    alpha = check_positive("alpha", alpha)
+    n = check_count("n", n)
+    n_features = check_count("n_features", n_features, minimum=1)
+    beta = check_positive("beta", beta)
+    a = alpha * beta / n_features
+    q = -np.expm1(betaln(a, beta + n) - betaln(a, beta))
+    return binom(n_features, q).pmf(np.arange(n_features + 1))
+
+
+def stick_truncation_level(alpha: float, n: int, *, tol: float = 0.01) -> int:
+    """Smallest truncation ``K`` whose expected number of lost ownerships is below ``tol``.
+
+    Sticks beyond ``K`` hold ``sum_{k > K} E[pi_(k)] = alpha (alpha / (1 + alpha))^K``
+    expected ownerships per row (:func:`expected_stick`), so ``n`` rows lose
+    ``n alpha (alpha / (1 + alpha))^K`` in expectation.
+
+    Examples
+    --------
+    >>> stick_truncation_level(1.0, 100, tol=0.01)
+    14
+    """
+    alpha = check_positive("alpha", alpha)
+    n = check_count("n", n, minimum=1)
+    tol = check_positive("tol", tol)
+    ratio = alpha / (1.0 + alpha)
+    return max(0, int(np.ceil(np.log(tol / (n * alpha)) / np.log(ratio))))

@@ -1,0 +1,280 @@
+"""The IBP prior: its laws checked by simulation and by exact enumeration.
+
+Statistical tolerances: a mean of ``n`` draws is compared with its expectation
+within 4.5 standard errors (two-sided probability of a false alarm 7e-6 per
+check, so the whole file with a few dozen such checks fails by chance with
+probability < 1e-3); histograms are compared with a chi-square goodness-of-fit
+test at level 1e-4. Seeds are fixed, so a run is deterministic anyway: the
+tolerances say how far from the truth a correct implementation can be.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ibp_lab.prior import (
+    expected_num_features,
+    expected_stick,
+    finite_k_plus_pmf,
+    harmonic_rate,
+    left_ordered,
+    log_prior,
+    sample_finite_beta_bernoulli,
+    sample_ibp,
+    sample_stick_breaking,
+    simulate_feature_counts,
+    stick_truncation_level,
+)
+
+Z_SCORE = 4.5
+
+
+def chi_square_pvalue(counts, probs, min_expected=5.0):
+    """Goodness of fit, pooling the cells whose expected count is small into one."""
+    counts, probs = np.asarray(counts, float), np.asarray(probs, float)
+    expected = probs * counts.sum()
+    big = expected >= min_expected
+    obs = np.append(counts[big], counts[~big].sum())
+    exp = np.append(expected[big], expected[~big].sum())
+    keep = exp > 0
+    return stats.chisquare(obs[keep], exp[keep] * obs[keep].sum() / exp[keep].sum()).pvalue
+
+
+# --- the three facts of chapter 1 --------------------------------------------------------
+
+@pytest.mark.parametrize("alpha, beta", [(2.5, 1.0), (1.5, 0.4), (3.0, 4.0)])
+def test_each_row_owns_poisson_alpha_features(alpha, beta):
+    n_draws, n = 4000, 6
+    _, per_row = simulate_feature_counts(alpha, n, n_draws, np.random.default_rng(11), beta=beta)
+    se = np.sqrt(alpha / n_draws)  # Poisson variance = alpha
+    assert np.all(np.abs(per_row.mean(axis=0) - alpha) < Z_SCORE * se)
+    # variance of a Poisson sample variance: (lambda + 2 lambda^2) / n
+    se_var = np.sqrt((alpha + 2 * alpha**2) / n_draws)
+    assert np.all(np.abs(per_row.var(axis=0) - alpha) < Z_SCORE * se_var)
+
+
+@pytest.mark.parametrize("alpha, beta", [(2.0, 1.0), (1.0, 0.5), (2.0, 3.0)])
+def test_k_plus_is_poisson_with_generalised_harmonic_mean(alpha, beta):
+    n_draws, n = 4000, 12
+    k_plus, _ = simulate_feature_counts(alpha, n, n_draws, np.random.default_rng(12), beta=beta)
+    mean = expected_num_features(alpha, n, beta=beta)
+    assert abs(k_plus.mean() - mean) < Z_SCORE * np.sqrt(mean / n_draws)
+    k = np.arange(k_plus.max() + 1)
+    probs = stats.poisson(mean).pmf(k)
+    probs[-1] += stats.poisson(mean).sf(k[-1])
+    assert chi_square_pvalue(np.bincount(k_plus), probs) > 1e-4
+
+
+@pytest.mark.parametrize("alpha, beta", [(2.0, 1.0), (3.0, 0.5), (2.0, 4.0)])
+def test_rows_are_exchangeable_shared_dishes(alpha, beta):
+    """Any two customers share alpha / (1 + beta) dishes on average, whatever their places."""
+    rng = np.random.default_rng(13)
+    n, n_draws = 7, 6000
+    pairs = [(0, 1), (0, n - 1), (n - 2, n - 1)]
+    shared = np.zeros((n_draws, len(pairs)))
+    for d in range(n_draws):
+        Z = sample_ibp(alpha, n, rng, beta=beta)
+        shared[d] = [Z[i] @ Z[j] for i, j in pairs]
+    target = alpha / (1 + beta)
+    se = shared.std(axis=0, ddof=1) / np.sqrt(n_draws)
+    assert np.all(np.abs(shared.mean(axis=0) - target) < Z_SCORE * se)
+
+
+# --- the probability of a left-ordered class ----------------------------------------------
+
+def classes_with_k_features(n_rows, k):
+    """Every multiset of k non-zero columns for n_rows rows, as (n_rows, k) matrices."""
+    types = [t for t in itertools.product([0, 1], repeat=n_rows) if any(t)]
+    for combo in itertools.combinations_with_replacement(types, k):
+        yield np.array(combo, dtype=np.int8).T.reshape(n_rows, k)
+
+
+@pytest.mark.parametrize("alpha, beta", [(1.2, 1.0), (0.8, 2.5), (1.5, 0.3)])
+def test_class_probabilities_sum_to_the_poisson_law_of_k_plus(alpha, beta):
+    """Summed over all classes with K+ = k, P([Z]) must equal Poisson(k); so the total is 1.
+
+    With N = 3 there are 7 possible non-zero columns; K+ up to 10 is enumerated and
+    the remaining Poisson tail (below 1e-4 here) is the only mass left out.
+    """
+    n_rows, k_max = 3, 10
+    mean = expected_num_features(alpha, n_rows, beta=beta)
+    total = 0.0
+    for k in range(k_max + 1):
+        mass = sum(np.exp(log_prior(Z, alpha, beta=beta)) for Z in classes_with_k_features(n_rows, k))
+        assert mass == pytest.approx(stats.poisson(mean).pmf(k), rel=1e-10, abs=1e-300)
+        total += mass
+    tail = stats.poisson(mean).sf(k_max)
+    assert tail < 1e-4
+    assert total + tail == pytest.approx(1.0, abs=1e-12)
+
+
+def test_class_probabilities_match_simulated_frequencies():
+    alpha, beta, n_rows, n_draws = 1.0, 1.5, 3, 20000
+    rng = np.random.default_rng(14)
+    counts = {}
+    for _ in range(n_draws):
+        key = left_ordered(sample_ibp(alpha, n_rows, rng, beta=beta)).tobytes()
+        counts[key] = counts.get(key, 0) + 1
+    classes = [Z for k in range(6) for Z in classes_with_k_features(n_rows, k)]
+    probs = np.array([np.exp(log_prior(Z, alpha, beta=beta)) for Z in classes])
+    observed = np.array([counts.get(left_ordered(Z).tobytes(), 0) for Z in classes])
+    # every simulated class with K+ <= 5 is among the enumerated ones
+    assert observed.sum() == sum(v for k, v in counts.items() if len(k) // n_rows <= 5)
+    probs = np.append(probs, 1 - probs.sum())
+    observed = np.append(observed, n_draws - observed.sum())
+    assert chi_square_pvalue(observed, probs) > 1e-4
+
+
+def test_log_prior_one_row_is_poisson():
+    for k in range(5):
+        assert log_prior(np.ones((1, k)), 2.0) == pytest.approx(stats.poisson(2.0).logpmf(k))
+
+
+def test_log_prior_ignores_empty_columns_and_row_order():
+    rng = np.random.default_rng(15)
+    Z = sample_ibp(3.0, 6, rng)
+    padded = np.hstack([Z, np.zeros((6, 2), np.int8)])
+    assert log_prior(padded, 3.0) == pytest.approx(log_prior(Z, 3.0))
+    assert log_prior(Z[rng.permutation(6)], 3.0, beta=2.0) == pytest.approx(log_prior(Z, 3.0, beta=2.0))
+
+
+# --- left-ordered form ------------------------------------------------------------------
+
+def test_left_ordered_is_invariant_to_column_permutations_and_idempotent():
+    rng = np.random.default_rng(16)
+    for _ in range(20):
+        Z = sample_ibp(4.0, 8, rng)
+        lof = left_ordered(Z)
+        np.testing.assert_array_equal(left_ordered(Z[:, rng.permutation(Z.shape[1])]), lof)
+        np.testing.assert_array_equal(left_ordered(lof), lof)
+        # same multiset of columns
+        assert sorted(map(bytes, Z.T)) == sorted(map(bytes, lof.T))
+        # columns read as binary numbers (first row most significant) are non-increasing
+        weights = 2 ** np.arange(Z.shape[0])[::-1]
+        assert np.all(np.diff(weights @ lof) <= 0)
+
+
+def test_left_ordered_keeps_empty_columns_last():
+    out = left_ordered([[0, 1, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(out, [[1, 0, 0], [0, 1, 0]])
+
+
+# --- sampling: shapes, seeds ------------------------------------------------------------
+
+def test_same_seed_same_draw():
+    a = sample_ibp(3.0, 20, np.random.default_rng(5), beta=2.0)
+    b = sample_ibp(3.0, 20, np.random.default_rng(5), beta=2.0)
+    np.testing.assert_array_equal(a, b)
+    z1, p1 = sample_stick_breaking(2.0, 5, np.random.default_rng(5))
+    z2, p2 = sample_stick_breaking(2.0, 5, np.random.default_rng(5))
+    np.testing.assert_array_equal(z1, z2)
+    np.testing.assert_array_equal(p1, p2)
+
+
+def test_sample_ibp_shape_and_no_empty_columns():
+    Z = sample_ibp(5.0, 30, np.random.default_rng(6))
+    assert Z.dtype == np.int8 and Z.shape[0] == 30
+    assert Z.sum(axis=0).min() >= 1
+    assert sample_ibp(1.0, 0, np.random.default_rng(0)).shape == (0, 0)
+
+
+# --- stick-breaking and the finite model --------------------------------------------------
+
+def test_stick_means_decay_geometrically():
+    alpha, n_draws, truncation = 2.0, 20000, 8
+    rng = np.random.default_rng(17)
+    pis = np.array([sample_stick_breaking(alpha, 1, rng, truncation=truncation)[1] for _ in range(n_draws)])
+    k = np.arange(1, truncation + 1)
+    se = pis.std(axis=0, ddof=1) / np.sqrt(n_draws)
+    assert np.all(np.abs(pis.mean(axis=0) - expected_stick(alpha, k)) < Z_SCORE * se)
+
+
+def test_stick_breaking_k_plus_matches_the_ibp():
+    alpha, n, n_draws = 2.0, 10, 5000
+    truncation = stick_truncation_level(alpha, n, tol=1e-4)
+    rng = np.random.default_rng(18)
+    k_plus = np.array(
+        [sample_stick_breaking(alpha, n, rng, truncation=truncation)[0].any(axis=0).sum() for _ in range(n_draws)]
+    )
+    mean = expected_num_features(alpha, n)
+    k = np.arange(k_plus.max() + 1)
+    probs = stats.poisson(mean).pmf(k)
+    probs[-1] += stats.poisson(mean).sf(k[-1])
+    assert chi_square_pvalue(np.bincount(k_plus), probs) > 1e-4
+
+
+@pytest.mark.parametrize("beta", [1.0, 2.0])
+def test_finite_model_k_plus_law_is_exact(beta):
+    alpha, n, n_features, n_draws = 2.0, 8, 6, 8000
+    rng = np.random.default_rng(19)
+    k_plus = np.array(
+        [sample_finite_beta_bernoulli(alpha, n, n_features, rng, beta=beta).any(axis=0).sum() for _ in range(n_draws)]
+    )
+    probs = finite_k_plus_pmf(alpha, n, n_features, beta=beta)
+    assert chi_square_pvalue(np.bincount(k_plus, minlength=n_features + 1), probs) > 1e-4
+
+
+def test_finite_model_converges_to_the_ibp():
+    alpha, n = 3.0, 20
+    ibp = stats.poisson(expected_num_features(alpha, n)).pmf(np.arange(200))
+    distances = []
+    for n_features in [10, 100, 1000, 10000]:
+        p = finite_k_plus_pmf(alpha, n, n_features)
+        q = np.zeros(max(p.size, ibp.size))
+        q[: p.size] = p
+        distances.append(0.5 * np.abs(q[:200] - ibp).sum() + 0.5 * q[200:].sum())
+    assert np.all(np.diff(distances) < 0) and distances[-1] < 1e-2
+
+
+def test_truncation_level_bounds_the_lost_mass():
+    for alpha, n in [(0.5, 10), (3.0, 300), (10.0, 50)]:
+        k = stick_truncation_level(alpha, n, tol=0.01)
+        assert n * alpha * expected_stick(alpha, k) <= 0.01
+        assert k == 0 or n * alpha * expected_stick(alpha, k - 1) > 0.01
+
+
+def test_harmonic_rate_is_harmonic_number_for_beta_one():
+    assert harmonic_rate(4) == pytest.approx(1 + 1 / 2 + 1 / 3 + 1 / 4)
+    assert harmonic_rate(0) == 0.0
+
+
+# --- bad input ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: sample_ibp(0.0, 3, np.random.default_rng(0)), "alpha must be > 0"),
+        (lambda: sample_ibp(-1.0, 3, np.random.default_rng(0)), "alpha must be > 0"),
+        (lambda: sample_ibp(1.0, 3, np.random.default_rng(0), beta=0.0), "beta must be > 0"),
+        (lambda: sample_ibp(1.0, -1, np.random.default_rng(0)), "n must be an integer >= 0"),
+        (lambda: sample_ibp(1.0, 2.5, np.random.default_rng(0)), "n must be an integer"),
+        (lambda: sample_ibp(np.nan, 3, np.random.default_rng(0)), "alpha must be finite"),
+        (lambda: sample_ibp(1.0, 3, 42), "rng must be a numpy.random.Generator"),
+        (lambda: log_prior([[0, 2]], 1.0), "Z must contain only 0 and 1"),
+        (lambda: log_prior([[0.5, 1]], 1.0), "Z must contain only 0 and 1"),
+        (lambda: log_prior([1, 0, 1], 1.0), "Z must be 2-D"),
+        (lambda: log_prior([["a", "b"]], 1.0), "Z must be a numeric"),
+        (lambda: log_prior([[1, 0]], -2.0), "alpha must be > 0"),
+        (lambda: log_prior(np.zeros((0, 2)), 1.0), "Z must have at least one row"),
+        (lambda: left_ordered([[3]]), "Z must contain only 0 and 1"),
+        (lambda: expected_num_features(1.0, 3, beta=-1), "beta must be > 0"),
+        (lambda: sample_stick_breaking(1.0, 3, np.random.default_rng(0), truncation=0), "truncation must be"),
+        (lambda: sample_finite_beta_bernoulli(1.0, 3, 0, np.random.default_rng(0)), "n_features must be"),
+        (lambda: expected_stick(1.0, -1), "k must be a non-negative integer"),
+        (lambda: stick_truncation_level(1.0, 10, tol=0), "tol must be > 0"),
+    ],
+)
+def test_bad_input_is_rejected_with_a_clear_message(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()
+
+
+def test_wrong_types_raise_type_error():
+    with pytest.raises(TypeError, match="alpha must be a real number"):
+        sample_ibp("2", 3, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="n must be an integer"):
+        sample_ibp(1.0, 3.0, np.random.default_rng(0))
