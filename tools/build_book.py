@@ -99,7 +99,7 @@ def main() -> None:
     invalidate_stale_cache()
     command = [
         str(Path(sys.executable).parent / "jupyter-book"),
-        "build", str(ROOT), "--builder", "html", "-W", "--keep-going", "-n",
+        "build", str(ROOT), "--builder", "html", "-W", "--keep-going",
     ]
     result = subprocess.run(command, cwd=ROOT)
     if result.returncode != 0:

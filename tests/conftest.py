@@ -1,0 +1,5 @@
+"""Test-suite set-up: no display, so matplotlib draws off-screen."""
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
