@@ -1,4 +1,4 @@
-"""Sphinx extension: serve MathJax from the built site so that the book works offline.
+"""Sphinx extension: a book that works offline and loads without console errors.
 
 MathJax 3 comes from a registry package (``django-static-mathjax``, installed by
 requirements.txt); after the HTML build, the parts the pages use (the TeX/CHTML
@@ -37,7 +37,23 @@ def _copy_mathjax(app, exception):
             shutil.copy2(src, dst)
 
 
+def _tidy_page(app, pagename, templatename, context, doctree):
+    # pydata-sphinx-theme logs a console error on a first visit when no mode is set
+    context["default_mode"] = "light"
+    # sphinx-thebe's inline configuration is registered twice by the Jupyter Book
+    # stack; the second copy re-declares a constant and the browser reports an error
+    seen, unique = set(), []
+    for script in context.get("script_files", []):
+        attributes = sorted((k, str(v)) for k, v in getattr(script, "attributes", {}).items())
+        key = (getattr(script, "filename", None) or "", tuple(attributes))
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+
+
 def setup(app):
     _mathjax_source()  # fail early, before a long build, if the package is missing
+    app.connect("html-page-context", _tidy_page, priority=900)
     app.connect("build-finished", _copy_mathjax)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

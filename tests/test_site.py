@@ -1,0 +1,179 @@
+"""The built book, opened in headless Chromium (Debian's package, never a downloaded build).
+
+``make test`` builds the book first; these tests read ``_build/html``. Each page
+is served from localhost and checked as a reader would see it: it loads without
+console errors, its math is typeset by the bundled MathJax, every image loads,
+no cell shows an error, no request leaves the site, and every static explorer
+changes its picture when its slider moves. A screenshot of each page is kept in
+``_build/screenshots``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+pytestmark = pytest.mark.browser
+
+
+def toc_pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    pages = [toc["root"]]
+    for part in toc.get("parts", []):
+        pages += [entry["file"] for entry in part.get("chapters", [])]
+    return pages
+
+
+def is_notebook(page: str) -> bool:
+    text = (ROOT / f"{page}.md").read_text()
+    return text.startswith("---") and "kernelspec:" in text.split("---", 2)[1]
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (HTML / "index.html").exists():
+        pytest.fail("the book is not built: run `make book` (make test does it first)")
+    handler = functools.partial(QuietHandler, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is missing: `make test` installs it (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )
+        yield browser
+        browser.close()
+
+
+class PageVisit:
+    """One page opened with every request and console error recorded."""
+
+    def __init__(self, browser, base: str, path: str):
+        self.base, self.outside, self.errors = base, [], []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.page.route("**/*", self._route)
+        self.page.goto(f"{base}/{path}", wait_until="load")
+
+    def _route(self, route):
+        url = route.request.url
+        if urlparse(url).scheme in ("data", "blob") or url.startswith(self.base):
+            route.continue_()
+        else:
+            self.outside.append(url)
+            route.abort()
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.mark.parametrize("page", toc_pages())
+def test_page_loads_offline_with_math_figures_and_no_errors(server, browser, page):
+    visit = PageVisit(browser, server, f"{page}.html")
+    try:
+        p = visit.page
+        has_math = p.locator(".math").count() > 0
+        if has_math:
+            # MathJax replaces each TeX fragment by an mjx-container once it has typeset it
+            p.wait_for_function(
+                "document.querySelectorAll('mjx-container').length >= "
+                "document.querySelectorAll('.math').length",
+                timeout=30000,
+            )
+            assert p.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+        p.wait_for_load_state("networkidle")
+        broken = p.evaluate(
+            "Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0)"
+            ".map(i => i.src.slice(0, 80))"
+        )
+        assert broken == [], f"images that did not load: {broken}"
+        assert visit.outside == [], f"requests left the site: {visit.outside}"
+        assert visit.errors == [], f"console errors: {visit.errors}"
+        # no cell output may be an error (traceback) or a warning printed to stderr
+        assert p.locator(".output.traceback, .output.error").count() == 0
+        if is_notebook(page):
+            assert p.locator("figure img, .cell_output img").count() > 0, "a chapter without a figure"
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        p.screenshot(path=str(SHOTS / f"{Path(page).name}.png"), full_page=True)
+    finally:
+        visit.close()
+
+
+def test_every_static_explorer_moves_when_its_slider_is_driven(server, browser):
+    found = 0
+    for page in toc_pages():
+        if "ibp-explorer" not in (HTML / f"{page}.html").read_text():
+            continue
+        visit = PageVisit(browser, server, f"{page}.html")
+        try:
+            explorers = visit.page.locator(".ibp-explorer")
+            for i in range(explorers.count()):
+                found += 1
+                root = explorers.nth(i)
+                img = root.locator("img.ibp-explorer-frame")
+                for j in range(root.locator("input[type=range]").count()):
+                    slider = root.locator("input[type=range]").nth(j)
+                    before_src, before_key = img.get_attribute("src"), root.get_attribute("data-key")
+                    new = "0" if slider.input_value() != "0" else slider.get_attribute("max")
+                    slider.fill(new)  # sets the value and fires the input event
+                    assert root.get_attribute("data-key") != before_key
+                    assert img.get_attribute("src") != before_src, f"{page}: explorer {i} did not move"
+                    shown = root.locator(f"output[data-param='{slider.get_attribute('data-param')}']")
+                    assert shown.inner_text().strip() != ""
+            assert visit.errors == [] and visit.outside == []
+        finally:
+            visit.close()
+    assert found >= 1, "no static explorer found in the built book"
+
+
+def test_search_finds_a_chapter(server, browser):
+    visit = PageVisit(browser, server, "search.html?q=stick-breaking")
+    try:
+        visit.page.wait_for_selector("#search-results li, ul.search li", timeout=20000)
+        text = visit.page.locator("#search-results, ul.search").first.inner_text()
+        assert "stick" in text.lower()
+        assert visit.outside == []
+    finally:
+        visit.close()
+
+
+def test_every_chapter_executed_in_the_build():
+    """The build's execution records are the chapter tests: each must have succeeded."""
+    rows = json.loads((ROOT / "_build" / "execution.json").read_text())
+    executed = {row["chapter"]: row for row in rows}
+    for page in filter(is_notebook, toc_pages()):
+        assert page in executed, f"{page} has no execution record"
+        assert executed[page]["succeeded"], f"{page} failed to execute"
+    assert not list((HTML / "reports").glob("**/*.log")), "execution reports (errors) present"
