@@ -2,6 +2,7 @@
 #   make book   create .venv, install the pinned stack, build the book (every chapter executed)
 #   make test   make book, install the test tools, run the whole test suite
 #   make lab    JupyterLab on the chapters (works as root too)
+#   make student  the chapters as notebooks without solutions, in _build/student
 #   make clean  remove the build and the virtual environment
 PYTHON ?= python3
 VENV   := .venv
@@ -33,7 +34,11 @@ browser:
 	  echo "installing Debian's chromium for the browser checks"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: book $(DEV_STAMP) browser
+# Chapters as notebooks without exercise solutions, for handing out.
+student: $(RUNTIME_STAMP)
+	$(BIN)/python tools/student_edition.py _build/student
+
+test: book student $(DEV_STAMP) browser
 	$(BIN)/python -m pytest
 
 lab: $(RUNTIME_STAMP)
