@@ -5,6 +5,7 @@ re-exported here.
 
 - :mod:`ibp_lab.plotting.matrices`: binary matrices, grids of images.
 - :mod:`ibp_lab.plotting.buffet`: counts against Poisson laws, the buffet explorer.
+- :mod:`ibp_lab.plotting.recursive`: the Recursive IBP marginals and their explorer.
 """
 
 from ibp_lab.plotting._style import (
@@ -17,6 +18,7 @@ from ibp_lab.plotting._style import (
 )
 from ibp_lab.plotting.buffet import buffet_explorer_figure, plot_counts_vs_poisson
 from ibp_lab.plotting.matrices import plot_binary_matrix, plot_image_grid
+from ibp_lab.plotting.recursive import marginals_figure, recursion_step_figure
 
 __all__ = [
     "PALETTE",
@@ -29,4 +31,6 @@ __all__ = [
     "plot_image_grid",
     "plot_counts_vs_poisson",
     "buffet_explorer_figure",
+    "marginals_figure",
+    "recursion_step_figure",
 ]

@@ -1,0 +1,309 @@
+"""Figures of the chapter on the Recursive IBP (``book/03_recursive_ibp.md``).
+
+Every function returns a new :class:`matplotlib.figure.Figure` built without pyplot, so a
+figure is never shown twice and an explorer that renders many frames leaks no open figures.
+All functions are pure: the same arguments give the same picture.
+
+- :func:`recursion_step_figure`: one step of the recursion in three panels.
+- :func:`marginals_figure`: the table of marginals; the render function of the explorer.
+- :func:`comparison_grid_figure`: analytic against Monte Carlo tables over a grid.
+- :func:`mse_figure`: Monte Carlo error against the number of samples, log-log.
+- :func:`memory_figure`: what the recursion keeps against the whole history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+from scipy import stats
+
+from ibp_lab._checks import check_count, check_positive
+from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP
+from ibp_lab.recursive import (
+    columns_needed,
+    marginals,
+    new_dish_probabilities,
+    new_dishes_rate,
+    num_dishes_rate,
+)
+
+__all__ = [
+    "recursion_step_figure",
+    "marginals_figure",
+    "comparison_grid_figure",
+    "mse_figure",
+    "memory_figure",
+]
+
+
+def _heatmap(ax, table: np.ndarray):
+    """Draw a customers x dishes table of probabilities on a fixed [0, 1] colour scale."""
+    n, k_max = table.shape
+    return ax.imshow(
+        table,
+        cmap=SEQUENTIAL_CMAP,
+        vmin=0.0,
+        vmax=1.0,
+        aspect="auto",
+        interpolation="nearest",
+        origin="upper",
+        extent=(0.5, k_max + 0.5, n + 0.5, 0.5),
+    )
+
+
+def recursion_step_figure(alpha: float, beta: float, n: int, *, k_max: int | None = None) -> Figure:
+    """Show how customer ``n``'s marginals come from a running sum and two Poisson laws.
+
+    Left: the running sum ``sum_{n' < n} p(z_{n'k} = 1)`` per dish. Middle: the laws of the
+    number of dishes before (``Lambda_{n-1}``) and after (``Lambda_n``) customer ``n``.
+    Right: ``p(z_nk = 1)``, stacked as the share from the running sum (dishes that already
+    exist) and the share from dishes that customer ``n`` creates.
+
+    Parameters
+    ----------
+    alpha, beta : float
+        IBP parameters, > 0.
+    n : int
+        The customer, >= 2.
+    k_max : int, optional
+        Dishes shown; by default enough to cover all but 1e-4 of ``Lambda_n``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = recursion_step_figure(3.0, 2.0, 10)
+    >>> len(fig.axes)
+    3
+    """
+    alpha = check_positive("alpha", alpha)
+    beta = check_positive("beta", beta)
+    n = check_count("n", n, minimum=2)
+    if k_max is None:
+        k_max = columns_needed(alpha, beta, n, tail=1e-4)
+    k_max = check_count("k_max", k_max, minimum=1)
+    table = marginals(alpha, beta, n, k_max)
+    running_sum = table[:-1].sum(axis=0)
+    rate_before = num_dishes_rate(alpha, beta, n - 1)
+    rate_after = rate_before + new_dishes_rate(alpha, beta, n)
+    fresh = new_dish_probabilities(rate_before, new_dishes_rate(alpha, beta, n), k_max)
+    old = running_sum / (beta + n - 1)
+    k = np.arange(1, k_max + 1)
+
+    fig = Figure(figsize=(11.5, 3.4), layout="constrained")
+    ax_sum, ax_count, ax_next = fig.subplots(1, 3)
+    ax_sum.bar(k, running_sum, width=0.85, color=PALETTE["blue"])
+    ax_sum.set(xlabel="dish k", ylabel="running sum",
+               title=f"$\\sum_{{n'<{n}}} p(z_{{n'k}}=1)$")
+    counts = np.arange(0, k_max + 1)
+    ax_count.step(counts, stats.poisson.pmf(counts, rate_before), where="mid",
+                  color=PALETTE["blue"], label=f"$\\Lambda_{{{n - 1}}}$ (mean {rate_before:.1f})")
+    ax_count.step(counts, stats.poisson.pmf(counts, rate_after), where="mid",
+                  color=PALETTE["orange"], label=f"$\\Lambda_{{{n}}}$ (mean {rate_after:.1f})")
+    ax_count.set(xlabel="number of dishes", ylabel="probability",
+                 title="distribution of the number of dishes")
+    ax_count.legend(frameon=False, fontsize=8)
+    ax_next.bar(k, old, width=0.85, color=PALETTE["blue"], label="existing dish, taken again")
+    ax_next.bar(k, fresh, width=0.85, bottom=old, color=PALETTE["orange"],
+                label=f"dish created by customer {n}")
+    ax_next.set(xlabel="dish k", ylabel="probability", title=f"$p(z_{{{n}k}}=1)$")
+    ax_next.legend(frameon=False, fontsize=8)
+    fig.suptitle(f"one step of the recursion: alpha = {alpha:g}, beta = {beta:g}, customer {n}")
+    return fig
+
+
+def marginals_figure(
+    alpha: float, beta: float, *, n: int = 50, k_max: int | None = None
+) -> Figure:
+    """The table of marginals ``p(z_nk = 1 | alpha, beta)``; the explorer's render function.
+
+    Left: the table as a heatmap (customers down, dishes across in order of creation) on a
+    fixed colour scale, with the expected number of dishes after each customer drawn on
+    top. Right: three of its rows.
+
+    Parameters
+    ----------
+    alpha, beta : float
+        IBP parameters, > 0.
+    n : int, optional
+        Customers shown, >= 1.
+    k_max : int, optional
+        Dishes shown, >= 1. By default all dishes that exist after ``n`` customers with
+        probability above 1e-3 (:func:`ibp_lab.recursive.columns_needed`), so the width of
+        the window follows ``alpha`` and ``beta``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = marginals_figure(2.0, 1.0, n=10, k_max=20)
+    >>> len(fig.axes)  # heatmap, colour bar, rows
+    3
+    """
+    n = check_count("n", n, minimum=1)
+    if k_max is None:
+        k_max = columns_needed(alpha, beta, n, tail=1e-3)
+    table = marginals(alpha, beta, n, k_max)
+    fig = Figure(figsize=(10, 3.8), layout="constrained")
+    ax_map, ax_rows = fig.subplots(1, 2, width_ratios=[1.6, 1])
+    image = _heatmap(ax_map, table)
+    customers = np.arange(1, n + 1)
+    expected = np.array([num_dishes_rate(alpha, beta, i) for i in customers])
+    expected[expected > k_max + 0.5] = np.nan  # leave the window rather than hug its edge
+    ax_map.plot(expected, customers, color="white", lw=1.5, ls="--",
+                label="expected number of dishes")
+    ax_map.set(xlabel="dish k (order of creation)", ylabel="customer n",
+               xlim=(0.5, k_max + 0.5), ylim=(n + 0.5, 0.5))
+    ax_map.legend(loc="lower left", fontsize=8, framealpha=0.8)
+    fig.colorbar(image, ax=ax_map, label="$p(z_{nk} = 1)$")
+    k = np.arange(1, k_max + 1)
+    rows = sorted({1, max(1, n // 5), n})
+    for color, row in zip(CYCLE, rows):
+        ax_rows.plot(k, table[row - 1], color=color, lw=1.5, label=f"customer {row}")
+    ax_rows.set(xlabel="dish k", ylabel="probability", ylim=(0, 1), xlim=(0.5, k_max + 0.5))
+    ax_rows.legend(frameon=False, fontsize=8)
+    fig.suptitle(f"Recursive IBP marginals: alpha = {alpha:g}, beta = {beta:g}, {n} customers")
+    return fig
+
+
+def comparison_grid_figure(
+    results: Mapping[tuple[float, float], tuple[np.ndarray, np.ndarray]],
+    alphas: Sequence[float],
+    betas: Sequence[float],
+    *,
+    n_samples: int | None = None,
+) -> Figure:
+    """Analytic and Monte Carlo tables side by side for every ``(alpha, beta)`` in a grid.
+
+    Parameters
+    ----------
+    results : dict
+        ``(alpha, beta) -> (analytic, simulated)``, two tables of the same shape.
+    alphas, betas : sequence of float
+        Rows and column pairs of the grid, in display order.
+    n_samples : int, optional
+        Number of simulated buffets, for the titles.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> table = marginals(2.0, 1.0, 5, 6)
+    >>> fig = comparison_grid_figure({(2.0, 1.0): (table, table)}, [2.0], [1.0])
+    >>> len(fig.axes)  # two heatmaps and a colour bar
+    3
+    """
+    fig = Figure(figsize=(2.3 * 2 * len(betas) + 1, 2.3 * len(alphas) + 0.6), layout="constrained")
+    axes = np.atleast_2d(fig.subplots(len(alphas), 2 * len(betas), squeeze=False))
+    source = "Monte Carlo" if n_samples is None else f"Monte Carlo ({n_samples})"
+    image = None
+    for i, alpha in enumerate(alphas):
+        for j, beta in enumerate(betas):
+            analytic, simulated = results[(alpha, beta)]
+            for offset, (table, name) in enumerate([(analytic, "analytic"), (simulated, source)]):
+                ax = axes[i, 2 * j + offset]
+                image = _heatmap(ax, table)
+                ax.set_title(f"{name}\nalpha={alpha:g}, beta={beta:g}", fontsize=8)
+                ax.tick_params(labelsize=7)
+                if i == len(alphas) - 1:
+                    ax.set_xlabel("dish k", fontsize=8)
+                if j == 0 and offset == 0:
+                    ax.set_ylabel("customer n", fontsize=8)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="$p(z_{nk} = 1)$")
+    return fig
+
+
+def mse_figure(
+    sample_sizes: Sequence[int],
+    errors: Mapping[tuple[float, float], tuple[np.ndarray, float]],
+    *,
+    slope: float | None = None,
+    slope_se: float | None = None,
+) -> Figure:
+    """Mean squared error of Monte Carlo marginals against the number of samples (log-log).
+
+    Parameters
+    ----------
+    sample_sizes : sequence of int
+        Numbers of simulated buffets.
+    errors : dict
+        ``(alpha, beta) -> (mse, variance)`` as returned by
+        :func:`ibp_lab.recursive.monte_carlo_mse`; the expected error ``variance / N`` is
+        drawn dashed in the same colour.
+    slope, slope_se : float, optional
+        A fitted slope and its standard error, for the title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = mse_figure([10, 100], {(2.0, 1.0): (np.array([0.01, 0.001]), 0.1)})
+    >>> fig.axes[0].get_xscale(), fig.axes[0].get_yscale()
+    ('log', 'log')
+    """
+    sizes = np.asarray(sample_sizes, dtype=float)
+    alphas = sorted({a for a, _ in errors})
+    betas = sorted({b for _, b in errors})
+    markers = ["o", "s", "^", "D", "v", "P"]
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    ax = fig.subplots()
+    for (alpha, beta), (mse, variance) in errors.items():
+        color = CYCLE[alphas.index(alpha) % len(CYCLE)]
+        marker = markers[betas.index(beta) % len(markers)]
+        ax.plot(sizes, mse, marker=marker, ms=5, lw=1, color=color,
+                label=f"alpha={alpha:g}, beta={beta:g}")
+        ax.plot(sizes, variance / sizes, ls=":", lw=1, color=color)
+    ax.set(xscale="log", yscale="log", xlabel="Monte Carlo samples N",
+           ylabel="mean squared error over the table")
+    title = "dotted: expected error mean p(1-p) / N"
+    if slope is not None:
+        title = f"fitted slope {slope:.3f}" + ("" if slope_se is None else f" ± {slope_se:.3f}")
+        title += "; dotted: mean p(1-p) / N"
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, frameon=False, ncol=1, loc="lower left")
+    return fig
+
+
+def memory_figure(
+    n_values: Sequence[int], state_bytes: Sequence[float], history_bytes: Sequence[float]
+) -> Figure:
+    """Bytes kept by the recursion against bytes of the whole history, as ``n`` grows.
+
+    Parameters
+    ----------
+    n_values : sequence of int
+        Numbers of customers.
+    state_bytes : sequence of float
+        Memory of the recursion's state after each number of customers.
+    history_bytes : sequence of float
+        Memory of the history ``z_{<n}`` that the conditional needs.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = memory_figure([10, 100], [100, 200], [140, 1800])
+    >>> len(fig.axes[0].lines)
+    2
+    """
+    fig = Figure(figsize=(6.0, 3.8), layout="constrained")
+    ax = fig.subplots()
+    ax.plot(n_values, history_bytes, "o-", color=PALETTE["vermillion"],
+            label="history $z_{<n}$ (one byte per entry)")
+    ax.plot(n_values, state_bytes, "s-", color=PALETTE["blue"],
+            label="recursion: running sums + rate")
+    ax.set(xscale="log", yscale="log", xlabel="customers n", ylabel="bytes kept")
+    ax.legend(frameon=False, fontsize=8)
+    return fig
