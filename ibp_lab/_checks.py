@@ -13,7 +13,13 @@ import numbers
 
 import numpy as np
 
+#: Largest value accepted for a scale or rate parameter unless a function says
+#: otherwise: beyond it, Poisson rates and products such as alpha * beta overflow
+#: or lose all precision, and no teaching example needs it.
+MAX_PARAMETER = 1e6
+
 __all__ = [
+    "MAX_PARAMETER",
     "check_positive",
     "check_count",
     "check_rng",
@@ -22,8 +28,13 @@ __all__ = [
 ]
 
 
-def check_positive(name: str, value, *, allow_zero: bool = False, upper: float | None = None) -> float:
+def check_positive(
+    name: str, value, *, allow_zero: bool = False, upper: float | None = MAX_PARAMETER
+) -> float:
     """Return ``value`` as a float after checking that it is finite and > 0 (or >= 0).
+
+    Values above ``upper`` (by default :data:`MAX_PARAMETER`) are refused too:
+    a huge ``alpha`` would otherwise overflow into a silent NaN.
 
     Examples
     --------
@@ -44,7 +55,7 @@ def check_positive(name: str, value, *, allow_zero: bool = False, upper: float |
     if not allow_zero and value <= 0:
         raise ValueError(f"{name} must be > 0, got {value}")
     if upper is not None and value > upper:
-        raise ValueError(f"{name} must be <= {upper}, got {value}")
+        raise ValueError(f"{name} must be <= {upper:g}, got {value:g}")
     return value
 
 

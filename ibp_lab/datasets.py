@@ -45,9 +45,13 @@ _N_ROWS = {"train": 3823, "test": 1797}
 DIGIT_SHAPE = (8, 6)
 
 
+def _data_dir():
+    return resources.files("ibp_lab") / "data"
+
+
 def _read_verified(split: str) -> bytes:
     name, expected = _FILES[split]
-    path = resources.files("ibp_lab") / "data" / name
+    path = _data_dir() / name
     try:
         raw = gzip.decompress(path.read_bytes())
     except FileNotFoundError as exc:

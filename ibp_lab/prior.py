@@ -218,7 +218,7 @@ def log_prior(Z, alpha: float, *, beta: float = 1.0) -> float:
         log_duplicates = 0.0
     log_beta_fns = gammaln(m) + gammaln(n_rows - m + beta) - gammaln(n_rows + beta)
     return float(
-        k_plus * np.log(alpha * beta)
+        k_plus * (np.log(alpha) + np.log(beta))  # not log(alpha * beta): it can underflow
         - log_duplicates
         - alpha * harmonic_rate(n_rows, beta=beta)
         + np.sum(log_beta_fns)

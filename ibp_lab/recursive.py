@@ -101,7 +101,7 @@ def new_dishes_rate(alpha: float, beta: float, n: int) -> float:
     alpha = check_positive("alpha", alpha)
     beta = check_positive("beta", beta)
     n = check_count("n", n, minimum=1)
-    return alpha * beta / (beta + n - 1)
+    return alpha * beta / (beta + (n - 1))
 
 
 def num_dishes_rate(alpha: float, beta: float, n: int) -> float:
@@ -257,9 +257,9 @@ def _next_row(
     running_sum: np.ndarray, n: int, rate_before: float, alpha: float, beta: float, k_max: int
 ) -> tuple[np.ndarray, float]:
     """Unchecked :func:`next_row_prior`; ``len(running_sum) <= k_max``."""
-    rate_new = alpha * beta / (beta + n - 1)
+    rate_new = alpha * beta / (beta + (n - 1))
     row = _new_dish_probabilities(rate_before, rate_new, k_max)
-    row[: running_sum.size] += running_sum / (beta + n - 1)
+    row[: running_sum.size] += running_sum / (beta + (n - 1))
     return row, rate_before + rate_new
 
 
@@ -556,8 +556,8 @@ def _simulate_counts(
             # Existing dish k is taken with probability m_k / (beta + i - 1); dishes not yet
             # created have m_k = 0 and are never taken here.
             u = rng.random((size, width))
-            z[:, :width] = u * (beta + i - 1) < taken_by[:, :width]
-        after = n_dishes + rng.poisson(alpha * beta / (beta + i - 1), size)
+            z[:, :width] = u * (beta + (i - 1)) < taken_by[:, :width]
+        after = n_dishes + rng.poisson(alpha * beta / (beta + (i - 1)), size)
         z |= (column >= n_dishes[:, None]) & (column < after[:, None])
         taken_by += z
         n_dishes = after
