@@ -1,0 +1,161 @@
+"""Tests of ibp_lab.exact: the enumeration of classes and the exact posteriors."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from scipy.stats import binom, multivariate_normal, poisson
+
+from ibp_lab import exact
+from ibp_lab.linear_gaussian import collapsed_loglik
+from ibp_lab.prior import harmonic_rate, left_ordered, log_prior
+
+X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
+
+
+def test_column_types_are_every_nonzero_column_in_left_order():
+    types = exact.column_types(3)
+    assert types.shape == (3, 7)
+    assert len({tuple(col) for col in types.T}) == 7 and types.any(axis=0).all()
+    np.testing.assert_array_equal(left_ordered(types), types)
+
+
+@pytest.mark.parametrize("n_rows, k_max", [(1, 4), (2, 5), (3, 4), (4, 2)])
+def test_enumeration_lists_each_class_once_in_left_ordered_form(n_rows, k_max):
+    classes = list(exact.enumerate_classes(n_rows, k_max))
+    assert len(classes) == exact.count_classes(n_rows, k_max)
+    keys = {tuple(exact.class_counts(Z)) for Z in classes}
+    assert len(keys) == len(classes)  # no class twice
+    for Z in classes:
+        np.testing.assert_array_equal(left_ordered(Z), Z)
+        assert Z.shape[1] <= k_max and (Z.shape[1] == 0 or Z.any(axis=0).all())
+
+
+@pytest.mark.parametrize("n_rows, k_max, alpha, beta", [(3, 8, 1.3, 1.0), (3, 8, 0.7, 2.5),
+                                                        (4, 5, 1.0, 0.5), (2, 10, 2.0, 1.0)])
+def test_class_priors_sum_to_the_poisson_law_of_k_plus(n_rows, k_max, alpha, beta):
+    """Summed over every class with K+ = k, P([Z]) must be Poisson(alpha H_N(beta)) at k.
+
+    This checks the enumeration (no class missing or repeated) and log_prior together.
+    """
+    totals = np.full(k_max + 1, -np.inf)
+    for Z in exact.enumerate_classes(n_rows, k_max):
+        k = Z.shape[1]
+        totals[k] = np.logaddexp(totals[k], log_prior(Z, alpha, beta=beta))
+    expected = poisson(alpha * harmonic_rate(n_rows, beta=beta)).logpmf(np.arange(k_max + 1))
+    np.testing.assert_allclose(totals, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("alpha, sigma_x, sigma_a, beta",
+                         [(1.3, 0.6, 1.2, 1.0), (0.8, 0.4, 2.0, 3.0)])
+def test_class_probabilities_sum_to_one_with_a_negligible_tail(alpha, sigma_x, sigma_a, beta):
+    post = exact.class_posterior(X3, alpha, sigma_x, sigma_a, beta=beta, k_max=12)
+    assert post.probabilities.sum() == pytest.approx(1.0, abs=1e-12)
+    assert post.tail_bound < 1e-4
+    p, tail = exact.k_plus_posterior(X3, alpha, sigma_x, sigma_a, beta=beta, k_max=12,
+                                     return_tail=True)
+    assert tail == post.tail_bound
+    np.testing.assert_allclose(p, np.bincount(post.k_plus, post.probabilities, minlength=13))
+
+
+def test_tail_bound_bounds_the_mass_beyond_k_max():
+    """The true P(K+ > 6), computed with k_max = 12, is below the bound reported at k_max = 6."""
+    p_long = exact.k_plus_posterior(X3, 1.3, 0.6, 1.2, k_max=12)
+    _, tail = exact.k_plus_posterior(X3, 1.3, 0.6, 1.2, k_max=6, return_tail=True)
+    assert p_long[7:].sum() <= tail
+    p_short = exact.k_plus_posterior(X3, 1.3, 0.6, 1.2, k_max=6)
+    np.testing.assert_allclose(p_short, p_long[:7] / p_long[:7].sum(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("n_rows, k_max, beta",
+                         [(3, 6, 1.0), (3, 5, 2.5), (4, 4, 0.7), (1, 5, 1.0)])
+def test_vectorised_prior_agrees_with_log_prior_on_every_class(n_rows, k_max, beta):
+    X = np.zeros((n_rows, 1))
+    post = exact.class_posterior(X, 1.7, 0.5, 1.0, beta=beta, k_max=k_max)
+    # the likelihood of X = 0 depends on the class; subtract it to isolate the prior
+    for log_weight, Z in zip(post.log_weights, post.classes()):
+        expected = log_prior(Z, 1.7, beta=beta) + collapsed_loglik(X, Z, 0.5, 1.0)
+        assert log_weight == pytest.approx(expected, rel=1e-10, abs=1e-10)
+
+
+def test_weights_are_prior_times_collapsed_likelihood():
+    post = exact.class_posterior(X3, 1.3, 0.6, 1.2, beta=1.5, k_max=5)
+    for index in [0, 1, 17, 200, len(post.probabilities) - 1]:
+        Z = list(post.classes())[index]
+        expected = log_prior(Z, 1.3, beta=1.5) + collapsed_loglik(X3, Z, 0.6, 1.2)
+        assert post.log_weights[index] == pytest.approx(expected, rel=1e-10)
+
+
+def buffet_class_posterior_two_rows(X, alpha, sigma_x, sigma_a, beta, k_max):
+    """Brute force for N = 2 from the buffet itself, without log_prior.
+
+    Row 1 takes Poisson(alpha) dishes; row 2 shares each with probability
+    1 / (1 + beta) and adds Poisson(alpha beta / (1 + beta)) new ones. A class is
+    (n11, n10, n01): dishes of both rows, of row 1 only, of row 2 only.
+    """
+    out = {}
+    for n11, n10, n01 in itertools.product(range(k_max + 1), repeat=3):
+        if n11 + n10 + n01 > k_max:
+            continue
+        log_p = (poisson(alpha).logpmf(n11 + n10) + binom(n11 + n10, 1 / (1 + beta)).logpmf(n11)
+                 + poisson(alpha * beta / (1 + beta)).logpmf(n01))
+        Z = np.array([[1] * n11 + [1] * n10 + [0] * n01, [1] * n11 + [0] * n10 + [1] * n01])
+        cov = sigma_a**2 * Z @ Z.T + sigma_x**2 * np.eye(2)
+        log_p += sum(multivariate_normal(np.zeros(2), cov).logpdf(X[:, d])
+                     for d in range(X.shape[1]))
+        out[(n11, n10, n01)] = log_p
+    keys = list(out)
+    values = np.array([out[key] for key in keys])
+    return dict(zip(keys, np.exp(values - logsumexp(values))))
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.4, 3.0])
+def test_two_rows_agree_with_brute_force_from_the_buffet(beta):
+    X2 = np.array([[0.9, -1.4, 0.3], [1.1, 0.2, -0.5]])
+    k_max = 9
+    brute = buffet_class_posterior_two_rows(X2, 1.7, 0.5, 1.1, beta, k_max)
+    post = exact.class_posterior(X2, 1.7, 0.5, 1.1, beta=beta, k_max=k_max)
+    assert len(brute) == len(post.probabilities)
+    for counts, p in zip(post.counts, post.probabilities):
+        # types for two rows: 11, 10, 01
+        assert p == pytest.approx(brute[tuple(int(c) for c in counts)], rel=1e-9, abs=1e-15)
+
+
+def test_probability_of_is_label_free():
+    post = exact.class_posterior(X3, 1.0, 0.5, 1.0, k_max=6)
+    Z = np.array([[1, 0, 1], [0, 1, 1], [1, 0, 0]])
+    p = post.probability_of(Z)
+    assert p > 0
+    assert post.probability_of(Z[:, [2, 0, 1]]) == p
+    assert post.probability_of(np.hstack([Z, np.zeros((3, 1), int)])) == p
+    assert post.probability_of(np.ones((3, 7), int)) == 0.0  # beyond k_max
+
+
+def test_class_counts_reads_columns_as_types():
+    np.testing.assert_array_equal(exact.class_counts([[1, 1, 0, 0], [1, 1, 1, 0]]), [2, 0, 1])
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: exact.k_plus_posterior(np.ones((5, 2)), 1.0, 0.5, 1.0), ValueError,
+         "at most 4 rows"),
+        (lambda: exact.k_plus_posterior(np.ones((4, 2)), 1.0, 0.5, 1.0, k_max=9), ValueError,
+         "use a smaller k_max"),
+        (lambda: exact.k_plus_posterior(X3, -1.0, 0.5, 1.0), ValueError, "alpha must be > 0"),
+        (lambda: exact.k_plus_posterior(X3, 1.0, 0.5, 1.0, beta=0), ValueError, "beta must be > 0"),
+        (lambda: exact.k_plus_posterior(X3, 1.0, 0.0, 1.0), ValueError, "sigma_x must be > 0"),
+        (lambda: exact.k_plus_posterior(np.where(X3 > 1, np.nan, X3), 1.0, 0.5, 1.0), ValueError,
+         "X must be finite"),
+        (lambda: exact.k_plus_posterior(X3, 1.0, 0.5, 1.0, k_max=-1), ValueError,
+         "k_max must be an integer >= 0"),
+        (lambda: exact.class_counts([[2, 0]]), ValueError, "Z must contain only 0 and 1"),
+        (lambda: exact.class_posterior(X3, 1.0, 0.5, 1.0, k_max=3).probability_of([[1], [0]]),
+         ValueError, "Z must have 3 rows"),
+        (lambda: list(exact.enumerate_classes(5, 2)), ValueError, "at most 4 rows"),
+    ],
+)
+def test_bad_inputs_are_reported_by_name(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

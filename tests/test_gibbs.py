@@ -1,0 +1,441 @@
+"""Tests of ibp_lab.gibbs: the collapsed Gibbs sampler against exact enumeration.
+
+Statistical tolerances come from the chains' own Monte Carlo error: for an
+indicator such as 1{K+ = k} the error of its frequency ``p_hat`` is about
+``sqrt(p (1 - p) / ESS)``, with ESS the effective sample size of that
+indicator (ArviZ's ``ess(method="mean")``, which accounts for autocorrelation).
+Each comparison allows 4.5 of these standard errors: with a dozen or so
+comparisons per test, a correct sampler fails with probability below 1e-4,
+while the seed notebook's biased scan order is still caught (see
+``test_long_chain_resolves_a_bias_of_0005``).
+"""
+
+import math
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy.special import gammaln, logsumexp
+
+from ibp_lab import exact, gibbs
+from ibp_lab.linear_gaussian import collapsed_loglik
+from ibp_lab.prior import harmonic_rate, log_prior
+
+X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
+# The DESIGN's 3 x 2 case: N(0, 2^2) data, alpha = 1.3, sigma_X = 0.6, sigma_A = 1.2.
+X_DESIGN = np.random.default_rng(1).normal(0.0, 2.0, size=(3, 2))
+N_SIGMA = 4.5
+
+
+def ess_mean(values: np.ndarray) -> float:
+    """Effective sample size for the mean of a single chain (NaN if constant)."""
+    values = np.asarray(values, dtype=float)
+    if values.min() == values.max():
+        return float("nan")
+    return float(az.ess(values[None, :], method="mean"))
+
+
+def indicator_errors(labels: np.ndarray, n_bins: int):
+    """Frequencies of 0..n_bins-1 in ``labels`` and the ESS of each indicator."""
+    freq = np.bincount(labels, minlength=n_bins)[:n_bins] / len(labels)
+    ess = np.array([ess_mean(labels == k) for k in range(n_bins)])
+    # a bin the chain never (or always) visits has no ESS of its own: use the worst other one
+    ess = np.where(np.isnan(ess), np.nanmin(ess), ess)
+    return freq, ess
+
+
+def assert_frequencies_match(freq, p_exact, ess, slack=0.0):
+    """|p_hat - p| < 4.5 sqrt(p (1 - p) / ESS) per bin (+ slack for a truncated tail)."""
+    se = np.sqrt(p_exact * (1 - p_exact) / ess)
+    bad = np.abs(freq - p_exact) > N_SIGMA * se + slack + 1e-12
+    assert not bad.any(), (
+        f"bins {np.flatnonzero(bad)}: sampler {freq[bad]} vs exact {p_exact[bad]} "
+        f"(standard errors {se[bad]})"
+    )
+
+
+def tv_noise_threshold(p_exact, ess, rng, quantile=0.9999, n_draws=200_000):
+    """A 99.99% quantile of the total-variation distance that Monte Carlo noise alone gives.
+
+    The error of a histogram of ESS effective draws is approximately
+    Normal(0, (diag(p) - p p^T) / ESS) (the multinomial covariance); we simulate it
+    with the smallest per-bin ESS among the bins that carry mass (conservative)
+    and take the quantile of 0.5 * sum |error|.
+    """
+    ess_min = float(np.min(ess[p_exact > 0.01]))
+    g = rng.standard_normal((n_draws, len(p_exact))) * np.sqrt(p_exact)
+    errors = (g - np.outer(g.sum(axis=1), p_exact)) / math.sqrt(ess_min)
+    return float(np.quantile(0.5 * np.abs(errors).sum(axis=1), quantile))
+
+
+# --------------------------------------------------------------------------------------
+# the compiled kernel is the readable algorithm
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("random_scan", [True, False])
+@pytest.mark.parametrize("beta", [1.0, 2.5])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_sweep_matches_the_reference_sweep(random_scan, beta, seed):
+    """Same random numbers, same chain: the rank-one algebra reproduces a from-scratch solve."""
+    rng_data = np.random.default_rng(seed)
+    X = rng_data.normal(size=(12, 4))
+    Z_fast = Z_slow = (rng_data.random((12, 5)) < 0.4).astype(np.int8)
+    rng_fast, rng_slow = np.random.default_rng(100 + seed), np.random.default_rng(100 + seed)
+    for _ in range(25):
+        Z_fast, _, _ = gibbs._sweeps(X, Z_fast, 2.0, 0.4, 1.0, beta, 1, rng_fast,
+                                     random_scan=random_scan)
+        Z_slow = gibbs._gibbs_sweep_reference(X, Z_slow, 2.0, 0.4, 1.0, rng_slow, beta=beta,
+                                              random_scan=random_scan)
+        np.testing.assert_array_equal(Z_fast, Z_slow)
+
+
+def test_compiled_sweep_matches_the_reference_on_digits():
+    """The same check at a realistic size: 60 centred digits, 48 pixels, several features."""
+    from ibp_lab.datasets import load_digit_sets
+
+    X = load_digit_sets().train[:60]
+    rng = np.random.default_rng(0)
+    Z = np.ones((60, 1))
+    for _ in range(30):  # warm up to the working number of features
+        Z = gibbs.gibbs_sweep(X, Z, 2.0, 0.25, 0.3, rng)
+    assert Z.shape[1] >= 4
+    rng_fast, rng_slow = np.random.default_rng(7), np.random.default_rng(7)
+    Z_fast = Z_slow = Z
+    for _ in range(3):
+        Z_fast = gibbs.gibbs_sweep(X, Z_fast, 2.0, 0.25, 0.3, rng_fast)
+        Z_slow = gibbs._gibbs_sweep_reference(X, Z_slow, 2.0, 0.25, 0.3, rng_slow)
+        np.testing.assert_array_equal(Z_fast, Z_slow)
+
+
+# --------------------------------------------------------------------------------------
+# basic behaviour
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("Z0", [np.ones((3, 1)), np.zeros((3, 0)), np.zeros((3, 4)),
+                                np.eye(3), np.ones((3, 12))])
+def test_sweep_returns_int8_without_empty_columns(Z0):
+    Z_in = np.array(Z0)
+    Z = gibbs.gibbs_sweep(X3, Z_in, 1.3, 0.6, 1.2, np.random.default_rng(0), beta=1.5)
+    assert Z.dtype == np.int8 and Z.shape[0] == 3
+    assert Z.shape[1] == 0 or Z.any(axis=0).all()
+    np.testing.assert_array_equal(Z_in, Z0)  # the input is not modified
+
+
+def test_sweep_on_a_single_row_only_has_singletons():
+    Z = gibbs.gibbs_sweep([[0.3, 2.0]], np.ones((1, 2)), 1.0, 0.5, 1.0, np.random.default_rng(1))
+    assert Z.shape[0] == 1 and (Z == 1).all()
+
+
+def test_many_new_dishes_at_once():
+    """One row and a large alpha: about 100 singletons per draw, each drawn exactly.
+
+    With N = 1 every sweep draws K+ afresh from its conditional, so the draws are
+    independent and the standard error of the mean is sd / sqrt(n).
+    """
+    X = np.array([[0.5, -0.2]])
+    p = exact.k_plus_posterior(X, 100.0, 1.0, 0.1, k_max=300)
+    # 5,000 sweeps: each recomputes M^-1 for ~100 features from scratch, O(K^3)
+    k = gibbs.k_plus_trace(X, 5_000, np.random.default_rng(6), alpha=100.0, sigma_x=1.0,
+                           sigma_a=0.1)
+    support = np.arange(301)
+    mean = p @ support
+    var = p @ (support - mean) ** 2
+    fourth = p @ (support - mean) ** 4
+    assert abs(k.mean() - mean) < N_SIGMA * math.sqrt(var / len(k))
+    # the sample variance has variance (mu_4 - sigma^4) / n (delta method, large n)
+    assert abs(k.var() - var) < N_SIGMA * math.sqrt((fourth - var**2) / len(k))
+    assert k.max() > 64  # the sampler's buffer for the singleton weights had to grow
+
+
+def test_same_seed_same_chain():
+    def sweeps(seed):
+        rng, Z, out = np.random.default_rng(seed), np.ones((3, 1)), []
+        for _ in range(50):
+            Z = gibbs.gibbs_sweep(X3, Z, 1.3, 0.6, 1.2, rng)
+            out.append(Z)
+        return out
+
+    first, second = sweeps(4), sweeps(4)
+    assert all(np.array_equal(a, b) for a, b in zip(first, second))
+    assert not all(np.array_equal(a, b) for a, b in zip(first, sweeps(5)))
+    k1 = gibbs.k_plus_trace(X3, 1000, np.random.default_rng(3), alpha=1.3, sigma_x=0.6, sigma_a=1.2)
+    k2 = gibbs.k_plus_trace(X3, 1000, np.random.default_rng(3), alpha=1.3, sigma_x=0.6, sigma_a=1.2)
+    np.testing.assert_array_equal(k1, k2)
+    c1 = gibbs.run_chain(X3, 30, np.random.default_rng(2), burn=5)
+    c2 = gibbs.run_chain(X3, 30, np.random.default_rng(2), burn=5)
+    assert c1.trace.identical(c2.trace)
+    assert all(np.array_equal(a, b) for a, b in zip(c1.samples, c2.samples))
+
+
+# --------------------------------------------------------------------------------------
+# against exact enumeration, hyperparameters fixed
+# --------------------------------------------------------------------------------------
+
+FIXED_CASES = [
+    # X, alpha, sigma_x, sigma_a, beta, k_max
+    pytest.param(X3, 1.3, 0.6, 1.2, 1.0, 12, id="one-parameter"),
+    pytest.param(X3, 0.7, 0.4, 2.0, 3.0, 12, id="beta=3"),
+    pytest.param(np.random.default_rng(5).normal(size=(3, 2)), 2.0, 1.0, 0.5, 0.5, 14,
+                 id="beta=0.5 many weak features"),
+    pytest.param(np.array([[0.9, -1.4, 0.3], [1.1, 0.2, -0.5]]), 1.5, 0.5, 1.0, 1.5, 20,
+                 id="two rows"),
+]
+
+
+@pytest.mark.parametrize("X, alpha, sigma_x, sigma_a, beta, k_max", FIXED_CASES)
+def test_k_plus_distribution_matches_enumeration(X, alpha, sigma_x, sigma_a, beta, k_max):
+    p_exact, tail = exact.k_plus_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max,
+                                           return_tail=True)
+    assert tail < 1e-3
+    k = gibbs.k_plus_trace(X, 150_000, np.random.default_rng(11), alpha=alpha, sigma_x=sigma_x,
+                           sigma_a=sigma_a, beta=beta, Z0=np.ones((len(X), 6)))
+    freq, ess = indicator_errors(np.minimum(k, k_max + 1), k_max + 2)
+    # the last bin collects K+ > k_max, whose exact probability is at most `tail`
+    assert_frequencies_match(freq[:-1], p_exact * (1 - tail), ess[:-1], slack=tail)
+    assert freq[-1] <= tail + N_SIGMA * math.sqrt(tail / ess[-1]) + 1e-12
+
+
+def test_class_distribution_matches_enumeration():
+    """Not only K+: the probability of each class (multiset of columns) is right too."""
+    alpha, sigma_x, sigma_a, beta = 1.1, 0.5, 1.3, 2.0
+    post = exact.class_posterior(X3, alpha, sigma_x, sigma_a, beta=beta, k_max=12)
+    assert post.tail_bound < 1e-4
+    _, types = gibbs.k_plus_trace(X3, 200_000, np.random.default_rng(21), alpha=alpha,
+                                  sigma_x=sigma_x, sigma_a=sigma_a, beta=beta, return_types=True)
+    index = {tuple(row): c for c, row in enumerate(post.counts)}
+    visited, labels = np.unique(types, axis=0, return_inverse=True)
+    labels = labels.ravel()
+    exact_index = np.array([index.get(tuple(row), -1) for row in visited])
+    # every class with probability above 0.3% gets its own comparison (about 40 of them)
+    top = np.flatnonzero(post.probabilities > 0.003)
+    for c in top:
+        hits = np.flatnonzero(exact_index == c)
+        chain_labels = (labels == hits[0]) if hits.size else np.zeros(len(labels), bool)
+        freq = chain_labels.mean()
+        ess = ess_mean(chain_labels) if 0 < freq < 1 else len(labels) / 10
+        assert_frequencies_match(np.array([freq]), post.probabilities[c:c + 1], np.array([ess]))
+    assert len(top) > 20
+
+
+def k_plus_tv_test(X, n_sweeps, scan_order, alpha=1.3, sigma_x=0.6, sigma_a=1.2, k_max=14):
+    p_exact, tail = exact.k_plus_posterior(X, alpha, sigma_x, sigma_a, k_max=k_max,
+                                           return_tail=True)
+    k = gibbs.k_plus_trace(X, n_sweeps, np.random.default_rng(2024), alpha=alpha,
+                           sigma_x=sigma_x, sigma_a=sigma_a, scan_order=scan_order)
+    freq, ess = indicator_errors(np.minimum(k, k_max), k_max + 1)
+    tv = 0.5 * np.abs(freq - p_exact).sum() + tail
+    threshold = tv_noise_threshold(p_exact, ess, np.random.default_rng(0))
+    return tv, threshold, tail
+
+
+@pytest.mark.slow
+def test_long_chain_resolves_a_bias_of_0005():
+    """DESIGN: 600,000 sweeps on the 3 x 2 case, total variation against the exact K+ posterior.
+
+    The threshold is the 99.99% quantile of the distance that Monte Carlo noise
+    alone produces (tv_noise_threshold); it must itself be below 0.005, so that a
+    bias of that size would be detected. The seed notebook's fixed scan order,
+    run the same way, must fail the same test: the test has the power it claims.
+    """
+    tv, threshold, tail = k_plus_tv_test(X_DESIGN, 600_000, "random")
+    assert tail < 1e-4
+    assert threshold < 0.005, f"not enough sweeps to resolve 0.005: threshold {threshold:.4f}"
+    assert tv < threshold, f"TV {tv:.4f} exceeds the Monte Carlo threshold {threshold:.4f}"
+    tv_fixed, threshold_fixed, _ = k_plus_tv_test(X_DESIGN, 600_000, "fixed")
+    assert tv_fixed > threshold_fixed, (
+        f"the biased fixed scan order went undetected: TV {tv_fixed:.4f}, threshold "
+        f"{threshold_fixed:.4f}")
+
+
+# --------------------------------------------------------------------------------------
+# hyperparameter updates against exact marginals
+# --------------------------------------------------------------------------------------
+
+
+def exact_marginals(X, *, scale, alpha=None, alpha_prior=None, sigma_x=None, sigma_a=None,
+                    beta=1.0, k_max=10, n_grid=200):
+    """Exact posterior of K+, and E[alpha], E[scale], with alpha and one scale integrated out.
+
+    alpha ~ Gamma(a, b) integrates analytically against P([Z] | alpha), which is
+    alpha^K+ exp(-alpha H) times alpha-free terms:
+    int alpha^K e^(-alpha H) Gamma(alpha; a, b) d alpha
+        = b^a Gamma(a + K) / (Gamma(a) (b + H)^(a + K)).
+    The scale (HalfNormal(1) prior) is integrated on a grid in log(scale),
+    trapezoid rule, from 1e-3 to 6 (the prior mass outside is below 1e-3 and the
+    likelihood is bounded).
+    """
+    harmonic = harmonic_rate(len(X), beta=beta)
+    log_grid = np.linspace(np.log(1e-3), np.log(6.0), n_grid)
+    trapezoid = np.full(n_grid, 1.0)
+    trapezoid[[0, -1]] = 0.5
+    log_mass = np.empty((n_grid, k_max + 1))
+    for g, log_s in enumerate(log_grid):
+        s = math.exp(log_s)
+        sx, sa = (s, sigma_a) if scale == "sigma_x" else (sigma_x, s)
+        post = exact.class_posterior(X, 1.0 if alpha_prior else alpha, sx, sa, beta=beta,
+                                     k_max=k_max)
+        lw = post.log_weights
+        if alpha_prior:
+            a, b = alpha_prior
+            K = post.k_plus
+            lw = (lw + harmonic + a * np.log(b) + gammaln(a + K) - gammaln(a)
+                  - (a + K) * np.log(b + harmonic))
+        for k in range(k_max + 1):
+            log_mass[g, k] = logsumexp(lw[post.k_plus == k])
+        # HalfNormal(1) density times the Jacobian d scale = scale d log(scale)
+        log_mass[g] += 0.5 * np.log(2 / np.pi) - 0.5 * s**2 + log_s + np.log(trapezoid[g])
+    total = logsumexp(log_mass)
+    p_k = np.exp(logsumexp(log_mass, axis=0) - total)
+    mean_scale = float(np.sum(np.exp(logsumexp(log_mass, axis=1) - total) * np.exp(log_grid)))
+    mean_alpha = None
+    if alpha_prior:
+        a, b = alpha_prior
+        mean_alpha = float(np.sum(p_k * (a + np.arange(k_max + 1)) / (b + harmonic)))
+    return p_k, mean_alpha, mean_scale
+
+
+def assert_mean_matches(trace, expected):
+    values = np.asarray(trace)
+    se = values.std() / math.sqrt(ess_mean(values))
+    assert abs(values.mean() - expected) < N_SIGMA * se, (
+        f"chain mean {values.mean():.4f} vs exact {expected:.4f} (standard error {se:.4f})")
+
+
+def test_alpha_and_sigma_a_updates_match_exact_marginals():
+    """Conjugate alpha update (beta = 2, so H is not the harmonic number) and the sigma_a walk."""
+    options = dict(alpha_prior=(2.0, 4.0), sigma_x=0.6, beta=2.0)
+    p_k, mean_alpha, mean_sigma_a = exact_marginals(X3, scale="sigma_a", **options)
+    chain = gibbs.run_chain(X3, 60_000, np.random.default_rng(8), sigma_a=1.0, burn=2_000,
+                            update_alpha=True, update_sigma_a=True, update_sigma_x=False,
+                            **options)
+    post = chain.posterior_trace
+    k = post.k_plus.values
+    freq, ess = indicator_errors(np.minimum(k, 11), 12)
+    assert_frequencies_match(freq[:11], p_k, ess[:11])
+    assert freq[11] < 1e-3  # K+ > 10 has prior probability below 1e-4 here
+    assert_mean_matches(post.alpha, mean_alpha)
+    assert_mean_matches(post.sigma_a, mean_sigma_a)
+    assert 0.2 < chain.acceptance["sigma_a"] < 0.7
+    assert (post.sigma_x == 0.6).all()
+
+
+def test_sigma_x_update_matches_exact_marginal():
+    options = dict(alpha=1.3, sigma_a=1.2, beta=1.0)
+    p_k, _, mean_sigma_x = exact_marginals(X3, scale="sigma_x", **options)
+    chain = gibbs.run_chain(X3, 50_000, np.random.default_rng(9), sigma_x=0.5, burn=2_000,
+                            update_alpha=False, update_sigma_a=False, update_sigma_x=True,
+                            **options)
+    post = chain.posterior_trace
+    freq, ess = indicator_errors(np.minimum(post.k_plus.values, 11), 12)
+    assert_frequencies_match(freq[:11], p_k, ess[:11])
+    assert freq[11] < 1e-3
+    assert_mean_matches(post.sigma_x, mean_sigma_x)
+    assert (post.alpha == 1.3).all() and (post.sigma_a == 1.2).all()
+
+
+# --------------------------------------------------------------------------------------
+# chain bookkeeping
+# --------------------------------------------------------------------------------------
+
+
+def test_run_chain_records_consistent_traces():
+    X = np.random.default_rng(0).normal(size=(15, 4))
+    chain = gibbs.run_chain(X, 40, np.random.default_rng(1), sigma_x=0.5, sigma_a=1.0, beta=1.5,
+                            update_sigma_x=True, burn=10, thin=3)
+    trace = chain.trace
+    assert trace.sizes["draw"] == 40 and trace.attrs["burn"] == 10
+    np.testing.assert_array_equal(chain.sample_draws, np.arange(10, 40, 3))
+    assert len(chain.samples) == len(chain.sample_draws)
+    for draw, Z in zip(chain.sample_draws, chain.samples):
+        row = trace.sel(draw=draw)
+        assert Z.dtype == np.int8 and int(row.k_plus) == Z.shape[1]
+        ll = collapsed_loglik(X, Z, float(row.sigma_x), float(row.sigma_a))
+        assert float(row.log_likelihood) == pytest.approx(ll, rel=1e-9)
+        assert float(row.log_joint) == pytest.approx(
+            ll + log_prior(Z, float(row.alpha), beta=1.5), rel=1e-9)
+    assert chain.Z.shape[1] == int(trace.k_plus[-1])
+    assert float(trace.sigma_x[-1]) == chain.sigma_x and float(trace.alpha[-1]) == chain.alpha
+    assert set(chain.acceptance) == {"sigma_a", "sigma_a_step", "sigma_x", "sigma_x_step"}
+
+
+def test_run_chain_with_everything_fixed_keeps_the_hyperparameters():
+    chain = gibbs.run_chain(X3, 20, np.random.default_rng(1), alpha=0.8, sigma_x=0.6, sigma_a=1.2,
+                            update_alpha=False, update_sigma_a=False)
+    assert (chain.trace.alpha == 0.8).all() and (chain.trace.sigma_a == 1.2).all()
+    assert chain.acceptance == {}
+
+
+def test_run_chains_gives_inference_data_for_arviz():
+    X = np.random.default_rng(0).normal(size=(15, 4))
+    starts = [np.ones((15, 1)), (np.random.default_rng(3).random((15, 8)) < 0.3)]
+    idata, chains = gibbs.run_chains(X, 2, 30, np.random.default_rng(5), Z0=starts,
+                                     sigma_x=0.5, sigma_a=1.0, burn=10, thin=2)
+    assert dict(idata.posterior.sizes) == {"chain": 2, "draw": 10}
+    assert dict(idata.warmup_posterior.sizes) == {"chain": 2, "draw": 10}
+    rhat = az.rhat(idata, var_names=["k_plus", "log_joint"])
+    ess = az.ess(idata, var_names=["k_plus", "log_joint"])
+    assert np.isfinite(float(rhat.log_joint)) and float(ess.log_joint) > 0
+    np.testing.assert_array_equal(idata.posterior.k_plus.values[1],
+                                  chains[1].posterior_trace.k_plus.values)
+    nested, _ = gibbs.run_chains(X, 2, 12, np.random.default_rng(5), Z0=np.ones((15, 2)).tolist(),
+                                 sigma_x=0.5, sigma_a=1.0)
+    assert dict(nested.posterior.sizes) == {"chain": 2, "draw": 12}
+    again, _ = gibbs.run_chains(X, 2, 30, np.random.default_rng(5), Z0=starts,
+                                sigma_x=0.5, sigma_a=1.0, burn=10, thin=2)
+    assert idata.posterior.identical(again.posterior)
+    assert not np.array_equal(idata.posterior.log_joint[0], idata.posterior.log_joint[1])
+
+
+# --------------------------------------------------------------------------------------
+# bad inputs
+# --------------------------------------------------------------------------------------
+
+RNG = np.random.default_rng(0)
+Z3 = np.ones((3, 1))
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: gibbs.gibbs_sweep(X3, Z3, -1.0, 0.6, 1.2, RNG), ValueError, "alpha must be > 0"),
+        (lambda: gibbs.gibbs_sweep(X3, Z3, 1.0, -0.6, 1.2, RNG), ValueError, "sigma_x must be > 0"),
+        (lambda: gibbs.gibbs_sweep(X3, Z3, 1.0, 0.6, 0.0, RNG), ValueError, "sigma_a must be > 0"),
+        (lambda: gibbs.gibbs_sweep(X3, Z3, 1.0, 0.6, 1.2, RNG, beta=-2), ValueError,
+         "beta must be > 0"),
+        (lambda: gibbs.gibbs_sweep(X3, 2 * Z3, 1.0, 0.6, 1.2, RNG), ValueError,
+         "Z must contain only 0 and 1"),
+        (lambda: gibbs.gibbs_sweep(X3, np.ones((4, 1)), 1.0, 0.6, 1.2, RNG), ValueError,
+         "Z must have 3 rows"),
+        (lambda: gibbs.gibbs_sweep(np.where(X3 > 1, np.nan, X3), Z3, 1.0, 0.6, 1.2, RNG),
+         ValueError, "X must be finite"),
+        (lambda: gibbs.gibbs_sweep(X3, Z3, 1.0, 0.6, 1.2, 42), TypeError,
+         "rng must be a numpy.random.Generator"),
+        (lambda: gibbs.gibbs_sweep(X3, Z3, 1.0, 0.6, 1.2, np.random.RandomState(0)), TypeError,
+         "rng must be a numpy.random.Generator"),
+        (lambda: gibbs.run_chain(X3, 0, RNG), ValueError, "n_sweeps must be an integer >= 1"),
+        (lambda: gibbs.run_chain(X3, 10, RNG, thin=0), ValueError, "thin must be an integer >= 1"),
+        (lambda: gibbs.run_chain(X3, 10, RNG, burn=10), ValueError, "burn must be an integer <= 9"),
+        (lambda: gibbs.run_chain(X3, 10, RNG, alpha_prior=(1.0,)), ValueError,
+         "alpha_prior must be a"),
+        (lambda: gibbs.run_chain(X3, 10, RNG, alpha_prior=(1.0, -1.0)), ValueError,
+         r"alpha_prior\[1\] \(rate\) must be > 0"),
+        (lambda: gibbs.run_chain(X3, 10, RNG, Z0=np.ones((2, 1))), ValueError,
+         "Z0 must have 3 rows"),
+        (lambda: gibbs.run_chain(X3, 10, RNG, sigma_a=-1.0), ValueError, "sigma_a must be > 0"),
+        (lambda: gibbs.run_chains(X3, 0, 10, RNG), ValueError, "n_chains must be an integer >= 1"),
+        (lambda: gibbs.run_chains(X3, 2, 10, RNG, Z0=[Z3]), ValueError,
+         "Z0 must be one matrix or a list of n_chains = 2"),
+        (lambda: gibbs.run_chains(X3, 2, 10, "seed"), TypeError,
+         "rng must be a numpy.random.Generator"),
+        (lambda: gibbs.k_plus_trace(X3, 10, RNG, alpha=1.0, sigma_x=1.0, sigma_a=1.0,
+                                    scan_order="sideways"), ValueError, "scan_order must be"),
+        (lambda: gibbs.k_plus_trace(np.ones((7, 1)), 10, RNG, alpha=1.0, sigma_x=1.0,
+                                    sigma_a=1.0, return_types=True), ValueError,
+         "return_types needs X with at most 6 rows"),
+    ],
+)
+def test_bad_inputs_are_reported_by_name(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
