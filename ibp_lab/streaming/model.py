@@ -1,0 +1,781 @@
+"""Streaming variational inference with the Recursive IBP: the :class:`RecursiveIBP` estimator.
+
+One pass over the data; each observation is seen once and then discarded. For observation
+``n`` the estimator
+
+1. forms the filtering prior ``q(z_nk = 1 | o_{<n})`` of every feature slot from running
+   sums and products of earlier posteriors (:mod:`ibp_lab.streaming.filtering`), including
+   a few *fresh* slots for features that observation ``n`` may create;
+2. runs ``n_steps`` coordinate-ascent steps on the Bernoulli probabilities ``b_nk`` and the
+   feature posteriors ``N(mu_k, s_k I)``, each step starting from the posterior after
+   observation ``n - 1`` (Schaeffer et al. 2022, supplement B.2; B.3 for factor analysis);
+3. proposes a *birth*: the first fresh slot switched on and fitted to what the other
+   features leave unexplained; the proposal is kept only if it increases the local
+   objective and leaves the slot on (``b >= 1/2``; see below);
+4. stores the feature posteriors (optionally the usage-weighted, "ossified", average of
+   supplement B.2), adds ``b_nk`` to the running sums and ``log(1 - b_nk)`` to the running log-products, and updates the Poisson rate
+   ``rho_n = sum_k (1 - prod_{n' <= n} (1 - b_{n'k}))`` of the number of features
+   (supplement A).
+
+Why the birth proposal. Coordinate ascent that starts a fresh slot at its prior
+probability (tiny) never creates a feature: a feature that is barely switched on learns
+almost nothing from the observation, and a feature that has learned nothing is switched
+off. The objective has a second local optimum with the slot switched on and fitted to the
+residual, and the objective itself, which charges a new feature its prior probability and
+the Kullback-Leibler cost of its posterior, decides between the two. In the zero-noise
+limit this is exactly BP-means' rule "add the residual as a feature when its squared norm
+exceeds gamma^2" (:func:`ibp_lab.streaming.bp_means_one_pass`).
+
+Feature slots. A slot is kept while its prior or posterior probability in the current
+observation is above ``tol``; there is no bound on the number of features fixed in
+advance. Fresh slots are offered while their prior probability exceeds ``tol`` (at least
+one). A slot that is retired takes its existence probability ``1 - Pi_k`` into a scalar so
+that the Poisson rate of the number of features never loses it. Memory is
+``O(K D)`` for ``K`` kept slots and each observation costs ``O(n_steps K D)`` for the
+linear-Gaussian model (``O(n_steps (K^2 D + K_a^3))`` for factor analysis, ``K_a`` the
+slots the observation may own), with ``K`` growing like the expected number of features,
+``alpha beta log(1 + n / beta)`` (measured in ``benchmarks/streaming.py``).
+
+Derived here, not in the paper: the existence factor ``Pi_k`` in the filtering prior (so
+that it is a probability by construction; :mod:`ibp_lab.streaming.filtering`), the birth
+proposal, the weight covariance in the factor-analysis cross terms, and the choice to
+leave "ossify" off by default. Chapter 8 of the book gives the derivations and the
+measurements behind each.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+from pathlib import Path
+
+import numpy as np
+from scipy import special
+
+from ibp_lab._checks import check_count, check_data_matrix, check_positive, check_rng
+from ibp_lab.streaming import _factor_analysis as fa
+from ibp_lab.streaming import _linear_gaussian as lg
+from ibp_lab.streaming.filtering import log_filtering_prior
+
+__all__ = ["RecursiveIBP"]
+
+_MODELS = ("linear_gaussian", "factor_analysis")
+# Fresh slots are examined in blocks of this many (their prior probabilities decrease).
+_FRESH_BLOCK = 4
+# State entries that are arrays (the rest are scalars or strings, stored as JSON).
+_ARRAY_KEYS = ("features", "variances", "usage", "log_unowned", "dish",
+               "rate_history", "slots_history", "posterior_rows", "posterior_dishes",
+               "posterior_values")
+_VERSION = 1
+
+
+class RecursiveIBP:
+    """Streaming Recursive-IBP inference for a linear-Gaussian or factor-analysis model.
+
+    Parameters
+    ----------
+    alpha : float
+        IBP mass parameter, > 0 (expected number of features per observation).
+    beta : float
+        IBP concentration, > 0.
+    sigma_x : float
+        Observation noise standard deviation, > 0.
+    sigma_a : float
+        Prior standard deviation of every feature coordinate, > 0 (prior mean 0).
+    model : {"linear_gaussian", "factor_analysis"}, optional
+        ``o = sum_k z_k A_k + noise``, or ``o = sum_k z_k w_k A_k + noise`` with
+        ``w ~ N(0, sigma_w^2 I)`` per observation.
+    n_steps : int, optional
+        Coordinate-ascent steps per observation (``S``), >= 1.
+    rng : numpy.random.Generator, optional
+        Used only by :meth:`predictive_logpdf` (fitting is deterministic). ``None`` makes
+        an unseeded generator. Its state is part of :meth:`get_state`.
+    tol : float, optional
+        A feature slot is kept while its prior or posterior probability exceeds ``tol``,
+        in (0, 0.01].
+    sigma_w : float, optional
+        Prior standard deviation of the factor-analysis weights, > 0.
+    ossify : bool, optional
+        Store the usage-weighted average of the old and new feature posteriors
+        (supplement B.2's "ossify" heuristic). Off by default: the Gaussian update already
+        weighs the old posterior by its precision, which grows with the feature's usage, so
+        the average counts the evidence twice and features freeze after a few owners
+        (chapter 8 derives this and measures what it costs).
+    keep_history : bool, optional
+        Keep the Poisson rate and the number of slots after each observation (8 bytes each
+        per observation; switch off for memory that does not grow with the stream).
+    record_posteriors : bool, optional
+        Keep every observation's ``b_nk`` (memory grows with the stream; for teaching and
+        testing), available as :attr:`posterior_history_`.
+
+    Attributes
+    ----------
+    features_ : numpy.ndarray
+        ``(K, D)`` posterior means of the kept features, in order of creation.
+    feature_variances_ : numpy.ndarray
+        ``(K,)`` posterior variance of each coordinate of each feature.
+    feature_usage_ : numpy.ndarray
+        ``(K,)`` running sums ``sum_n b_nk``: expected number of owners.
+    feature_existence_ : numpy.ndarray
+        ``(K,)`` ``1 - prod_n (1 - b_nk)``: probability that the feature exists.
+    dish_numbers_ : numpy.ndarray
+        ``(K,)`` 1-based order of creation of each kept slot.
+    n_features_expected_ : float
+        The Poisson rate (and mean) of the posterior number of features.
+    poisson_rate_history_, expected_features_history_ : numpy.ndarray
+        That rate after each observation (the same numbers: a Poisson law's mean is its
+        rate).
+    n_slots_history_ : numpy.ndarray
+        Number of kept slots after each observation (these two need ``keep_history``).
+    n_seen_ : int
+        Observations processed.
+
+    Examples
+    --------
+    Four 6 x 6 features, each in 30% of the images, streamed once:
+
+    >>> from ibp_lab.datasets import simulate_four_feature_data
+    >>> from ibp_lab.streaming import match_features
+    >>> X, Z, A = simulate_four_feature_data(np.random.default_rng(0), n=300, sigma_x=0.1,
+    ...                                      p_on=0.3)
+    >>> model = RecursiveIBP(1.0, 1.0, 0.2, 0.5, rng=np.random.default_rng(1)).fit(X)
+    >>> model.features_.shape, round(model.n_features_expected_, 2)
+    ((4, 36), 4.0)
+    >>> correlation, _ = match_features(model.features_, A)
+    >>> bool(correlation.min() > 0.99)
+    True
+    """
+
+    def __init__(
+        self,
+        alpha: float,
+        beta: float,
+        sigma_x: float,
+        sigma_a: float,
+        *,
+        model: str = "linear_gaussian",
+        n_steps: int = 3,
+        rng: np.random.Generator | None = None,
+        tol: float = 1e-6,
+        sigma_w: float = 1.0,
+        ossify: bool = False,
+        keep_history: bool = True,
+        record_posteriors: bool = False,
+    ) -> None:
+        self._configure(
+            log_alpha=np.log(check_positive("alpha", alpha)),
+            beta=beta, sigma_x=sigma_x, sigma_a=sigma_a, model=model, n_steps=n_steps,
+            rng=rng, tol=tol, sigma_w=sigma_w, ossify=ossify, keep_history=keep_history,
+            record_posteriors=record_posteriors,
+        )
+
+    # ------------------------------------------------------------------------------------
+    # construction and hyperparameters
+    # ------------------------------------------------------------------------------------
+
+    def _configure(self, *, log_alpha, beta, sigma_x, sigma_a, model, n_steps, rng, tol,
+                   sigma_w, ossify, keep_history, record_posteriors):
+        self.beta = check_positive("beta", beta)
+        self.sigma_x = check_positive("sigma_x", sigma_x)
+        self.sigma_a = check_positive("sigma_a", sigma_a)
+        self.sigma_w = check_positive("sigma_w", sigma_w)
+        if not isinstance(model, str) or model not in _MODELS:
+            raise ValueError(f"model must be 'linear_gaussian' or 'factor_analysis', got {model!r}")
+        self.model = model
+        self.n_steps = check_count("n_steps", n_steps, minimum=1)
+        self.tol = check_positive("tol", tol, upper=0.01)
+        for name, flag in (("ossify", ossify), ("keep_history", keep_history),
+                           ("record_posteriors", record_posteriors)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
+        self.ossify = bool(ossify)
+        self.keep_history = bool(keep_history)
+        self.record_posteriors = bool(record_posteriors)
+        self.rng = np.random.default_rng() if rng is None else check_rng(rng)
+        if not isinstance(log_alpha, numbers.Real) or np.isnan(log_alpha) or log_alpha == np.inf:
+            raise ValueError(f"log_alpha must be a finite real number, got {log_alpha!r}")
+        self._log_alpha = float(log_alpha)
+        self._reset()
+
+    @classmethod
+    def bp_means_limit(
+        cls,
+        gamma: float,
+        sigma_x: float,
+        *,
+        sigma_a: float = 1.0,
+        n_steps: int = 3,
+        ossify: bool = False,
+        record_posteriors: bool = True,
+        tol: float = 1e-6,
+    ) -> RecursiveIBP:
+        """The linear-Gaussian R-IBP with ``alpha = exp(-gamma^2 / (2 sigma_x^2))``, ``beta = 1``.
+
+        As ``sigma_x -> 0`` one pass of this model is one pass of BP-means with penalty
+        ``gamma^2`` per feature (Proposition 4.1 of Schaeffer et al. 2022;
+        :func:`ibp_lab.streaming.bp_means_one_pass`). ``alpha`` is held as its logarithm,
+        since for small ``sigma_x`` it is far below the smallest positive float.
+
+        Examples
+        --------
+        >>> model = RecursiveIBP.bp_means_limit(1.0, 1e-3)
+        >>> model.log_alpha
+        -500000.0
+        """
+        gamma = check_positive("gamma", gamma)
+        sigma_x = check_positive("sigma_x", sigma_x)
+        obj = cls.__new__(cls)
+        obj._configure(
+            log_alpha=-gamma**2 / (2 * sigma_x**2), beta=1.0, sigma_x=sigma_x,
+            sigma_a=sigma_a, model="linear_gaussian", n_steps=n_steps,
+            rng=np.random.default_rng(0), tol=tol, sigma_w=1.0, ossify=ossify,
+            keep_history=True, record_posteriors=record_posteriors,
+        )
+        return obj
+
+    @property
+    def alpha(self) -> float:
+        """The mass parameter (0.0 if it underflows; see :attr:`log_alpha`)."""
+        return float(np.exp(self._log_alpha))
+
+    @property
+    def log_alpha(self) -> float:
+        """Logarithm of the mass parameter."""
+        return self._log_alpha
+
+    def _reset(self) -> None:
+        self._dim = None
+        self._k = 0
+        self._mu = np.zeros((0, 0))
+        self._var = np.zeros(0)
+        self._usage = np.zeros(0)
+        self._log_unowned = np.zeros(0)
+        self._dish = np.zeros(0, dtype=np.int64)
+        self._n_seen = 0
+        self._retired_rate = 0.0
+        self._next_dish = 1
+        self._rate = 0.0
+        self._rate_history: list[float] = []
+        self._slots_history: list[int] = []
+        self._posteriors: list[tuple[np.ndarray, np.ndarray]] = []
+
+    # ------------------------------------------------------------------------------------
+    # fitted attributes
+    # ------------------------------------------------------------------------------------
+
+    def _check_fitted(self, name: str) -> None:
+        if self._n_seen == 0:
+            raise AttributeError(
+                f"{name} is not available before fitting: call fit(X) or partial_fit(x) first"
+            )
+
+    @property
+    def features_(self) -> np.ndarray:
+        self._check_fitted("features_")
+        return self._mu[: self._k].copy()
+
+    @property
+    def feature_variances_(self) -> np.ndarray:
+        self._check_fitted("feature_variances_")
+        return self._var[: self._k].copy()
+
+    @property
+    def feature_usage_(self) -> np.ndarray:
+        self._check_fitted("feature_usage_")
+        return self._usage[: self._k].copy()
+
+    @property
+    def feature_existence_(self) -> np.ndarray:
+        self._check_fitted("feature_existence_")
+        return -np.expm1(self._log_unowned[: self._k])
+
+    @property
+    def dish_numbers_(self) -> np.ndarray:
+        self._check_fitted("dish_numbers_")
+        return self._dish[: self._k].copy()
+
+    @property
+    def n_features_expected_(self) -> float:
+        self._check_fitted("n_features_expected_")
+        return self._rate
+
+    def _check_history(self, name: str) -> None:
+        self._check_fitted(name)
+        if not self.keep_history:
+            raise AttributeError(f"{name} needs RecursiveIBP(..., keep_history=True)")
+
+    @property
+    def poisson_rate_history_(self) -> np.ndarray:
+        self._check_history("poisson_rate_history_")
+        return np.array(self._rate_history)
+
+    expected_features_history_ = poisson_rate_history_
+
+    @property
+    def n_slots_history_(self) -> np.ndarray:
+        self._check_history("n_slots_history_")
+        return np.array(self._slots_history, dtype=np.int64)
+
+    @property
+    def n_seen_(self) -> int:
+        self._check_fitted("n_seen_")
+        return self._n_seen
+
+    @property
+    def posterior_history_(self) -> np.ndarray:
+        """``(n_seen, n_dishes)`` matrix of ``b_nk`` by dish (needs ``record_posteriors``)."""
+        self._check_fitted("posterior_history_")
+        if not self.record_posteriors:
+            raise AttributeError(
+                "posterior_history_ needs RecursiveIBP(..., record_posteriors=True)"
+            )
+        width = max((int(d.max()) for d, _ in self._posteriors if d.size), default=0)
+        out = np.zeros((len(self._posteriors), width))
+        for i, (dishes, values) in enumerate(self._posteriors):
+            out[i, dishes - 1] = values
+        return out
+
+    @property
+    def state_nbytes(self) -> int:
+        """Bytes of what the stream needs to continue (the histories excluded)."""
+        k = self._k
+        per_slot = self._mu[:k].nbytes + self._var[:k].nbytes + self._usage[:k].nbytes
+        per_slot += self._log_unowned[:k].nbytes + self._dish[:k].nbytes
+        return int(per_slot) + 4 * 8  # n_seen, retired rate, next dish number, rate
+
+    # ------------------------------------------------------------------------------------
+    # fitting
+    # ------------------------------------------------------------------------------------
+
+    def fit(self, X) -> RecursiveIBP:
+        """Forget any previous fit and make one pass over the rows of ``X``, in order.
+
+        Parameters
+        ----------
+        X : array_like
+            ``(n, D)`` observations.
+
+        Returns
+        -------
+        RecursiveIBP
+            ``self``.
+        """
+        X = check_data_matrix("X", X)
+        self._reset()
+        return self.partial_fit(X)
+
+    def partial_fit(self, X) -> RecursiveIBP:
+        """Process one observation (``(D,)``) or a batch of them (``(n, D)``), in order.
+
+        Each row is used once and not stored. Calling ``partial_fit`` on the halves of a
+        data set gives exactly the same result as calling it (or :meth:`fit`) on the whole.
+
+        Parameters
+        ----------
+        X : array_like
+            One observation ``(D,)`` or rows ``(n, D)``.
+
+        Returns
+        -------
+        RecursiveIBP
+            ``self``.
+        """
+        arr = np.asarray(X) if not isinstance(X, np.ndarray) else X
+        if getattr(arr, "ndim", None) == 1:
+            arr = arr[None, :]
+        X = check_data_matrix("X", arr)
+        if self._dim is None:
+            self._dim = X.shape[1]
+            self._mu = np.zeros((8, self._dim))
+            self._var = np.zeros(8)
+            self._usage = np.zeros(8)
+            self._log_unowned = np.zeros(8)
+            self._dish = np.zeros(8, dtype=np.int64)
+        elif X.shape[1] != self._dim:
+            raise ValueError(
+                f"X must have {self._dim} columns (the dimension seen so far), got {X.shape[1]}"
+            )
+        for row in X:
+            self._observe(row)
+        return self
+
+    def _prior(self, n: int, n_fresh: int):
+        """Log prior of the kept slots and of ``n_fresh`` fresh ones for observation ``n``."""
+        k = self._k
+        fresh_dish = self._next_dish + np.arange(n_fresh)
+        usage = np.concatenate([self._usage[:k], np.zeros(n_fresh)])
+        log_unowned = np.concatenate([self._log_unowned[:k], np.zeros(n_fresh)])
+        dish = np.concatenate([self._dish[:k], fresh_dish])
+        log_q, log_1mq = log_filtering_prior(
+            usage, log_unowned, dish, n, self._rate, self._log_alpha, self.beta,
+            last_used=self._next_dish - 1,
+        )
+        return log_q, log_1mq, dish
+
+    def _prior_with_fresh(self, n: int):
+        """The prior, with fresh slots while their probability exceeds ``tol`` (at least 1)."""
+        log_tol = np.log(self.tol)
+        n_fresh = _FRESH_BLOCK
+        while True:
+            log_q, log_1mq, dish = self._prior(n, n_fresh)
+            fresh = log_q[self._k:]
+            if fresh[-1] <= log_tol or n_fresh >= 1024:
+                # fresh probabilities decrease with the dish number: keep the leading ones
+                keep = max(1, int(np.sum(fresh > log_tol)))
+                end = self._k + keep
+                return log_q[:end], log_1mq[:end], dish[:end]
+            n_fresh *= 2
+
+    def _observe(self, o: np.ndarray) -> None:
+        n = self._n_seen + 1
+        k = self._k
+        log_q, log_1mq, dish = self._prior_with_fresh(n)
+        total = log_q.size
+        D = o.size
+        sigma2 = self.sigma_x**2
+        mu0 = np.zeros((total, D))
+        mu0[:k] = self._mu[:k]
+        s0 = np.full(total, self.sigma_a**2)
+        s0[:k] = self._var[:k]
+        usage = np.zeros(total)
+        usage[:k] = self._usage[:k]
+        mu, s = mu0.copy(), s0.copy()
+        b = np.exp(log_q)
+        logit_q = log_q - log_1mq
+        unclaimed = np.flatnonzero(np.arange(total) >= k)
+        if self.model == "linear_gaussian":
+            R = lg.local_fit(o, mu, s, b, logit_q, mu0, s0, usage, sigma2, self.n_steps,
+                             self.ossify)
+            unclaimed = unclaimed[b[unclaimed] < 0.5]
+            if unclaimed.size:
+                f = int(unclaimed[0])
+                saved = (mu[f].copy(), s[f], b[f], R.copy())
+                terms = lg.slot_terms(f, mu, s, b, mu0, s0, log_q, log_1mq)
+                R = lg.propose_birth(f, o, mu, s, b, logit_q, mu0, s0, usage, R.copy(), sigma2,
+                                     self.n_steps, self.ossify)
+                gain = lg.birth_gain(f, saved[3], terms, R, mu, s, b, mu0, s0, log_q, log_1mq,
+                                     sigma2)
+                # a proposal that ends with the slot mostly off is not a birth
+                if not (gain > 0 and b[f] >= 0.5):
+                    mu[f], s[f], b[f], R = saved
+        else:
+            sigma_w2 = self.sigma_w**2
+            # Start every existing feature switched on and every fresh slot off (see
+            # _factor_analysis.local_fit): only the birth proposal can create a feature.
+            b[:k] = 1.0
+            b[k:] = 0.0
+            phi, Phi = fa.local_fit(o, mu, s, b, logit_q, mu0, s0, usage, sigma2, sigma_w2,
+                                    self.n_steps, self.ossify)
+            unclaimed = unclaimed[b[unclaimed] < 0.5]
+            if unclaimed.size:
+                f = int(unclaimed[0])
+                before = fa.objective(o, mu, s, b, phi, Phi, log_q, log_1mq, mu0, s0, sigma2,
+                                      sigma_w2)
+                saved = (mu.copy(), s.copy(), b.copy())
+                phi1, Phi1 = fa.propose_birth(f, o, mu, s, b, phi, Phi, logit_q, mu0, s0,
+                                              usage, sigma2, sigma_w2, self.n_steps,
+                                              self.ossify)
+                after = fa.objective(o, mu, s, b, phi1, Phi1, log_q, log_1mq, mu0, s0, sigma2,
+                                     sigma_w2)
+                if not (after > before and b[f] >= 0.5):
+                    mu, s, b = saved
+        self._store(n, mu, s, b, log_q, dish)
+
+    def _store(self, n, mu, s, b, log_q, dish) -> None:
+        """Fold observation ``n``'s posterior into the running state; manage the slots."""
+        k = self._k
+        log_tol = np.log(self.tol)
+        with np.errstate(divide="ignore"):
+            log_not_b = np.log1p(-b)
+        # an old slot stays while its prior or posterior probability exceeds tol; a fresh
+        # slot becomes a feature only if its posterior probability does
+        keep = b > self.tol
+        keep[:k] |= log_q[:k] > log_tol
+        n_born = int(keep[k:].sum())
+        self._ensure_capacity(k + n_born)
+        if n_born:  # fresh slots are born in order, at the end
+            born = k + np.flatnonzero(keep[k:])
+            new = slice(k, k + n_born)
+            self._mu[new] = mu[born]
+            self._var[new] = s[born]
+            self._usage[new] = b[born]
+            self._log_unowned[new] = log_not_b[born]
+            self._dish[new] = self._next_dish + np.arange(n_born)
+            self._next_dish += n_born
+        old = slice(0, k)
+        self._mu[old] = mu[:k]
+        self._var[old] = s[:k]
+        self._usage[old] += b[:k]
+        self._log_unowned[old] += log_not_b[:k]
+        if self.record_posteriors:
+            shown = np.flatnonzero(keep & (b > self.tol))
+            self._posteriors.append((self._dish[shown].copy(), b[shown].copy()))
+        if not keep[:k].all():  # retire: the slot's existence stays in the rate
+            retired = np.flatnonzero(~keep[:k])
+            self._retired_rate += float(np.sum(-np.expm1(self._log_unowned[retired])))
+            kept = np.flatnonzero(np.r_[keep[:k], np.ones(n_born, bool)])
+            for name in ("_mu", "_var", "_usage", "_log_unowned", "_dish"):
+                arr = getattr(self, name)
+                arr[: kept.size] = arr[kept]
+            self._k = kept.size
+        else:
+            self._k = k + n_born
+        self._n_seen = n
+        self._rate = float(np.sum(-np.expm1(self._log_unowned[: self._k]))) + self._retired_rate
+        if self.keep_history:
+            self._rate_history.append(self._rate)
+            self._slots_history.append(self._k)
+
+    def _ensure_capacity(self, needed: int) -> None:
+        cap = self._mu.shape[0]
+        if needed <= cap:
+            return
+        new = max(2 * cap, needed)
+        for name in ("_mu", "_var", "_usage", "_log_unowned", "_dish"):
+            arr = getattr(self, name)
+            grown = np.zeros((new,) + arr.shape[1:], dtype=arr.dtype)
+            grown[:cap] = arr
+            setattr(self, name, grown)
+
+    # ------------------------------------------------------------------------------------
+    # prediction
+    # ------------------------------------------------------------------------------------
+
+    def next_prior(self) -> tuple[np.ndarray, np.ndarray]:
+        """The filtering prior of the next observation: dish numbers and probabilities.
+
+        Kept slots first, then fresh slots while their probability exceeds ``tol``.
+
+        Returns
+        -------
+        dish : numpy.ndarray
+            Dish number of each slot.
+        prob : numpy.ndarray
+            ``q(z_{n+1,k} = 1 | o_{<=n})`` for each slot, in ``[0, 1]``.
+        """
+        self._check_fitted("next_prior")
+        log_q, _, dish = self._prior_with_fresh(self._n_seen + 1)
+        return dish, np.exp(log_q)
+
+    def predictive_logpdf(
+        self,
+        X_new,
+        *,
+        n_draws: int = 200,
+        rng: np.random.Generator | None = None,
+        return_draws: bool = False,
+    ):
+        """Log predictive density ``log p(x | o_{<=n})`` of new observations (not learned from).
+
+        The predictive density is an average of densities over the posterior:
+        ``p(x | o) = E[p(x | z, A)]``. It is estimated as the log of the mean over
+        ``n_draws`` draws, computed as a log-mean-exp (``logsumexp - log n_draws``), never
+        as the mean of log-densities (which estimates a different, smaller number: Jensen's
+        inequality). Each draw takes ``z`` from the filtering prior of the next observation
+        (kept and fresh slots; factor analysis also draws ``w ~ N(0, sigma_w^2 I)``) and
+        integrates the features out exactly: given ``z`` (and ``w``) the observation is
+        ``N(sum_k z_k w_k mu_k, (sigma_x^2 + sum_k z_k w_k^2 s_k) I)`` with ``w = 1`` for the
+        linear-Gaussian model. The same draws serve every row of ``X_new``.
+
+        Parameters
+        ----------
+        X_new : array_like
+            ``(m, D)`` or ``(D,)`` observations.
+        n_draws : int, optional
+            Posterior draws, >= 1.
+        rng : numpy.random.Generator, optional
+            Source of the draws; the estimator's own ``rng`` by default.
+        return_draws : bool, optional
+            Also return the ``(m, n_draws)`` log-densities of the individual draws.
+
+        Returns
+        -------
+        numpy.ndarray or (numpy.ndarray, numpy.ndarray)
+            ``(m,)`` log predictive densities (and the per-draw log-densities).
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(50, 3))
+        >>> model = RecursiveIBP(1.0, 1.0, 1.0, 1.0, rng=np.random.default_rng(1)).fit(X)
+        >>> logp, draws = model.predictive_logpdf(X[:2], n_draws=10, return_draws=True)
+        >>> from scipy.special import logsumexp
+        >>> bool(np.allclose(logp, logsumexp(draws, axis=1) - np.log(10)))
+        True
+        """
+        self._check_fitted("predictive_logpdf")
+        arr = np.asarray(X_new)
+        if arr.ndim == 1:
+            arr = arr[None, :]
+        X_new = check_data_matrix("X_new", arr)
+        if X_new.shape[1] != self._dim:
+            raise ValueError(
+                f"X_new must have {self._dim} columns (the fitted dimension), got {X_new.shape[1]}"
+            )
+        n_draws = check_count("n_draws", n_draws, minimum=1)
+        rng = self.rng if rng is None else check_rng(rng)
+        log_q, _, dish = self._prior_with_fresh(self._n_seen + 1)
+        k = self._k
+        total = log_q.size
+        mu = np.zeros((total, self._dim))
+        mu[:k] = self._mu[:k]
+        s = np.full(total, self.sigma_a**2)
+        s[:k] = self._var[:k]
+        z = (rng.random((n_draws, total)) < np.exp(log_q)).astype(float)
+        if self.model == "factor_analysis":
+            w = self.sigma_w * rng.standard_normal((n_draws, total))
+            coef, var_coef = z * w, z * w * w
+        else:
+            coef, var_coef = z, z
+        means = coef @ mu  # (n_draws, D)
+        variances = self.sigma_x**2 + var_coef @ s  # (n_draws,)
+        sq = (
+            np.einsum("md,md->m", X_new, X_new)[:, None]
+            - 2 * X_new @ means.T
+            + np.einsum("sd,sd->s", means, means)[None, :]
+        )
+        draws = -0.5 * self._dim * np.log(2 * np.pi * variances)[None, :] - 0.5 * sq / variances
+        logp = special.logsumexp(draws, axis=1) - np.log(n_draws)
+        return (logp, draws) if return_draws else logp
+
+    # ------------------------------------------------------------------------------------
+    # interruption and resumption
+    # ------------------------------------------------------------------------------------
+
+    def get_state(self) -> dict:
+        """Everything needed to resume the stream: hyperparameters, running state, histories.
+
+        The returned dictionary holds copies (NumPy arrays and plain Python scalars, the
+        generator's state as a dictionary), so it is not changed by later fitting.
+        ``set_state`` on a new object, or :meth:`save` then :meth:`load`, resumes with
+        results identical to an uninterrupted run.
+        """
+        k = self._k
+        rows, dishes, values = [], [], []
+        for i, (d, v) in enumerate(self._posteriors):
+            rows.append(np.full(d.size, i))
+            dishes.append(d)
+            values.append(v)
+        return {
+            "version": _VERSION,
+            "log_alpha": self._log_alpha,
+            "beta": self.beta,
+            "sigma_x": self.sigma_x,
+            "sigma_a": self.sigma_a,
+            "sigma_w": self.sigma_w,
+            "model": self.model,
+            "n_steps": self.n_steps,
+            "tol": self.tol,
+            "ossify": self.ossify,
+            "keep_history": self.keep_history,
+            "record_posteriors": self.record_posteriors,
+            "rng_state": self.rng.bit_generator.state,
+            "rng_kind": type(self.rng.bit_generator).__name__,
+            "dim": self._dim,
+            "n_seen": self._n_seen,
+            "retired_rate": self._retired_rate,
+            "next_dish": self._next_dish,
+            "rate": self._rate,
+            "features": self._mu[:k].copy(),
+            "variances": self._var[:k].copy(),
+            "usage": self._usage[:k].copy(),
+            "log_unowned": self._log_unowned[:k].copy(),
+            "dish": self._dish[:k].copy(),
+            "rate_history": np.array(self._rate_history, dtype=float),
+            "slots_history": np.array(self._slots_history, dtype=np.int64),
+            "posterior_rows": np.concatenate(rows) if rows else np.zeros(0, np.int64),
+            "posterior_dishes": np.concatenate(dishes) if dishes else np.zeros(0, np.int64),
+            "posterior_values": np.concatenate(values) if values else np.zeros(0),
+        }
+
+    def set_state(self, state: dict) -> RecursiveIBP:
+        """Restore a state made by :meth:`get_state` (hyperparameters included).
+
+        Parameters
+        ----------
+        state : dict
+
+        Returns
+        -------
+        RecursiveIBP
+            ``self``.
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict from get_state(), got {type(state).__name__}")
+        missing = {"version", "log_alpha", "features", "rng_state"} - set(state)
+        if missing:
+            raise ValueError(f"state is missing {sorted(missing)}: not a RecursiveIBP state")
+        if state["version"] != _VERSION:
+            raise ValueError(f"state has version {state['version']}, expected {_VERSION}")
+        bit_generator = getattr(np.random, state["rng_kind"])()
+        bit_generator.state = state["rng_state"]
+        self._configure(
+            log_alpha=float(state["log_alpha"]), beta=state["beta"], sigma_x=state["sigma_x"],
+            sigma_a=state["sigma_a"], model=state["model"], n_steps=int(state["n_steps"]),
+            rng=np.random.Generator(bit_generator), tol=state["tol"], sigma_w=state["sigma_w"],
+            ossify=bool(state["ossify"]), keep_history=bool(state["keep_history"]),
+            record_posteriors=bool(state["record_posteriors"]),
+        )
+        k = int(np.asarray(state["features"]).shape[0])
+        dim = state["dim"]
+        self._dim = None if dim is None else int(dim)
+        if self._dim is not None:
+            self._mu = np.array(state["features"], dtype=float).reshape(k, self._dim)
+            self._var = np.array(state["variances"], dtype=float)
+            self._usage = np.array(state["usage"], dtype=float)
+            self._log_unowned = np.array(state["log_unowned"], dtype=float)
+            self._dish = np.array(state["dish"], dtype=np.int64)
+            self._k = k
+            self._ensure_capacity(max(k, 8))
+        self._n_seen = int(state["n_seen"])
+        self._retired_rate = float(state["retired_rate"])
+        self._next_dish = int(state["next_dish"])
+        self._rate = float(state["rate"])
+        self._rate_history = [float(v) for v in state["rate_history"]]
+        self._slots_history = [int(v) for v in state["slots_history"]]
+        rows = np.asarray(state["posterior_rows"], dtype=np.int64)
+        dishes = np.asarray(state["posterior_dishes"], dtype=np.int64)
+        values = np.asarray(state["posterior_values"], dtype=float)
+        self._posteriors = []
+        if self.record_posteriors:
+            for i in range(self._n_seen):
+                sel = rows == i
+                self._posteriors.append((dishes[sel], values[sel]))
+        return self
+
+    def save(self, path) -> None:
+        """Write :meth:`get_state` to ``path`` (NumPy's ``.npz`` format, no pickle), as named.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, rng=np.random.default_rng(0))
+        >>> _ = model.partial_fit(np.ones((3, 2)))
+        >>> path = os.path.join(tempfile.mkdtemp(), "stream.npz")
+        >>> model.save(path)
+        >>> RecursiveIBP.load(path).n_seen_
+        3
+        """
+        state = self.get_state()
+        arrays = {key: np.asarray(state[key]) for key in _ARRAY_KEYS}
+        # the generator's state holds integers beyond 64 bits: JSON keeps them exact
+        scalars = {key: value for key, value in state.items() if key not in _ARRAY_KEYS}
+        # through a file object, so that NumPy does not append ".npz" to the name
+        with open(Path(path), "wb") as handle:
+            np.savez(handle, meta=np.array(json.dumps(scalars)), **arrays)
+
+    @classmethod
+    def load(cls, path) -> RecursiveIBP:
+        """Read a state written by :meth:`save` into a new estimator."""
+        with np.load(Path(path), allow_pickle=False) as data:
+            state = json.loads(str(data["meta"]))
+            for key in _ARRAY_KEYS:
+                state[key] = data[key]
+        obj = cls.__new__(cls)
+        return obj.set_state(state)
+
+    def __repr__(self) -> str:
+        return (
+            f"RecursiveIBP(alpha={self.alpha:.4g}, beta={self.beta:g}, sigma_x={self.sigma_x:g}, "
+            f"sigma_a={self.sigma_a:g}, model={self.model!r}, n_steps={self.n_steps})"
+        )

@@ -1,0 +1,136 @@
+"""Data drawn from the streaming models, and matching learned features to true ones."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from ibp_lab._checks import check_count, check_positive, check_rng
+from ibp_lab.prior import sample_ibp
+
+__all__ = ["SimulatedStream", "simulate_linear_gaussian", "match_features"]
+
+
+class SimulatedStream(NamedTuple):
+    """Observations and the truth behind them."""
+
+    X: np.ndarray  #: ``(n, D)`` observations
+    Z: np.ndarray  #: ``(n, K)`` ``int8`` feature ownership, columns in order of creation
+    A: np.ndarray  #: ``(K, D)`` true features
+    W: np.ndarray  #: ``(n, K)`` weights (all ones for the linear-Gaussian model)
+
+
+def simulate_linear_gaussian(
+    n: int,
+    dim: int,
+    alpha: float,
+    rng: np.random.Generator,
+    *,
+    beta: float = 1.0,
+    sigma_x: float = 0.1,
+    sigma_a: float = 1.0,
+    sigma_w: float | None = None,
+) -> SimulatedStream:
+    """Draw ``n`` observations from the linear-Gaussian (or factor-analysis) model.
+
+    ``Z ~ IBP(alpha, beta)`` (:func:`ibp_lab.prior.sample_ibp`), ``A_k ~ N(0, sigma_a^2 I)``,
+    and ``x_n = sum_k z_nk w_nk A_k + N(0, sigma_x^2 I)`` with ``w_nk = 1``, or
+    ``w_nk ~ N(0, sigma_w^2)`` when ``sigma_w`` is given (factor analysis).
+
+    Parameters
+    ----------
+    n, dim : int
+        Number of observations and their dimension, each >= 1.
+    alpha : float
+        IBP mass, > 0.
+    rng : numpy.random.Generator
+    beta, sigma_x, sigma_a : float, optional
+        IBP concentration, noise and feature scales, each > 0.
+    sigma_w : float, optional
+        Weight scale for factor analysis, > 0.
+
+    Returns
+    -------
+    SimulatedStream
+        ``(X, Z, A, W)``.
+
+    Examples
+    --------
+    >>> X, Z, A, W = simulate_linear_gaussian(100, 5, 2.0, np.random.default_rng(0))
+    >>> X.shape, Z.shape[0], A.shape[1], bool(np.all(W == 1))
+    ((100, 5), 100, 5, True)
+    """
+    n = check_count("n", n, minimum=1)
+    dim = check_count("dim", dim, minimum=1)
+    alpha = check_positive("alpha", alpha)
+    rng = check_rng(rng)
+    beta = check_positive("beta", beta)
+    sigma_x = check_positive("sigma_x", sigma_x)
+    sigma_a = check_positive("sigma_a", sigma_a)
+    Z = sample_ibp(alpha, n, rng, beta=beta)
+    A = sigma_a * rng.standard_normal((Z.shape[1], dim))
+    if sigma_w is None:
+        W = np.ones(Z.shape)
+    else:
+        W = check_positive("sigma_w", sigma_w) * rng.standard_normal(Z.shape)
+    X = (Z * W) @ A + sigma_x * rng.standard_normal((n, dim))
+    return SimulatedStream(X, Z, A, W)
+
+
+def match_features(learned, true, *, absolute: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Pair learned features with true ones so that the total correlation is largest.
+
+    Feature labels are arbitrary, so learned and true features are compared after an
+    optimal one-to-one matching (the Hungarian algorithm,
+    :func:`scipy.optimize.linear_sum_assignment`) on their Pearson correlations.
+
+    Parameters
+    ----------
+    learned : array_like
+        ``(K_learned, D)`` features.
+    true : array_like
+        ``(K_true, D)`` features.
+    absolute : bool, optional
+        Match on ``|correlation|`` (factor analysis: a feature and its negative are the
+        same feature with the weight's sign flipped).
+
+    Returns
+    -------
+    correlation : numpy.ndarray
+        ``(K_true,)`` correlation of each true feature with its match (NaN if there are
+        fewer learned features than true ones and it got none).
+    match : numpy.ndarray
+        ``(K_true,)`` index of the matched learned feature (-1 if none).
+
+    Examples
+    --------
+    >>> true = np.eye(3)
+    >>> corr, match = match_features(true[[2, 0, 1]] + 0.01, true)
+    >>> match.tolist(), bool(np.all(corr > 0.99))
+    ([1, 2, 0], True)
+    """
+    learned = np.atleast_2d(np.asarray(learned, dtype=float))
+    true = np.atleast_2d(np.asarray(true, dtype=float))
+    if learned.shape[1] != true.shape[1]:
+        raise ValueError(
+            f"learned and true features must have the same dimension, got {learned.shape[1]} "
+            f"and {true.shape[1]}"
+        )
+    corr = np.zeros((true.shape[0], learned.shape[0]))
+    if learned.shape[0]:
+        def standardise(M):
+            centred = M - M.mean(axis=1, keepdims=True)
+            norms = np.linalg.norm(centred, axis=1, keepdims=True)
+            return centred / np.where(norms > 0, norms, 1.0)
+
+        corr = standardise(true) @ standardise(learned).T
+    score = np.abs(corr) if absolute else corr
+    correlation = np.full(true.shape[0], np.nan)
+    match = np.full(true.shape[0], -1)
+    if learned.shape[0]:
+        rows, cols = linear_sum_assignment(score, maximize=True)
+        correlation[rows] = score[rows, cols]
+        match[rows] = cols
+    return correlation, match
