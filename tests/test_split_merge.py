@@ -1,0 +1,479 @@
+"""Tests of ibp_lab.split_merge: detailed balance by enumeration, chains against exact posteriors.
+
+Two kinds of evidence that a move leaves the posterior over classes invariant:
+
+1. Detailed balance, exactly. On small state spaces (every class of 3 or 4
+   rows with a bounded number of features) every path a proposal can take is
+   enumerated with its probability, so the whole transition matrix ``T`` of
+   the move is known, and ``pi(Z) T(Z -> Z') = pi(Z') T(Z' -> Z)`` must hold for
+   every pair up to rounding (relative 1e-10). This checks the acceptance
+   ratios, including the counting of identical columns.
+2. Chains against :mod:`ibp_lab.exact`. Enumeration cannot tell whether the
+   allocation *draws* its choices with the probabilities it *reports*; a
+   chain can. Each move runs alternately with a Gibbs sweep and, so that the
+   move is not hidden behind Gibbs, with :func:`singleton_update` alone (which
+   only adds and removes features owned by one row). Tolerances come from the
+   chains' Monte Carlo error: the frequency of an event has standard error
+   ``sqrt(p (1 - p) / ESS)``, ESS being ArviZ's effective sample size of the
+   event's indicator (``method="mean"``, which accounts for autocorrelation);
+   each comparison allows 4.5 standard errors (false alarm 7e-6 per
+   comparison, below 1e-3 for the ~40 comparisons of a test). The total
+   variation distance of the K+ histogram is compared with the 99.99% quantile
+   of what Monte Carlo noise alone produces at that ESS.
+"""
+
+import itertools
+import math
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from ibp_lab import exact, gibbs
+from ibp_lab import split_merge as sm
+from ibp_lab.linear_gaussian import collapsed_loglik
+from ibp_lab.prior import log_prior
+
+X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
+X4 = np.array([[1.1, -0.2], [0.9, 0.3], [-0.5, 0.9], [0.2, 1.1]])
+N_SIGMA = 4.5
+RELATIVE_BALANCE = 1e-10
+
+
+# --------------------------------------------------------------------------------------
+# the pieces: log joint and allocation against plain formulas
+# --------------------------------------------------------------------------------------
+
+
+def random_matrix(rng, n, k, p=0.4):
+    Z = (rng.random((n, k)) < p).astype(np.int8)
+    Z = Z[:, Z.any(axis=0)]
+    if Z.shape[1] >= 2:
+        Z = np.column_stack([Z, Z[:, :1]])  # at least one pair of identical columns
+    return Z
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.4, 3.0])
+def test_log_joint_matches_log_prior_and_collapsed_loglik(beta):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(9, 4))
+    target = sm._LogJoint(X, 1.7, 0.5, 1.3, beta)
+    for k in [0, 1, 3, 6, 10]:
+        Z = random_matrix(rng, 9, k)
+        log_lik, log_pri = target(Z)
+        assert log_lik == pytest.approx(collapsed_loglik(X, Z, 0.5, 1.3), rel=1e-11)
+        assert log_pri == pytest.approx(log_prior(Z, 1.7, beta=beta), rel=1e-11, abs=1e-11)
+
+
+def reference_allocation_log_q(X, Z_rest, i, j, order, choices, sigma_x, sigma_a, beta):
+    """The allocation probability from full collapsed likelihoods, no rank-one algebra.
+
+    The working matrix is [Z_rest, first half, second half, waiting rows]. At each
+    step row r leaves the waiting column and its three options are weighted by the
+    prior conditional of each half times p(X | Z) of the whole working matrix:
+    p(X | Z) = p(x_r | rest) p(rest), and p(rest) does not depend on row r's option.
+    """
+    N = len(X)
+    first = np.zeros(N, np.int8)
+    second = np.zeros(N, np.int8)
+    waiting = np.zeros(N, np.int8)
+    first[i] = second[j] = 1
+    waiting[order] = 1
+    log_q = 0.0
+    for r, choice in zip(order, choices):
+        waiting[r] = 0
+        weights = []
+        for s1, s2 in [(1, 0), (0, 1), (1, 1)]:
+            a, b = first.copy(), second.copy()
+            a[r], b[r] = s1, s2
+            m1, m2 = first.sum(), second.sum()
+            prior = (math.log(m1) if s1 else math.log(beta + N - 1 - m1)) + (
+                math.log(m2) if s2 else math.log(beta + N - 1 - m2))
+            weights.append(prior + collapsed_loglik(X, np.column_stack([Z_rest, a, b, waiting]),
+                                                    sigma_x, sigma_a))
+        log_q += weights[choice] - logsumexp(weights)
+        first[r] = choice != 1
+        second[r] = choice != 0
+    return log_q
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_allocation_probability_matches_full_likelihoods(seed):
+    rng = np.random.default_rng(seed)
+    N, D = 12, 5
+    X = rng.normal(size=(N, D))
+    Z_rest = random_matrix(rng, N, 4)
+    i, j, *others = rng.permutation(N)
+    order = np.array(others[:8])
+    target = sm._LogJoint(X, 1.0, 0.7, 1.1, 1.5)
+    # forced choices
+    choices = rng.integers(3, size=order.size)
+    got, log_q = sm._run_allocation(target, Z_rest, i, j, order, forced=choices)
+    np.testing.assert_array_equal(got, choices)
+    assert log_q == pytest.approx(
+        reference_allocation_log_q(X, Z_rest, i, j, order, choices, 0.7, 1.1, 1.5), rel=1e-10)
+    # drawn choices report their own probability
+    drawn, log_q_drawn = sm._run_allocation(target, Z_rest, i, j, order,
+                                            uniforms=rng.random(order.size))
+    assert log_q_drawn == pytest.approx(
+        reference_allocation_log_q(X, Z_rest, i, j, order, drawn, 0.7, 1.1, 1.5), rel=1e-10)
+
+
+def test_allocation_draws_with_the_probabilities_it_reports():
+    """Two rows to allocate: 9 outcomes, 20,000 independent draws, each frequency within 4.5 SE."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(6, 3))
+    Z_rest = random_matrix(rng, 6, 2)
+    order = np.array([2, 4])
+    target = sm._LogJoint(X, 1.0, 0.6, 1.0, 1.0)
+    n_draws = 20_000
+    outcomes = [tuple(sm._run_allocation(target, Z_rest, 0, 1, order,
+                                         uniforms=rng.random(2))[0]) for _ in range(n_draws)]
+    for choices in itertools.product(range(3), repeat=2):
+        p = math.exp(sm._run_allocation(target, Z_rest, 0, 1, order,
+                                        forced=np.array(choices))[1])
+        freq = outcomes.count(choices) / n_draws
+        assert abs(freq - p) < N_SIGMA * math.sqrt(p * (1 - p) / n_draws), (choices, freq, p)
+
+
+# --------------------------------------------------------------------------------------
+# detailed balance by enumeration of every path
+# --------------------------------------------------------------------------------------
+
+
+def random_move_paths(Z):
+    """Every path of one random proposal from Z: (probability, proposal or None)."""
+    K = Z.shape[1]
+    if K == 0:
+        yield 1.0, None
+        return
+    if K >= 2:
+        for a, b in itertools.combinations(range(K), 2):
+            yield 0.5 / math.comb(K, 2), sm._random_merge(Z, a, b)
+    p_split = 1.0 if K == 1 else 0.5
+    for k in range(K):
+        m = int(Z[:, k].sum())
+        for labels in itertools.product(range(3), repeat=m):
+            yield p_split / K / 3**m, sm._random_split(Z, k, np.array(labels, np.int64))
+
+
+def sequential_move_paths(target, Z):
+    """Every path of one sequential proposal from Z: (probability, proposal or None)."""
+    owning = np.flatnonzero(Z.any(axis=1))
+    if owning.size < 2:
+        yield 1.0, None
+        return
+    p_pair = 1.0 / (owning.size * (owning.size - 1))
+    for i, j in itertools.permutations(owning.tolist(), 2):
+        features = np.flatnonzero(Z[i])
+        for a in features.tolist():
+            p = p_pair / features.size
+            if Z[j, a]:
+                others = sm._other_owners(Z[:, a], i, j)
+                for order in itertools.permutations(others.tolist()):
+                    for choices in itertools.product(range(3), repeat=others.size):
+                        proposal, log_q = sm._sequential_split(
+                            target, Z, i, j, a, np.array(order, np.int64),
+                            forced=np.array(choices, np.int64))
+                        yield p / math.factorial(others.size) * math.exp(log_q), proposal
+                continue
+            candidates = np.flatnonzero(Z[j] & (1 - Z[i]))
+            if candidates.size == 0:
+                yield p, None
+            for b in candidates.tolist():
+                others = sm._other_owners(Z[:, a] | Z[:, b], i, j)
+                for order in itertools.permutations(others.tolist()):
+                    yield (p / candidates.size / math.factorial(others.size),
+                           sm._sequential_merge(target, Z, i, j, a, b, np.array(order, np.int64)))
+
+
+def transition_matrices(move, X, alpha, sigma_x, sigma_a, beta, k_max):
+    """Log posterior of every class with K+ <= k_max and the move's transition probabilities.
+
+    The posterior comes from :func:`ibp_lab.exact.class_posterior`, independently
+    of the move's own target. Returns ``(log_pi, T)``: ``T[c][c']`` sums
+    probability x acceptance over the paths from class c to class c' (c' may
+    lie beyond k_max).
+    """
+    post = exact.class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
+    target = sm._LogJoint(np.asarray(X, float), alpha, sigma_x, sigma_a, beta)
+    log_pi, T = {}, {}
+    for counts, log_weight, Z in zip(post.counts, post.log_weights, post.classes()):
+        key = tuple(counts)
+        log_pi[key] = log_weight
+        row = T.setdefault(key, {})
+        current = sum(target(Z))
+        paths = random_move_paths(Z) if move == "random" else sequential_move_paths(target, Z)
+        total = 0.0
+        for prob, proposal in paths:
+            total += prob
+            if proposal is None:
+                continue
+            log_ratio = sum(target(proposal.Z)) - current + proposal.log_proposal_ratio
+            new = tuple(exact.class_counts(proposal.Z))
+            row[new] = row.get(new, 0.0) + prob * math.exp(min(0.0, log_ratio))
+        assert total == pytest.approx(1.0, abs=1e-12), "the proposal is not a distribution"
+        assert sum(row.values()) <= 1.0 + 1e-12
+    return log_pi, T
+
+
+def balance_errors(log_pi, T):
+    """Relative detailed-balance error of every pair of enumerated classes with a flow."""
+    shift = max(log_pi.values())
+    errors, n_duplicates = [], 0
+    for a, row in T.items():
+        for b, t_ab in row.items():
+            if b == a or b not in log_pi:
+                continue
+            flow_ab = math.exp(log_pi[a] - shift) * t_ab
+            flow_ba = math.exp(log_pi[b] - shift) * T[b].get(a, 0.0)
+            errors.append(abs(flow_ab - flow_ba) / max(flow_ab, flow_ba))
+            n_duplicates += max(a) > 1 or max(b) > 1  # a class with identical columns
+    return np.array(errors), n_duplicates
+
+
+@pytest.mark.parametrize("move, X, alpha, sigma_x, sigma_a, beta, k_max", [
+    pytest.param("random", X3, 1.3, 0.6, 1.2, 1.0, 4, id="random"),
+    pytest.param("random", X3, 0.8, 0.4, 2.0, 2.5, 3, id="random-beta2.5"),
+    pytest.param("sequential", X3, 1.3, 0.6, 1.2, 1.0, 4, id="sequential"),
+    pytest.param("sequential", X4, 1.1, 0.5, 1.5, 0.6, 3, id="sequential-4rows-beta0.6"),
+])
+def test_detailed_balance_holds_for_every_pair_of_classes(move, X, alpha, sigma_x, sigma_a,
+                                                          beta, k_max):
+    log_pi, T = transition_matrices(move, X, alpha, sigma_x, sigma_a, beta, k_max)
+    errors, n_duplicates = balance_errors(log_pi, T)
+    assert errors.size > 100 and n_duplicates > 10  # the check has something to check
+    assert errors.max() < RELATIVE_BALANCE, f"worst relative imbalance {errors.max():.2e}"
+
+
+def test_detailed_balance_check_catches_a_forgotten_factorial(monkeypatch):
+    """A target without the 1 / prod_h K_h! of identical columns must fail the check."""
+    from scipy.special import gammaln
+
+    def without_factorials(self, Z):
+        log_lik, log_pri = original(self, Z)
+        _, multiplicities = np.unique(Z, axis=1, return_counts=True)
+        return log_lik, log_pri + float(gammaln(multiplicities + 1.0).sum())
+
+    original = sm._LogJoint.__call__
+    monkeypatch.setattr(sm._LogJoint, "__call__", without_factorials)
+    for move in ("random", "sequential"):
+        log_pi, T = transition_matrices(move, X3, 1.3, 0.6, 1.2, 1.0, 3)
+        errors, _ = balance_errors(log_pi, T)
+        assert errors.max() > 0.1
+
+
+def test_moves_keep_the_rows_that_own_features():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(8, 3))
+    for move in (sm.random_split_merge, sm.sequential_split_merge):
+        Z = random_matrix(rng, 8, 4, p=0.3)
+        owners = Z.any(axis=1)
+        for _ in range(50):
+            Z, _ = move(X, Z, 2.0, 0.5, 1.0, rng, 1)
+            np.testing.assert_array_equal(Z.any(axis=1), owners)
+
+
+# --------------------------------------------------------------------------------------
+# chains against exact enumeration
+# --------------------------------------------------------------------------------------
+
+
+def ess_mean(values) -> float:
+    values = np.asarray(values, dtype=float)
+    if values.min() == values.max():
+        return float("nan")
+    return float(az.ess(values[None, :], method="mean"))
+
+
+def assert_frequency(freq, p, ess, what):
+    se = math.sqrt(p * (1 - p) / ess)
+    assert abs(freq - p) < N_SIGMA * se + 1e-12, (
+        f"{what}: chain {freq:.4f}, exact {p:.4f} (SE {se:.4f})")
+
+
+def tv_noise_quantile(p, ess, rng, quantile=0.9999, n_draws=100_000):
+    """Quantile of the TV distance that ESS effective multinomial draws from p would give."""
+    g = rng.standard_normal((n_draws, len(p))) * np.sqrt(p)
+    errors = (g - np.outer(g.sum(axis=1), p)) / math.sqrt(ess)  # Normal(0, (diag p - p p^T)/ESS)
+    return float(np.quantile(0.5 * np.abs(errors).sum(axis=1), quantile))
+
+
+CHAIN_CASES = [
+    # move, companion, beta, iterations
+    pytest.param(sm.random_split_merge, gibbs.gibbs_sweep, 1.0, 40_000, id="random+gibbs"),
+    pytest.param(sm.random_split_merge, sm.singleton_update, 2.0, 40_000, id="random+singletons"),
+    pytest.param(sm.sequential_split_merge, gibbs.gibbs_sweep, 0.7, 40_000,
+                 id="sequential+gibbs"),
+    pytest.param(sm.sequential_split_merge, sm.singleton_update, 1.0, 40_000,
+                 id="sequential+singletons"),
+]
+
+
+@pytest.mark.parametrize("move, companion, beta, n_iterations", CHAIN_CASES)
+def test_chain_with_move_matches_exact_posterior(move, companion, beta, n_iterations):
+    alpha, sigma_x, sigma_a, k_max = 1.3, 0.6, 1.2, 12
+    post = exact.class_posterior(X3, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
+    assert post.tail_bound < 1e-3
+    rng = np.random.default_rng(17)
+    Z = np.ones((3, 1), np.int8)
+    index = {tuple(row): c for c, row in enumerate(post.counts)}
+    classes = np.empty(n_iterations, np.int64)
+    for t in range(n_iterations):
+        Z = companion(X3, Z, alpha, sigma_x, sigma_a, rng, beta=beta)
+        Z, _ = move(X3, Z, alpha, sigma_x, sigma_a, rng, 1, beta=beta)
+        classes[t] = index.get(tuple(exact.class_counts(Z)), -1)
+    # classes beyond k_max carry less than tail_bound; count them as K+ = k_max + 1
+    k_plus = np.where(classes >= 0, post.k_plus[np.maximum(classes, 0)], k_max + 1)
+    p_k = np.bincount(post.k_plus, weights=post.probabilities, minlength=k_max + 2)
+    freq_k = np.bincount(k_plus, minlength=k_max + 2) / n_iterations
+    ess_k = np.array([ess_mean(k_plus == k) for k in range(k_max + 2)])
+    ess_k = np.where(np.isnan(ess_k), np.nanmin(ess_k), ess_k)  # bins never visited
+    for k in range(k_max + 1):
+        assert_frequency(freq_k[k], p_k[k], ess_k[k], f"K+ = {k}")
+    assert freq_k[-1] < 1e-3
+    # total variation over the bins that hold 99.9% of the mass, against noise at the worst ESS
+    bins = np.flatnonzero(p_k > 1e-3)
+    tv = 0.5 * np.abs(freq_k[bins] - p_k[bins]).sum()
+    threshold = tv_noise_quantile(p_k[bins] / p_k[bins].sum(), ess_k[bins].min(),
+                                  np.random.default_rng(0))
+    assert tv < threshold, f"TV {tv:.4f} above the Monte Carlo threshold {threshold:.4f}"
+    # not only K+: every class with probability above 1%
+    top = np.flatnonzero(post.probabilities > 0.01)
+    assert top.size > 15
+    for c in top:
+        hit = classes == c
+        assert_frequency(hit.mean(), post.probabilities[c], ess_mean(hit), f"class {c}")
+
+
+def test_moves_alone_do_accept_on_tiny_data():
+    """On three rows both kinds of proposal are accepted often (unlike on the digits)."""
+    for move in (sm.random_split_merge, sm.sequential_split_merge):
+        _, stats = move(X3, np.ones((3, 2)), 1.3, 0.6, 1.2, np.random.default_rng(2), 400)
+        assert stats["accepted_splits"] > 20 and stats["accepted_merges"] > 20
+
+
+# --------------------------------------------------------------------------------------
+# bookkeeping, reproducibility, bad inputs
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("move", [sm.random_split_merge, sm.sequential_split_merge])
+def test_stats_are_consistent_and_the_input_is_untouched(move):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(10, 3))
+    Z0 = random_matrix(rng, 10, 5)
+    Z_in = Z0.copy()
+    Z, stats = move(X, Z0, 1.5, 0.5, 1.0, rng, 60)
+    np.testing.assert_array_equal(Z0, Z_in)
+    assert Z.dtype == np.int8 and Z.shape[0] == 10 and Z.any(axis=0).all()
+    n_formed = stats["proposed_splits"] + stats["proposed_merges"]
+    assert n_formed + stats["void"] == 60
+    assert all(len(stats[name]) == n_formed for name in
+               ["kind", "delta_log_likelihood", "delta_log_prior", "log_proposal_ratio",
+                "log_ratio", "accepted"])
+    assert stats["accepted"].sum() == stats["accepted_splits"] + stats["accepted_merges"]
+    assert (stats["kind"] == "split").sum() == stats["proposed_splits"]
+    np.testing.assert_allclose(stats["log_ratio"], stats["delta_log_likelihood"]
+                               + stats["delta_log_prior"] + stats["log_proposal_ratio"])
+    same, _ = move(X, Z0, 1.5, 0.5, 1.0, rng, 0)
+    np.testing.assert_array_equal(same, Z0[:, Z0.any(axis=0)])
+
+
+@pytest.mark.parametrize("move", [sm.random_split_merge, sm.sequential_split_merge])
+def test_same_seed_same_result(move):
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    Z0 = np.ones((10, 2))
+    Z1, s1 = move(X, Z0, 1.5, 0.5, 1.0, np.random.default_rng(9), 200)
+    Z2, s2 = move(X, Z0, 1.5, 0.5, 1.0, np.random.default_rng(9), 200)
+    np.testing.assert_array_equal(Z1, Z2)
+    np.testing.assert_array_equal(s1["log_ratio"], s2["log_ratio"])
+    _, s3 = move(X, Z0, 1.5, 0.5, 1.0, np.random.default_rng(10), 200)
+    assert not np.array_equal(s1["log_ratio"], s3["log_ratio"])
+
+
+def test_run_chains_with_moves_records_the_log_joint_of_its_states():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 3))
+    starts = [np.ones((12, 1)), random_matrix(rng, 12, 6)]
+    out = sm.run_chains_with_moves(X, starts, 15, np.random.default_rng(1), alpha=1.5,
+                                   sigma_x=0.5, sigma_a=1.0, beta=1.2, n_proposals=4)
+    assert dict(out.trace.sizes) == {"chain": 2, "draw": 15}
+    for c, Z in enumerate(out.states):
+        assert int(out.trace.k_plus[c, -1]) == Z.shape[1]
+        expected = collapsed_loglik(X, Z, 0.5, 1.0) + log_prior(Z, 1.5, beta=1.2)
+        assert float(out.trace.log_joint[c, -1]) == pytest.approx(expected, rel=1e-10)
+        stats = out.stats[c]
+        assert stats["proposed_splits"] + stats["proposed_merges"] + stats["void"] == 60
+    assert (out.seconds > 0).all()
+    accepted = out.trace.accepted_moves.sum("draw").values
+    np.testing.assert_array_equal(
+        accepted, [st["accepted_splits"] + st["accepted_merges"] for st in out.stats])
+    summary = sm.summarize_run(out)
+    assert summary["iterations"] == 15 and summary["accepted moves"] == accepted.sum()
+    assert summary["CPU seconds"] == pytest.approx(out.seconds.sum())
+    combined = sm._combine_stats(out.stats)
+    parts = sm.log_ratio_parts(combined)
+    for kind in ("split", "merge"):
+        chosen = combined["kind"] == kind
+        assert chosen.any()
+        assert parts.loc["log acceptance ratio", kind] == pytest.approx(
+            np.median(combined["log_ratio"][chosen]))
+    again = sm.run_chains_with_moves(X, starts, 15, np.random.default_rng(1), alpha=1.5,
+                                     sigma_x=0.5, sigma_a=1.0, beta=1.2, n_proposals=4)
+    assert out.trace.identical(again.trace)
+    gibbs_only = sm.run_chains_with_moves(X, starts, 5, np.random.default_rng(1), alpha=1.5,
+                                          sigma_x=0.5, sigma_a=1.0, move=None)
+    assert gibbs_only.stats[0]["kind"].size == 0
+
+
+RNG = np.random.default_rng(0)
+Z3 = np.ones((3, 1))
+
+
+@pytest.mark.parametrize("move", [sm.random_split_merge, sm.sequential_split_merge])
+@pytest.mark.parametrize(
+    "args, kwargs, error, message",
+    [
+        ((X3, Z3, -1.0, 0.6, 1.2, RNG, 5), {}, ValueError, "alpha must be > 0"),
+        ((X3, Z3, 1.0, 0.0, 1.2, RNG, 5), {}, ValueError, "sigma_x must be > 0"),
+        ((X3, Z3, 1.0, 0.6, -2.0, RNG, 5), {}, ValueError, "sigma_a must be > 0"),
+        ((X3, Z3, 1.0, 0.6, 1.2, RNG, 5), {"beta": 0.0}, ValueError, "beta must be > 0"),
+        ((X3, 2 * Z3, 1.0, 0.6, 1.2, RNG, 5), {}, ValueError, "Z must contain only 0 and 1"),
+        ((X3, np.ones((2, 1)), 1.0, 0.6, 1.2, RNG, 5), {}, ValueError, "Z must have 3 rows"),
+        ((np.where(X3 > 1, np.inf, X3), Z3, 1.0, 0.6, 1.2, RNG, 5), {}, ValueError,
+         "X must be finite"),
+        ((X3, Z3, 1.0, 0.6, 1.2, 7, 5), {}, TypeError, "rng must be a numpy.random.Generator"),
+        ((X3, Z3, 1.0, 0.6, 1.2, RNG, -1), {}, ValueError, "n_proposals must be an integer >= 0"),
+        ((X3, Z3, 1.0, 0.6, 1.2, RNG, 2.5), {}, TypeError, "n_proposals must be an integer"),
+    ],
+)
+def test_bad_inputs_are_reported_by_name(move, args, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        move(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: sm.singleton_update(X3, Z3, 1.0, 0.6, 1.2, RNG, beta=-1), ValueError,
+         "beta must be > 0"),
+        (lambda: sm.run_chains_with_moves(X3, Z3, 5, RNG, alpha=1.0, sigma_x=0.6, sigma_a=1.2),
+         TypeError, "Z0 must be a non-empty list"),
+        (lambda: sm.run_chains_with_moves(X3, [Z3], 5, RNG, alpha=1.0, sigma_x=0.6,
+                                          sigma_a=1.2, move="sideways"), ValueError,
+         "move must be 'sequential', 'random' or None"),
+        (lambda: sm.run_chains_with_moves(X3, [Z3], 0, RNG, alpha=1.0, sigma_x=0.6,
+                                          sigma_a=1.2), ValueError,
+         "n_iterations must be an integer >= 1"),
+        (lambda: sm.run_chains_with_moves(X3, [np.ones((4, 1))], 5, RNG, alpha=1.0,
+                                          sigma_x=0.6, sigma_a=1.2), ValueError,
+         r"Z0\[0\] must have 3 rows"),
+        (lambda: sm.summarize_run({"trace": None}), TypeError, "run must be a MoveChains"),
+        (lambda: sm.log_ratio_parts({"kind": []}), TypeError, "stats must be the dict"),
+    ],
+)
+def test_bad_inputs_of_the_helpers(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
