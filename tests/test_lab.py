@@ -37,7 +37,7 @@ def lab_url():
     port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(ROOT / "_build" / "lab-runtime")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
          "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.root_dir={ROOT}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
