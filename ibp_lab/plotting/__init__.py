@@ -7,6 +7,7 @@ re-exported here.
 - :mod:`ibp_lab.plotting.buffet`: counts against Poisson laws, the buffet explorer.
 - :mod:`ibp_lab.plotting.recursive`: the Recursive IBP marginals and their explorer.
 - :mod:`ibp_lab.plotting.heldout`: predictive checks and completed digits.
+- :mod:`ibp_lab.plotting.pymc`: the truncated IBP in PyMC.
 - :mod:`ibp_lab.plotting.streaming`: R-IBP streaming inference.
 """
 
