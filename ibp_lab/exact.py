@@ -41,6 +41,7 @@ from scipy.special import gammaln, logsumexp
 from scipy.stats import poisson
 
 from ibp_lab._checks import check_binary_matrix, check_count, check_data_matrix, check_positive
+from ibp_lab.linear_gaussian import _check_scales
 
 __all__ = [
     "MAX_ROWS",
@@ -105,10 +106,13 @@ def count_classes(n_rows: int, k_max: int) -> int:
     >>> count_classes(3, 8)
     6435
     """
-    n_rows = check_count("n_rows", n_rows, minimum=1)
+    # 2^n_rows - 1 column types: beyond ten rows the count itself becomes slow to compute
+    n_rows = check_count("n_rows", n_rows, minimum=1, maximum=10)
     k_max = check_count("k_max", k_max)
     n_types = 2**n_rows - 1
-    return sum(comb(n_types + k - 1, k) for k in range(k_max + 1))
+    # sum_{k=0}^{k_max} C(T + k - 1, k) = C(T + k_max, k_max) (hockey stick): no loop over
+    # k, so that a huge k_max is refused at once instead of counted term by term
+    return comb(n_types + k_max, k_max)
 
 
 def _check_size(n_rows: int, k_max: int) -> None:
@@ -243,7 +247,13 @@ def _gaussian_loglik(X: np.ndarray, gram: np.ndarray, sigma_x: float, sigma_a: f
     """``sum_d log Normal(x_d; 0, sigma_a^2 G + sigma_x^2 I)`` for a stack of ``G``."""
     n_rows, n_dims = X.shape
     cov = sigma_a**2 * gram + sigma_x**2 * np.eye(n_rows)
-    chol = np.linalg.cholesky(cov)
+    try:
+        chol = np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            f"the covariance sigma_a^2 Z Z^T + sigma_x^2 I is numerically singular: "
+            f"sigma_x / sigma_a = {sigma_x / sigma_a:.3g} is too small; use a larger sigma_x"
+        ) from None
     log_det = 2.0 * np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2)), axis=1)
     solved = np.linalg.solve(chol, np.broadcast_to(X, (len(gram), n_rows, n_dims)))
     quad = np.sum(solved**2, axis=(1, 2))
@@ -342,6 +352,7 @@ def class_posterior(
     sigma_x = check_positive("sigma_x", sigma_x)
     sigma_a = check_positive("sigma_a", sigma_a)
     k_max = check_count("k_max", k_max)
+    _check_scales(X, sigma_x, sigma_a)
     n_rows, n_dims = X.shape
     _check_size(n_rows, k_max)
 

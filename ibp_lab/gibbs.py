@@ -37,7 +37,10 @@ Griffiths & Sollich 2007):
 
 1. Take row ``i`` out: a Sherman-Morrison downdate of ``M^-1``
    (``M = Z^T Z + (sigma_x / sigma_a)^2 I``) and of the posterior mean of the
-   features. Given the other rows, ``x_i ~ Normal(z_i Abar, sigma_x^2 (1 + z_i P z_i^T) I)``
+   features, done on the shared features only, the row's singletons being set
+   to their exact values (this avoids dividing by a number of order
+   ``(sigma_x / sigma_a)^2``; see the comment in ``_update_row``). Given the
+   other rows, ``x_i ~ Normal(z_i Abar, sigma_x^2 (1 + z_i P z_i^T) I)``
    with ``P = M_-i^-1``. Flipping one entry changes the residual and the
    quadratic form by rank-one amounts, so each flip costs ``O(K + D)``.
 2. Visit the features that other rows own (``m_-i,k > 0``) **in a fresh random
@@ -69,7 +72,11 @@ in a fresh environment compiles for 15-25 seconds, later processes load the
 compiled code from numba's cache in well under a second). About 1 ms per sweep on
 the book's 300 digits with 16 features; about 2 microseconds on three rows.
 ``M^-1`` and the posterior mean are recomputed from scratch at the start of
-each sweep so rounding errors cannot accumulate. The same algorithm written
+each sweep so rounding errors cannot accumulate (and for a single row whenever
+removing it leaves nearly dependent columns). Limits that keep the sweep accurate
+and bounded: ``sigma_x / sigma_a >= MIN_NOISE_RATIO``, a prior expected number of
+features ``alpha * H_N <= MAX_EXPECTED_FEATURES`` and at most ``MAX_FEATURES``
+features at any time; beyond them a ``ValueError`` says which. The same algorithm written
 plainly in NumPy, recomputing everything for each row, is
 :func:`_gibbs_sweep_reference`; the tests check that both give identical chains
 from the same seed.
@@ -81,7 +88,10 @@ a Gamma(a, b) prior (shape, rate) the posterior is Gamma(a + K+, b + H).
 ``sigma_a`` and ``sigma_x`` have HalfNormal(1) priors and are moved by
 random-walk Metropolis on the log scale (the Jacobian ``sigma'/sigma`` enters
 the acceptance ratio); their step sizes adapt during the first ``burn`` sweeps
-only, so the kernel is fixed while samples are kept.
+only, so the kernel is fixed while samples are kept. Proposals with
+``sigma_x / sigma_a < MIN_NOISE_RATIO`` (1e-3), where the rank-one algebra loses its
+precision, are rejected: the priors are truncated there, far from any posterior
+mass of real data.
 """
 
 from __future__ import annotations
@@ -95,13 +105,14 @@ import xarray as xr
 from numba import njit
 
 from ibp_lab._checks import (
+    MAX_PARAMETER,
     check_binary_matrix,
     check_count,
     check_data_matrix,
     check_positive,
     check_rng,
 )
-from ibp_lab.linear_gaussian import _loglik_from_stats
+from ibp_lab.linear_gaussian import MIN_SCALE, _check_scales, _loglik_from_stats
 
 __all__ = ["ChainResult", "gibbs_sweep", "run_chain", "run_chains", "k_plus_trace"]
 
@@ -109,6 +120,23 @@ __all__ = ["ChainResult", "gibbs_sweep", "run_chain", "run_chains", "k_plus_trac
 _LOG_TAIL_TOLERANCE = -40.0
 # Largest number of rows for which k_plus_trace can record the class of each state.
 _MAX_ROWS_FOR_TYPES = 6
+#: Most features the sampler will hold. A row whose data lie far beyond the scales
+#: (|x| >> sigma_a, sigma_x) can ask for millions of new features; beyond this many the
+#: sweep raises a ValueError instead of exhausting memory.
+MAX_FEATURES = 2500
+_TOO_MANY_FEATURES = (
+    "the sampler would need more than MAX_FEATURES = 2500 features: the data are far "
+    "larger than sigma_a and sigma_x; rescale X or use larger scales"
+)
+# Below this denominator the rank-one removal of a row would amplify rounding errors by
+# more than 1e3; the row's M_-i^-1 is then recomputed from scratch.
+_MIN_DOWNDATE_DENOMINATOR = 1e-3
+#: Smallest sigma_x / sigma_a accepted: below it M^-1 and the predictive variances, updated
+#: by rank-one steps, cancel to nothing (scale proposals below it are rejected).
+MIN_NOISE_RATIO = 1e-3
+#: Largest prior expected number of features alpha * sum_i beta / (beta + i - 1) accepted:
+#: the sampler's cost grows like K^3 per sweep and its memory like K^2.
+MAX_EXPECTED_FEATURES = 1000
 
 
 # --------------------------------------------------------------------------------------
@@ -247,6 +275,8 @@ def _sample_new_dishes(u, rate, v0, sa2, rr, D, buf):
     lw_max = -np.inf
     s = 0
     while True:
+        if s > MAX_FEATURES:
+            raise ValueError(_TOO_MANY_FEATURES)
         if s == buf.shape[0]:
             bigger = np.empty(2 * s)
             bigger[:s] = buf
@@ -287,39 +317,90 @@ def _update_row(i, X, Zb, K, Minv, Abar, m, zf, v, Pz, order, resid, y, rng,
     half_D = 0.5 * D
     x = X[i]
 
-    # 1. Take row i out. With v = M^-1 z and c = 1 - z.v (Sherman-Morrison):
-    #    P = M_-i^-1 = M^-1 + v v^T / c, P z = v / c, and the residual of x_i
-    #    against the posterior mean without row i is (x - z Abar) / c.
+    # 1. Take row i out. Its singletons (columns only row i owns) get their exact values
+    #    without row i: P = M_-i^-1 is 1 / r on their diagonal and 0 elsewhere in their
+    #    rows and columns, and their posterior mean is 0. The shared block then follows
+    #    from M^-1 by one well-conditioned rank-one step. Eliminating the n singletons
+    #    from M Abar = Z^T X shows that the shared block B of M^-1 is the inverse of
+    #    S + rho z z^T, with S = Z_-i^T Z_-i + r I (shared part), z = z_i (shared part)
+    #    and rho = r / (n + r), and that B^-1 Abar_s = b_-i + rho z x. With w = B z and
+    #    zw = z.w, Sherman-Morrison gives P_ss = B + rho w w^T / (1 - rho zw) and
+    #    Abar_-i = Y + rho w (z^T Y) / (1 - rho zw) with Y = Abar_s - rho w x. (With no
+    #    singletons, rho = 1 and this is the usual downdate.) The usual downdate divides
+    #    by c = 1 - z M^-1 z, about r / n when the row has singletons: for a small
+    #    sigma_x / sigma_a that would amplify rounding errors beyond repair.
+    n_own = 0
     for a in range(K):
         zf[a] = Zb[i, a]
-    zv = 0.0
+        m[a] -= zf[a]  # owners other than row i
+        if m[a] == 0.0:
+            n_own += 1
+    rho = r / (n_own + r)
+    zw = 0.0
     for a in range(K):
         acc = 0.0
-        for b in range(K):
-            if zf[b] != 0.0:
-                acc += Minv[a, b]
-        v[a] = acc
-        zv += zf[a] * acc
-    c = 1.0 - zv
-    for d in range(D):
-        y[d] = 0.0
-    for a in range(K):
-        if zf[a] != 0.0:
-            for d in range(D):
-                y[d] += Abar[a, d]
+        if m[a] > 0.0:
+            for b in range(K):
+                if zf[b] != 0.0 and m[b] > 0.0:
+                    acc += Minv[a, b]
+        v[a] = acc  # w, zero on the singletons
+        zw += zf[a] * acc
+    denom = 1.0 - rho * zw
+    if denom < _MIN_DOWNDATE_DENOMINATOR:
+        # Removing row i leaves nearly dependent columns (two features that only row i
+        # tells apart, say): the rank-one step would lose too many digits. Rare; recompute
+        # M_-i^-1 and the posterior mean without row i from scratch instead.
+        for a in range(K):
+            Zb[i, a] = 0
+        _refresh(X, Zb, K, r, Minv, Abar, m)
+        q = 0.0
+        for a in range(K):
+            Zb[i, a] = np.int8(zf[a])
+            acc = 1.0 / r
+            if m[a] > 0.0:
+                acc = 0.0
+                for b in range(K):
+                    if zf[b] != 0.0 and m[b] > 0.0:
+                        acc += Minv[a, b]
+                q += zf[a] * acc
+            Pz[a] = acc
+    else:
+        for d in range(D):
+            y[d] = 0.0  # z^T Y
+        for a in range(K):
+            if m[a] > 0.0:
+                for d in range(D):
+                    Abar[a, d] -= rho * v[a] * x[d]
+                    if zf[a] != 0.0:
+                        y[d] += Abar[a, d]
+        for a in range(K):
+            if m[a] > 0.0:
+                coef = rho * v[a] / denom
+                for b in range(K):
+                    if m[b] > 0.0:
+                        Minv[a, b] += coef * v[b]
+                for d in range(D):
+                    Abar[a, d] += coef * y[d]  # posterior mean without row i
+                Pz[a] = v[a] / denom  # (P z)_a = (P_ss z)_a
+            else:
+                for b in range(K):
+                    Minv[a, b] = 0.0
+                    Minv[b, a] = 0.0
+                Minv[a, a] = 1.0 / r
+                for d in range(D):
+                    Abar[a, d] = 0.0
+                Pz[a] = 1.0 / r
+        q = zw / denom  # z P z^T over the shared features only
     rr = 0.0
     for d in range(D):
-        resid[d] = (x[d] - y[d]) / c
-        rr += resid[d] * resid[d]
-    for a in range(K):
-        va = v[a]
-        for b in range(K):
-            Minv[a, b] += va * v[b] / c
-        for d in range(D):
-            Abar[a, d] -= va * resid[d]  # posterior mean without row i
-        m[a] -= zf[a]
-        Pz[a] = va / c
-    q = zv / c  # z P z^T
+        acc = x[d]
+        for a in range(K):
+            if zf[a] != 0.0 and m[a] > 0.0:
+                acc -= Abar[a, d]
+        resid[d] = acc  # x_i minus its predictive mean given the other rows
+        rr += acc * acc
+    # each singleton adds 1 / r to z P z^T, that is sigma_a^2 to the predictive variance
+    extra = n_own * sa2
 
     # 2. Shared features, in a fresh uniformly random order (Fisher-Yates).
     n_shared = 0
@@ -346,8 +427,8 @@ def _update_row(i, X, Zb, K, Minv, Abar, m, zf, v, Pz, order, resid, y, rng,
             a_sq += Abar[k, d] * Abar[k, d]
         rr_flip = rr - 2.0 * sign * a_dot + a_sq
         q_flip = q + 2.0 * sign * Pz[k] + Minv[k, k]
-        var_now = sx2 * (1.0 + q)
-        var_flip = sx2 * (1.0 + q_flip)
+        var_now = sx2 * (1.0 + q) + extra
+        var_flip = sx2 * (1.0 + q_flip) + extra
         log_odds = (
             -half_D * math.log(var_flip / var_now)
             - 0.5 * (rr_flip / var_flip - rr / var_now)
@@ -362,10 +443,12 @@ def _update_row(i, X, Zb, K, Minv, Abar, m, zf, v, Pz, order, resid, y, rng,
             rr = rr_flip
             q = q_flip
 
-    # 3. Singletons: each contributes 1/r to q (its column of P is e_k / r), i.e.
-    #    sigma_a^2 to the predictive variance; its posterior mean row is zero.
-    var_shared = sx2 * (1.0 + q - n_single / r)
+    # 3. Singletons: q holds the shared features only; each singleton would add
+    #    sigma_a^2 to the predictive variance (its posterior mean row is zero).
+    var_shared = sx2 * (1.0 + q)
     n_new, buf = _sample_new_dishes(rng.random(), rate, var_shared, sa2, rr, D, buf)
+    if K - n_single + n_new > MAX_FEATURES:
+        raise ValueError(_TOO_MANY_FEATURES)
 
     # 4. Update the columns. Random scan: keep the first n_new old singletons in
     #    place (stable labels) and append any extra. Fixed scan (the heuristic):
@@ -420,12 +503,13 @@ def _run_sweeps(X, Zb, K, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, random_s
     sx2 = sigma_x * sigma_x
     sa2 = sigma_a * sigma_a
     r = sx2 / sa2
-    prior_denominator = beta + N - 1.0
+    # beta + (N - 1), never (beta + N) - 1: with one row and a tiny beta the latter is 0
+    prior_denominator = beta + (N - 1.0)
     rate = alpha * beta / prior_denominator
     # prior log-odds of z_ik = 1 when m other rows own feature k: log m / (beta + N - 1 - m)
     log_odds_prior = np.zeros(N)
     for count in range(1, N):
-        log_odds_prior[count] = math.log(count) - math.log(prior_denominator - count)
+        log_odds_prior[count] = math.log(count) - math.log((N - 1.0 - count) + beta)
     buf = np.empty(64)
     cap = Zb.shape[1]
     Minv = np.zeros((cap, cap))
@@ -517,7 +601,7 @@ def _gibbs_sweep_reference(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0, rand
     Z = Z[:, Z.any(axis=0)].copy()
     N, D = X.shape
     sx2, sa2 = sigma_x**2, sigma_a**2
-    rate = alpha * beta / (beta + N - 1)
+    rate = alpha * beta / (beta + (N - 1))
     for i in range(N):
         others = np.arange(N) != i
         Z_others = Z[others].astype(float)
@@ -542,9 +626,10 @@ def _gibbs_sweep_reference(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0, rand
         for k in order:
             z_on, z_off = z.copy(), z.copy()
             z_on[k], z_off[k] = 1.0, 0.0
-            log_odds_on = (math.log(m[k]) - math.log(beta + N - 1 - m[k])
+            log_odds_on = (math.log(m[k]) - math.log((N - 1 - m[k]) + beta)
                            + log_predictive(z_on) - log_predictive(z_off))
-            p_flip = 1 / (1 + math.exp(-log_odds_on if z[k] == 0 else log_odds_on))
+            # clipped: beyond it exp overflows, where the compiled kernel's value is 0
+            p_flip = 1 / (1 + math.exp(min(-log_odds_on if z[k] == 0 else log_odds_on, 700.0)))
             if rng.random() < p_flip:
                 z[k] = 1.0 - z[k]
 
@@ -572,13 +657,32 @@ def _gibbs_sweep_reference(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0, rand
 # --------------------------------------------------------------------------------------
 
 
-def _check_hyper(alpha, sigma_x, sigma_a, beta):
-    return (
-        check_positive("alpha", alpha),
-        check_positive("sigma_x", sigma_x),
-        check_positive("sigma_a", sigma_a),
-        check_positive("beta", beta),
-    )
+def _check_hyper(X, alpha, sigma_x, sigma_a, beta):
+    """Check the hyperparameters against each other and against the (validated) data."""
+    alpha = check_positive("alpha", alpha)
+    sigma_x = check_positive("sigma_x", sigma_x)
+    sigma_a = check_positive("sigma_a", sigma_a)
+    beta = check_positive("beta", beta)
+    _check_scales(X, sigma_x, sigma_a)
+    if sigma_x / sigma_a < MIN_NOISE_RATIO:
+        raise ValueError(
+            f"sigma_x / sigma_a must be >= {MIN_NOISE_RATIO:g}, got {sigma_x / sigma_a:.3g}: "
+            "below it the sampler's rank-one updates lose all precision"
+        )
+    expected = alpha * float(np.sum(beta / (beta + np.arange(X.shape[0]))))
+    if expected > MAX_EXPECTED_FEATURES:
+        raise ValueError(
+            f"alpha = {alpha:g} makes the prior expect {expected:.3g} features for "
+            f"{X.shape[0]} rows, more than the sampler's limit of {MAX_EXPECTED_FEATURES}; "
+            "use a smaller alpha"
+        )
+    return alpha, sigma_x, sigma_a, beta
+
+
+def _scales_allowed(sigma_x: float, sigma_a: float) -> bool:
+    """Whether a Metropolis proposal of the scales stays where the sampler is accurate."""
+    return (sigma_x >= MIN_SCALE and sigma_a >= MIN_SCALE and sigma_x <= MAX_PARAMETER
+            and sigma_a <= MAX_PARAMETER and sigma_x / sigma_a >= MIN_NOISE_RATIO)
 
 
 def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.random.Generator,
@@ -620,7 +724,7 @@ def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.rand
     """
     X = check_data_matrix("X", X)
     Z = check_binary_matrix("Z", Z, n_rows=X.shape[0])
-    alpha, sigma_x, sigma_a, beta = _check_hyper(alpha, sigma_x, sigma_a, beta)
+    alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
     rng = check_rng(rng)
     Z_new, _, _ = _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng)
     return Z_new
@@ -674,7 +778,7 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     X = check_data_matrix("X", X)
     n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
     rng = check_rng(rng)
-    alpha, sigma_x, sigma_a, beta = _check_hyper(alpha, sigma_x, sigma_a, beta)
+    alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
     if scan_order not in ("random", "fixed"):
         raise ValueError(f"scan_order must be 'random' or 'fixed', got {scan_order!r}")
     if return_types and X.shape[0] > _MAX_ROWS_FOR_TYPES:
@@ -824,7 +928,7 @@ def run_chain(
     X = check_data_matrix("X", X)
     n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
     rng = check_rng(rng)
-    alpha, sigma_x, sigma_a, beta = _check_hyper(alpha, sigma_x, sigma_a, beta)
+    alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
     thin = check_count("thin", thin, minimum=1)
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
     n_scale_steps = check_count("n_scale_steps", n_scale_steps)
@@ -863,14 +967,17 @@ def run_chain(
             for name, active in scales.items():
                 if not active:
                     continue
+                # a proposal outside the sampler's accurate range has zero density
                 if name == "sigma_a":
                     sigma_a, log_lik, ok = _metropolis_scale(
                         rng, sigma_a, math.exp(log_steps[name]), log_lik,
-                        lambda s: _loglik_from_stats(ztz, ztx, sum_sq, N, D, sigma_x, s))
+                        lambda s: (_loglik_from_stats(ztz, ztx, sum_sq, N, D, sigma_x, s)
+                                   if _scales_allowed(sigma_x, s) else -math.inf))
                 else:
                     sigma_x, log_lik, ok = _metropolis_scale(
                         rng, sigma_x, math.exp(log_steps[name]), log_lik,
-                        lambda s: _loglik_from_stats(ztz, ztx, sum_sq, N, D, s, sigma_a))
+                        lambda s: (_loglik_from_stats(ztz, ztx, sum_sq, N, D, s, sigma_a)
+                                   if _scales_allowed(s, sigma_a) else -math.inf))
                 if t < burn:
                     # Robbins-Monro: diminishing adaptation towards 44% acceptance, warm-up only
                     log_steps[name] += (float(ok) - 0.44) / math.sqrt(t + 1.0)

@@ -40,13 +40,41 @@ from ibp_lab._checks import (
 
 __all__ = ["collapsed_loglik", "feature_posterior", "simulate"]
 
+#: Smallest ``sigma_x`` or ``sigma_a`` accepted: below about 1e-154 a square underflows to 0.
+MIN_SCALE = 1e-100
+# Largest sum((X / sigma_x)^2) accepted: beyond it the quadratic forms overflow.
+_MAX_SCALED_SUM_SQ = 1e250
+
+
+def _check_scales(X: np.ndarray, sigma_x: float, sigma_a: float) -> None:
+    """Refuse scales whose squares underflow and data that overflow once divided by sigma_x."""
+    for name, value in (("sigma_x", sigma_x), ("sigma_a", sigma_a)):
+        if value < MIN_SCALE:
+            raise ValueError(f"{name} must be >= {MIN_SCALE:g}, got {value:g}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = float(np.sum(np.square(X / sigma_x)))
+    if not scaled <= _MAX_SCALED_SUM_SQ:
+        raise ValueError(
+            f"X is too large for sigma_x = {sigma_x:g}: sum((X / sigma_x)^2) overflows; "
+            "rescale the data (for example divide X by its standard deviation)"
+        )
+
 
 def _check_model_inputs(X, Z, sigma_x, sigma_a):
     X = check_data_matrix("X", X)
     Z = check_binary_matrix("Z", Z, n_rows=X.shape[0])
     sigma_x = check_positive("sigma_x", sigma_x)
     sigma_a = check_positive("sigma_a", sigma_a)
+    _check_scales(X, sigma_x, sigma_a)
     return X, Z, sigma_x, sigma_a
+
+
+def _singular_m_error(sigma_x: float, sigma_a: float) -> ValueError:
+    return ValueError(
+        f"M = Z^T Z + (sigma_x / sigma_a)^2 I is numerically singular: sigma_x / sigma_a = "
+        f"{sigma_x / sigma_a:.3g} is too small for a Z with identical or linearly dependent "
+        "columns; use a larger sigma_x (or a smaller sigma_a)"
+    )
 
 
 def _cholesky_of_m(Z: np.ndarray, sigma_x: float, sigma_a: float) -> np.ndarray:
@@ -54,7 +82,10 @@ def _cholesky_of_m(Z: np.ndarray, sigma_x: float, sigma_a: float) -> np.ndarray:
     Zf = Z.astype(np.float64)
     M = Zf.T @ Zf
     M[np.diag_indices_from(M)] += (sigma_x / sigma_a) ** 2
-    return np.linalg.cholesky(M)
+    try:
+        return np.linalg.cholesky(M)
+    except np.linalg.LinAlgError:
+        raise _singular_m_error(sigma_x, sigma_a) from None
 
 
 def collapsed_loglik(X, Z, sigma_x: float, sigma_a: float) -> float:
@@ -112,13 +143,17 @@ def _loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a) -> fl
     explained = 0.0  # ||L^-1 Z^T X||^2 = tr(X^T Z M^-1 Z^T X)
     if k:
         M = ztz + (sigma_x / sigma_a) ** 2 * np.eye(k)
-        L = np.linalg.cholesky(M)
+        try:
+            L = np.linalg.cholesky(M)
+        except np.linalg.LinAlgError:
+            raise _singular_m_error(sigma_x, sigma_a) from None
         # np.linalg.solve rather than scipy's solve_triangular: for K x K systems this
         # small its per-call overhead is several times lower, and samplers call it often
         W = np.linalg.solve(L, ztx)
         log_m_det = 2.0 * float(np.sum(np.log(np.diag(L))))
         explained = float(np.sum(W * W))
-    residual = sum_sq - explained
+    # I - Z M^-1 Z^T is positive definite, so the residual is >= 0; clip rounding below 0
+    residual = max(sum_sq - explained, 0.0)
     return float(
         -0.5 * n_rows * n_dims * np.log(2.0 * np.pi)
         - (n_rows - k) * n_dims * np.log(sigma_x)

@@ -6,6 +6,9 @@ re-exported here.
 - :mod:`ibp_lab.plotting.matrices`: binary matrices, grids of images.
 - :mod:`ibp_lab.plotting.buffet`: counts against Poisson laws, the buffet explorer.
 - :mod:`ibp_lab.plotting.recursive`: the Recursive IBP marginals and their explorer.
+- :mod:`ibp_lab.plotting.gibbs`: the linear-Gaussian model, its sampler and the sigma_X/alpha explorer.
+- :mod:`ibp_lab.plotting.chains`: several chains and label-free summaries.
+- :mod:`ibp_lab.plotting.split_merge`: split-merge moves.
 - :mod:`ibp_lab.plotting.heldout`: predictive checks and completed digits.
 - :mod:`ibp_lab.plotting.pymc`: the truncated IBP in PyMC.
 - :mod:`ibp_lab.plotting.streaming`: R-IBP streaming inference.
@@ -20,6 +23,20 @@ from ibp_lab.plotting._style import (
     SEQUENTIAL_CMAP,
 )
 from ibp_lab.plotting.buffet import buffet_explorer_figure, plot_counts_vs_poisson
+from ibp_lab.plotting.chains import (
+    chain_traces_figure,
+    co_ownership_figure,
+    feature_owners_figure,
+    reappearance_figure,
+)
+from ibp_lab.plotting.gibbs import (
+    free_fit_figure,
+    k_plus_check_figure,
+    plot_feature_mosaic,
+    recovery_figure,
+    sensitivity_figure,
+    sigma_alpha_explorer_figure,
+)
 from ibp_lab.plotting.matrices import plot_binary_matrix, plot_image_grid
 from ibp_lab.plotting.recursive import marginals_figure, recursion_step_figure
 
@@ -36,4 +53,14 @@ __all__ = [
     "buffet_explorer_figure",
     "marginals_figure",
     "recursion_step_figure",
+    "sigma_alpha_explorer_figure",
+    "plot_feature_mosaic",
+    "k_plus_check_figure",
+    "free_fit_figure",
+    "sensitivity_figure",
+    "recovery_figure",
+    "chain_traces_figure",
+    "co_ownership_figure",
+    "feature_owners_figure",
+    "reappearance_figure",
 ]
