@@ -17,32 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ibp_lab import datasets, prior, recursive
+from robust_inputs import anything, clear_error_or
 
 SETTINGS = settings(max_examples=60, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 
-anything = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.integers(min_value=-(10**6), max_value=10**6),
-    st.text(max_size=3),
-    st.none(),
-    st.booleans(),
-    st.lists(st.integers(0, 2), max_size=3),
-)
 scale = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.floats(min_value=1e-6, max_value=50.0),
     st.integers(-3, 20),
 )
-
-
-def clear_error_or(result_check, call):
-    """Run ``call``: a ValueError/TypeError must carry a message; otherwise check the result."""
-    try:
-        result = call()
-    except (ValueError, TypeError) as exc:
-        assert str(exc), "an error without a message"
-        return
-    result_check(result)
 
 
 def finite_array(shape_ok=lambda s: True):

@@ -21,28 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ibp_lab import exact, gibbs, linear_gaussian, summaries
+from robust_inputs import anything, clear_error_or, not_a_count
 
 warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")
 
 SETTINGS = settings(max_examples=40, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
 
-anything = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.integers(min_value=-(10**6), max_value=10**6),
-    st.text(max_size=3),
-    st.none(),
-    st.booleans(),
-    st.lists(st.integers(0, 2), max_size=3),
-)
-# like ``anything`` but without large integers: a count of a million rows, sweeps or
-# chains is a legitimate (if slow) request, not bad input
-not_a_count = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=3),
-    st.none(),
-    st.booleans(),
-    st.lists(st.integers(0, 2), max_size=3),
-)
 scale = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.floats(min_value=1e-6, max_value=50.0),
@@ -62,20 +46,6 @@ def compiled_kernel():
     gibbs.k_plus_trace(
         [[0.1, 0.2]], 2, np.random.default_rng(0), alpha=1.0, sigma_x=1.0, sigma_a=1.0
     )
-
-
-def clear_error_or(result_check, call):
-    """Run ``call``: a ValueError/TypeError must carry a message; otherwise check the result."""
-    try:
-        result = call()
-    except (ValueError, TypeError) as exc:
-        assert str(exc), "an error without a message"
-        assert type(exc).__module__ in ("builtins",) or "ibp_lab" in type(exc).__module__, (
-            f"an error from deep inside a library: "
-            f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
-        )
-        return
-    result_check(result)
 
 
 def finite(value) -> bool:
