@@ -4,8 +4,8 @@ The feature images ``A`` are integrated out (:mod:`ibp_lab.linear_gaussian`),
 so the sampler only moves the binary matrix ``Z``, plus, if asked, the
 hyperparameters ``alpha``, ``sigma_a`` and ``sigma_x``.
 
-API
----
+Public functions:
+
 - :func:`gibbs_sweep` ``(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0) -> Z``:
   one sweep over the rows; returns a new ``int8`` matrix without empty columns.
 - :func:`run_chain` ``(X, n_sweeps, rng, *, Z0=None, alpha=1.0, sigma_x=0.25,

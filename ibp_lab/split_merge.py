@@ -6,8 +6,8 @@ through intermediate states in which many digits are explained badly, and on
 real data it practically never does. A split-merge move proposes the whole
 change at once and accepts it with a Metropolis-Hastings probability.
 
-API
----
+Public functions:
+
 - :func:`random_split_merge` ``(X, Z, alpha, sigma_x, sigma_a, rng, n_proposals,
   *, beta=1.0) -> (Z, stats)``: merge two random features into their union, or
   split a random feature by sending each owner to the first half, the second
@@ -27,13 +27,13 @@ API
   traces of ``K+`` and the log joint for ArviZ and the CPU time of each chain.
 - :func:`seconds_per_step`: measured CPU time of one Gibbs sweep and of one
   proposal of each move, to compare samplers at equal compute.
+- :func:`log_ratio_parts` and :func:`summarize_run`: tables for the book (the
+  median of each term of the acceptance ratio; R-hat, ESS, time and
+  acceptances of a run of chains).
 
 Times are the process's CPU time (:func:`time.process_time`), not wall time:
 on a shared machine, other programs slow the wall clock but hardly the CPU
 time of a single-threaded computation, which is what "equal compute" means.
-- :func:`log_ratio_parts` and :func:`summarize_run`: tables for the book (the
-  median of each term of the acceptance ratio; R-hat, ESS, time and
-  acceptances of a run of chains).
 
 ``stats`` (what both moves return) holds the counts ``proposed_splits``,
 ``accepted_splits``, ``proposed_merges``, ``accepted_merges`` and ``void``
