@@ -57,3 +57,21 @@ def test_frame_at_rejects_values_off_the_grid():
     with pytest.raises(ValueError, match="not on the grid"):
         explorer.frame_at(a=3)
     assert np.isfinite(len(explorer.frames))
+
+
+@pytest.mark.parametrize(
+    "render, setting",
+    [
+        (buffet_explorer_figure, {"alpha": 2.0, "beta": 1.0}),
+        ("marginals_figure", {"alpha": 6.0, "beta": 5.6}),
+        ("sigma_alpha_explorer_figure", {"sigma_x": 0.25, "alpha": 1.0}),
+    ],
+    ids=["buffet (ch. 1)", "marginals (ch. 3)", "sigma_x/alpha (ch. 4)"],
+)
+def test_each_book_explorer_shows_the_live_picture_in_its_static_frame(render, setting):
+    """The chapters' explorers: the static frame at a setting is the live figure at that setting."""
+    import ibp_lab.plotting as plotting
+
+    render = getattr(plotting, render) if isinstance(render, str) else render
+    explorer = static_explorer(render, {name: [value] for name, value in setting.items()})
+    assert explorer.frame_at(**setting) == figure_png(render(**setting))
