@@ -1,0 +1,107 @@
+"""Bad and extreme input to the inference and evaluation modules: a clear error or a finite result.
+
+Covers ibp_lab.heldout, ibp_lab.predictive_checks, ibp_lab.split_merge,
+ibp_lab.streaming and ibp_lab.widgets, in the manner of test_robustness.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from robust_inputs import anything, clear_error_or
+
+from ibp_lab import heldout, predictive_checks, split_merge, widgets
+from ibp_lab.streaming import RecursiveIBP
+
+SETTINGS = settings(max_examples=30, deadline=10000, suppress_health_check=[HealthCheck.too_slow])
+scale = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -1.0, 1e-12, 1e-300, 1e6, 1e7]),
+    st.floats(min_value=1e-3, max_value=10.0),
+)
+entries = st.one_of(st.floats(-3, 3), st.sampled_from([np.nan, np.inf, 1e200]))
+
+
+@st.composite
+def matrices(draw, max_rows=6, max_cols=4):
+    n = draw(st.integers(0, max_rows))
+    d = draw(st.integers(0, max_cols))
+    return np.array(draw(st.lists(st.lists(entries, min_size=d, max_size=d), min_size=n, max_size=n)),
+                    dtype=float).reshape(n, d)
+
+
+def finite(result):
+    assert np.all(np.isfinite(np.asarray(result, dtype=float))), "a silent NaN or infinity"
+
+
+@SETTINGS
+@given(X=matrices(), q=st.one_of(st.integers(-1, 5), anything))
+def test_gaussian_baselines_refuse_or_score_finitely(X, q):
+    def run():
+        top, bottom = np.array([0]), np.array([1])
+        return heldout.PPCA(q).fit(X).heldout(X, top, bottom)
+
+    clear_error_or(lambda r: finite(r.log_density), run)
+    clear_error_or(lambda r: finite(r.log_density),
+                   lambda: heldout.FullGaussian().fit(X).heldout(X, np.array([0]), np.array([1])))
+
+
+@SETTINGS
+@given(X=matrices(max_cols=3), sigma_x=scale, p=st.floats(allow_nan=True, allow_infinity=True))
+def test_finite_feature_heldout_refuses_or_is_finite(X, sigma_x, p):
+    D = X.shape[1] if X.ndim == 2 else 1
+    clear_error_or(
+        lambda r: finite(r.log_density),
+        lambda: heldout.finite_feature_heldout(X, [0], [D - 1], [[p]], np.ones((1, 1, D)), sigma_x),
+    )
+
+
+@SETTINGS
+@given(X=matrices(), sigma_x=scale, sigma_a=scale)
+def test_replicate_digits_refuses_or_is_finite(X, sigma_x, sigma_a):
+    Z = np.ones((X.shape[0], 1), np.int8)
+    clear_error_or(finite, lambda: predictive_checks.replicate_digits(
+        X, [(Z, sigma_x, sigma_a)], np.random.default_rng(0)))
+
+
+@SETTINGS
+@given(X=matrices(max_rows=4, max_cols=2), alpha=scale, sigma_x=scale, sigma_a=scale,
+       n=st.one_of(st.integers(-1, 5), anything))
+def test_split_merge_moves_refuse_or_return_binary_matrices(X, alpha, sigma_x, sigma_a, n):
+    Z = np.ones((X.shape[0], 1), np.int8)
+
+    def check(out):
+        Z_new, stats = out
+        assert set(np.unique(Z_new)) <= {0, 1} and Z_new.shape[0] == X.shape[0]
+        assert all(np.isfinite(stats[k]) for k in ("proposed_splits", "proposed_merges"))
+
+    for move in (split_merge.random_split_merge, split_merge.sequential_split_merge):
+        clear_error_or(check, lambda: move(X, Z, alpha, sigma_x, sigma_a, np.random.default_rng(1), n))
+
+
+@SETTINGS
+@given(X=matrices(max_rows=5, max_cols=3), alpha=scale, sigma_x=scale, sigma_a=scale,
+       model=st.sampled_from(["linear_gaussian", "factor_analysis", "pca", 3]))
+def test_streaming_refuses_or_stays_finite(X, alpha, sigma_x, sigma_a, model):
+    def run():
+        return RecursiveIBP(alpha, 1.0, sigma_x, sigma_a, model=model,
+                            rng=np.random.default_rng(0)).fit(X)
+
+    def check(fitted):
+        finite(fitted.features_)
+        assert np.isfinite(fitted.n_features_expected_)
+
+    clear_error_or(check, run)
+
+
+@SETTINGS
+@given(grid=st.one_of(anything, st.dictionaries(st.text(max_size=3), anything, max_size=2)))
+def test_explorers_refuse_bad_grids(grid):
+    import matplotlib.pyplot as plt
+
+    def render(**params):
+        return plt.figure(figsize=(1, 1))
+
+    clear_error_or(lambda e: None, lambda: widgets.static_explorer(render, grid, dpi=10))
+    plt.close("all")
