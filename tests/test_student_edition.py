@@ -39,3 +39,17 @@ def test_make_student_wrote_valid_notebooks():
         notebook = nbformat.read(outdir / f"{chapter.stem}.ipynb", as_version=4)
         nbformat.validate(notebook)
         assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_student_edition_executes_without_the_solutions(chapter, tmp_path):
+    """No later cell may depend on a removed solution: each student notebook runs cleanly."""
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(ROOT / "_build" / "student" / f"{chapter.stem}.ipynb", as_version=4)
+    NotebookClient(notebook, timeout=900, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors
