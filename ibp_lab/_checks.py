@@ -17,9 +17,13 @@ import numpy as np
 #: otherwise: beyond it, Poisson rates and products such as alpha * beta overflow
 #: or lose all precision, and no teaching example needs it.
 MAX_PARAMETER = 1e6
+#: Smallest positive value accepted for such a parameter: below it, products and
+#: ratios underflow to 0 or overflow (subnormal numbers), and none is meaningful.
+MIN_PARAMETER = 1e-100
 
 __all__ = [
     "MAX_PARAMETER",
+    "MIN_PARAMETER",
     "check_positive",
     "check_count",
     "check_rng",
@@ -54,6 +58,8 @@ def check_positive(
         raise ValueError(f"{name} must be >= 0, got {value}")
     if not allow_zero and value <= 0:
         raise ValueError(f"{name} must be > 0, got {value}")
+    if not allow_zero and value < MIN_PARAMETER:
+        raise ValueError(f"{name} must be >= {MIN_PARAMETER:g} (smaller values underflow), got {value:g}")
     if upper is not None and value > upper:
         raise ValueError(f"{name} must be <= {upper:g}, got {value:g}")
     return value

@@ -74,6 +74,9 @@ def split_top_bottom(shape: tuple[int, int] = (8, 6), *, n_top_rows: int = 4) ->
 
 def _check_split(X, observed, hidden):
     X = check_data_matrix("X", X)
+    if np.abs(X).max() > 1e50:
+        # squared residuals would overflow and the log density become -inf
+        raise ValueError(f"X is too large for a density (max |x| = {np.abs(X).max():.3g}); rescale it")
     observed = np.asarray(observed)
     hidden = np.asarray(hidden)
     for name, idx in (("observed", observed), ("hidden", hidden)):
@@ -320,7 +323,8 @@ def finite_feature_heldout(
     with np.errstate(divide="ignore"):
         log_p, log_q = np.log(probs), np.log1p(-probs)
     for s in range(S):
-        log_prior = patterns @ log_p[s] + (1 - patterns) @ log_q[s]  # (P,)
+        # np.where, not a product: 0 * log(0) would be NaN for a probability of 0 or 1
+        log_prior = np.where(patterns == 1, log_p[s], log_q[s]).sum(axis=1)  # (P,)
         variance = sx[s] ** 2 + patterns @ var_k[s]  # (P,)
         means = patterns @ A[s]  # (P, D)
         res_top = ((x_obs[:, None, :] - means[None, :, observed]) ** 2).sum(-1)  # (n, P)

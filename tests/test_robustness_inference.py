@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from robust_inputs import anything, clear_error_or
+from robust_inputs import anything, clear_error_or, not_a_count
 
 from ibp_lab import heldout, predictive_checks, split_merge, widgets
 from ibp_lab.streaming import RecursiveIBP
@@ -67,7 +67,7 @@ def test_replicate_digits_refuses_or_is_finite(X, sigma_x, sigma_a):
 
 @SETTINGS
 @given(X=matrices(max_rows=4, max_cols=2), alpha=scale, sigma_x=scale, sigma_a=scale,
-       n=st.one_of(st.integers(-1, 5), anything))
+       n=st.one_of(st.integers(-1, 5), not_a_count))
 def test_split_merge_moves_refuse_or_return_binary_matrices(X, alpha, sigma_x, sigma_a, n):
     Z = np.ones((X.shape[0], 1), np.int8)
 
@@ -105,3 +105,25 @@ def test_explorers_refuse_bad_grids(grid):
 
     clear_error_or(lambda e: None, lambda: widgets.static_explorer(render, grid, dpi=10))
     plt.close("all")
+
+
+@settings(max_examples=15, deadline=20000, suppress_health_check=[HealthCheck.too_slow])
+@given(X=matrices(max_rows=5, max_cols=3), k=st.one_of(st.integers(-1, 14), anything), sigma_x=scale)
+def test_pymc_model_building_refuses_or_succeeds(X, k, sigma_x):
+    from ibp_lab import pymc_models
+
+    clear_error_or(lambda model: None, lambda: pymc_models.build_model(X, k, sigma_x=sigma_x))
+
+
+@SETTINGS
+@given(X=matrices(max_rows=5, max_cols=3), p=st.floats(allow_nan=True, allow_infinity=True), sigma_x=scale)
+def test_pattern_posteriors_are_distributions_or_refuse(X, p, sigma_x):
+    from ibp_lab import pymc_models
+
+    D = X.shape[1]
+
+    def check(post):
+        finite(post)
+        np.testing.assert_allclose(post.sum(axis=1), 1.0, rtol=1e-9)
+
+    clear_error_or(check, lambda: pymc_models.pattern_posterior(X, [p, 0.5], np.ones((2, D)), sigma_x))
