@@ -111,6 +111,8 @@ def match_features(learned, true, *, absolute: bool = False) -> tuple[np.ndarray
     >>> match.tolist(), bool(np.all(corr > 0.99))
     ([1, 2, 0], True)
     """
+    from ibp_lab.summaries import feature_correlations  # one definition of feature correlation
+
     learned = np.atleast_2d(np.asarray(learned, dtype=float))
     true = np.atleast_2d(np.asarray(true, dtype=float))
     if learned.shape[1] != true.shape[1]:
@@ -118,14 +120,7 @@ def match_features(learned, true, *, absolute: bool = False) -> tuple[np.ndarray
             f"learned and true features must have the same dimension, got {learned.shape[1]} "
             f"and {true.shape[1]}"
         )
-    corr = np.zeros((true.shape[0], learned.shape[0]))
-    if learned.shape[0]:
-        def standardise(M):
-            centred = M - M.mean(axis=1, keepdims=True)
-            norms = np.linalg.norm(centred, axis=1, keepdims=True)
-            return centred / np.where(norms > 0, norms, 1.0)
-
-        corr = standardise(true) @ standardise(learned).T
+    corr = feature_correlations(true, learned)
     score = np.abs(corr) if absolute else corr
     correlation = np.full(true.shape[0], np.nan)
     match = np.full(true.shape[0], -1)
