@@ -29,6 +29,8 @@ __all__ = [
     "check_rng",
     "check_binary_matrix",
     "check_data_matrix",
+    "check_flag",
+    "check_real_array",
 ]
 
 
@@ -119,15 +121,12 @@ def check_binary_matrix(name: str, Z, *, n_rows: int | None = None) -> np.ndarra
     ValueError: Z must contain only 0 and 1, found 2
     """
     try:
-        arr = np.asarray(Z)
+        arr = np.asarray(Z) if not isinstance(Z, (str, bytes)) else None
     except Exception as exc:  # ragged lists and the like
         raise TypeError(f"{name} must be a 2-D array of 0/1, got {type(Z).__name__}") from exc
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.integer)
-        or np.issubdtype(arr.dtype, np.bool_)
-        or np.issubdtype(arr.dtype, np.floating)
-    ):
-        raise TypeError(f"{name} must be a numeric 2-D array of 0/1, got dtype {arr.dtype}")
+    if arr is None or arr.dtype.kind not in "biuf":
+        kind = type(Z).__name__ if arr is None else f"dtype {arr.dtype}"
+        raise TypeError(f"{name} must be a numeric 2-D array of 0/1, got {kind}")
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D (rows x features), got {arr.ndim} dimension(s)")
     if arr.size:
@@ -139,8 +138,60 @@ def check_binary_matrix(name: str, Z, *, n_rows: int | None = None) -> np.ndarra
     return arr.astype(np.int8, copy=False)
 
 
+def check_real_array(name: str, value) -> np.ndarray:
+    """Return ``value`` as a float64 array, refusing anything that is not real numbers.
+
+    The one door through which numeric data enters the package. NumPy would
+    happily turn ``"1.5"`` or ``1 + 2j`` into a float (dropping the imaginary part
+    with only a warning), so the dtype is checked before any conversion: booleans,
+    integers and floats are accepted; complex, string, bytes, object, datetime and
+    structured arrays raise :class:`TypeError`. Shape and finiteness are the
+    caller's business.
+
+    Examples
+    --------
+    >>> check_real_array("x", [1, 2.5]).dtype
+    dtype('float64')
+    >>> check_real_array("x", [1 + 2j])
+    Traceback (most recent call last):
+    ...
+    TypeError: x must hold real numbers, got dtype complex128
+    """
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}") from exc
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    return arr.astype(np.float64, copy=False)
+
+
+def check_flag(name: str, value) -> bool:
+    """Return ``value`` if it is a bool (Python's or NumPy's), else raise ``TypeError``.
+
+    A flag given as the string ``"no"`` or the number ``2`` is almost always a
+    mistake, and Python would treat both as true.
+
+    Examples
+    --------
+    >>> check_flag("ossify", False)
+    False
+    >>> check_flag("ossify", "no")
+    Traceback (most recent call last):
+    ...
+    TypeError: ossify must be True or False, got str 'no'
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+
+
 def check_data_matrix(name: str, X, *, min_rows: int = 1) -> np.ndarray:
     """Return ``X`` as a finite 2-D float64 array with at least ``min_rows`` rows.
+
+    Complex, string and object arrays are refused (see :func:`check_real_array`).
 
     Examples
     --------
@@ -151,10 +202,7 @@ def check_data_matrix(name: str, X, *, min_rows: int = 1) -> np.ndarray:
     ...
     ValueError: X must be finite: found 1 NaN or infinite value(s)
     """
-    try:
-        arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a 2-D array of real numbers") from exc
+    arr = check_real_array(name, X)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D (rows x dimensions), got {arr.ndim} dimension(s)")
     if arr.shape[0] < min_rows or arr.shape[1] < 1:
