@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg, special
 
-from ibp_lab.streaming._linear_gaussian import bernoulli_kl
+from ibp_lab.streaming._linear_gaussian import bernoulli_kl, blend_variance, gaussian_gain
 
 
 # Slots whose probability of being owned by this observation is below this keep the prior
@@ -74,19 +74,21 @@ def _update_indicator(l, o_proj, gram, s, b, W, logit_q, phi, D, sigma2):
 def _update_feature(l, o, mu, s, b, phi, W, mu0, s0, usage, sigma2, ossify):
     """Coordinate update of ``q(A_l)`` from the previous posterior ``(mu0_l, s0_l)``."""
     h = b[l] * W[l, l]  # precision added by this observation, times sigma^2
-    if h > 0:
-        others = (b * W[l]) @ mu - b[l] * W[l, l] * mu[l]
-        target = (b[l] * phi[l] * o - b[l] * others) / h
-        gain = h * s0[l] / (sigma2 + h * s0[l])
-        s_star = s0[l] * sigma2 / (sigma2 + h * s0[l])
-    else:
-        target, gain, s_star = mu0[l], 0.0, s0[l]
     weight = 1.0
     if ossify:
         total = b[l] + usage[l]
         weight = b[l] / total if total > 0 else 0.0
-    mu[l] = mu0[l] + weight * gain * (target - mu0[l])
-    s[l] = s0[l] + weight * (s_star - s0[l])
+    if h > 0:
+        others = (b * W[l]) @ mu - b[l] * W[l, l] * mu[l]
+        _, s_star = gaussian_gain(h, s0[l], sigma2)
+        # gain * (target - mu0) with target = pull_numerator / h, written without dividing
+        # by h (a tiny b_l would make the target overflow while the gain vanishes)
+        pull = (b[l] * phi[l] * o - b[l] * others) - h * mu0[l]
+        mu[l] = mu0[l] + weight * (s_star / sigma2) * pull
+    else:
+        s_star = s0[l]
+        mu[l] = mu0[l]
+    s[l] = blend_variance(s0[l], s_star, weight)
 
 
 def _indicator_sweep(o, mu, s, b, phi, Phi, logit_q, sigma2, only=None):

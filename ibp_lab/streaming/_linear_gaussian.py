@@ -13,9 +13,11 @@ previous observation, ``M_l`` its usage before this observation):
 - indicator: ``logit b_l = logit q_l + (mu_l . r_l - (D s_l + |mu_l|^2) / 2) / sigma^2``;
 - feature: ``1/s*_l = 1/s0_l + b_l / sigma^2`` and ``mu*_l = mu0_l + g (r_l - mu0_l)`` with
   gain ``g = b_l s0_l / (sigma^2 + b_l s0_l)`` (the same as ``s*_l (mu0_l/s0_l +
-  b_l r_l/sigma^2)``, but stable when ``s0_l >> sigma^2``);
+  b_l r_l/sigma^2)``, but stable when ``s0_l >> sigma^2``); both through the ratio
+  ``t = b_l s0_l / sigma^2`` (:func:`gaussian_gain`), so that no product underflows;
 - "ossify": the stored posterior is the usage-weighted average
-  ``(b_l mu*_l + M_l mu0_l) / (b_l + M_l)``, likewise for ``s``.
+  ``(b_l mu*_l + M_l mu0_l) / (b_l + M_l)``, likewise for ``s``, as a sum of two
+  non-negative terms (:func:`blend_variance`: a difference would cancel to 0).
 
 Each step starts from ``(mu0, s0)``: the previous observation's posterior, never from the
 previous step's values. A running residual ``R = o - sum_k b_k mu_k`` makes every update
@@ -36,6 +38,33 @@ def _expit(t):
         return 1.0 / (1.0 + math.exp(-t))
     e = math.exp(t)
     return e / (1.0 + e)
+
+
+@njit(cache=True)
+def gaussian_gain(h, s0, sigma2):
+    """Gain ``h s0 / (sigma^2 + h s0)`` and variance ``s0 sigma^2 / (sigma^2 + h s0)``.
+
+    Both are written through the ratio ``t = h s0 / sigma^2`` so that neither the product
+    ``s0 sigma^2`` (which underflows to 0 for a tiny noise and a tiny previous variance)
+    nor a sum that rounds to ``h s0`` appears: ``s0 / (1 + t)`` is positive whenever
+    ``s0`` is, whatever the ratio.
+    """
+    t = h * s0 / sigma2
+    return t / (1.0 + t), s0 / (1.0 + t)
+
+
+@njit(cache=True)
+def blend_variance(s0, s_star, weight):
+    """``(1 - weight) s0 + weight s_star``, positive when both variances are.
+
+    The form ``s0 + weight (s_star - s0)`` cancels to exactly 0 when ``s_star << s0``
+    and ``weight = 1`` (a noise of 1e-9 against a prior variance of 1), and a zero
+    variance then divides by zero in the next update; a sum of two non-negative terms
+    cannot.
+    """
+    if weight >= 1.0:
+        return s_star
+    return (1.0 - weight) * s0 + weight * s_star
 
 
 @njit(cache=True)
@@ -60,8 +89,7 @@ def _update_indicator(l, o, mu, s, b, logit_q, R, sigma2):
 def _update_feature(l, mu, s, b, mu0, s0, usage, R, sigma2, ossify):
     """Coordinate update of ``q(A_l)`` from the previous posterior; keeps ``R`` in step."""
     D = mu.shape[1]
-    gain = b[l] * s0[l] / (sigma2 + b[l] * s0[l])
-    s_star = s0[l] * sigma2 / (sigma2 + b[l] * s0[l])
+    gain, s_star = gaussian_gain(b[l], s0[l], sigma2)
     weight = 1.0
     if ossify:
         total = b[l] + usage[l]
@@ -71,7 +99,7 @@ def _update_feature(l, mu, s, b, mu0, s0, usage, R, sigma2, ossify):
         new = mu0[l, d] + weight * gain * (r - mu0[l, d])
         R[d] = r - b[l] * new
         mu[l, d] = new
-    s[l] = s0[l] + weight * (s_star - s0[l])
+    s[l] = blend_variance(s0[l], s_star, weight)
 
 
 @njit(cache=True)

@@ -45,28 +45,49 @@ measurements behind each.
 
 from __future__ import annotations
 
-import json
 import numbers
-from pathlib import Path
 
 import numpy as np
 from scipy import special
 
-from ibp_lab._checks import check_count, check_data_matrix, check_positive, check_rng
+from ibp_lab._checks import (
+    check_count,
+    check_data_matrix,
+    check_flag,
+    check_positive,
+    check_real_array,
+    check_rng,
+)
 from ibp_lab.streaming import _factor_analysis as fa
 from ibp_lab.streaming import _linear_gaussian as lg
+from ibp_lab.streaming import _state
 from ibp_lab.streaming.filtering import log_filtering_prior
 
-__all__ = ["RecursiveIBP"]
+__all__ = ["RecursiveIBP", "MAX_EXPECTED_FEATURES", "MAX_ENTRIES", "MAX_DATA_MAGNITUDE"]
 
-_MODELS = ("linear_gaussian", "factor_analysis")
+_MODELS = _state.MODELS
 # Fresh slots are examined in blocks of this many (their prior probabilities decrease).
 _FRESH_BLOCK = 4
-# State entries that are arrays (the rest are scalars or strings, stored as JSON).
-_ARRAY_KEYS = ("features", "variances", "usage", "log_unowned", "dish",
-               "rate_history", "slots_history", "posterior_rows", "posterior_dishes",
-               "posterior_values")
-_VERSION = 1
+_VERSION = _state.STATE_VERSION
+# Fresh slots examined at most: a Poisson(10^4) variable exceeds 4 * 10^4 with a
+# probability far below the smallest tol (1e-100).
+_MAX_FRESH = 1 << 16
+
+#: Largest expected number of features, ``alpha beta (digamma(beta + n) - digamma(beta))``
+#: under the IBP prior after ``n`` observations, that a stream may reach: each feature
+#: costs ``D`` numbers of memory and ``O(n_steps D)`` work per observation (factor analysis
+#: also a ``K x K`` weight covariance, factored at every step, hence its smaller cap).
+#: :meth:`RecursiveIBP.partial_fit` refuses, before any work, a batch that would exceed it.
+MAX_EXPECTED_FEATURES = {"linear_gaussian": 10_000, "factor_analysis": 400}
+#: Largest number of entries of an array the estimator allocates (2**26 float64s: 512 MiB):
+#: the expected number of features times ``D``, the draws of :meth:`predictive_logpdf`,
+#: the dense :attr:`posterior_history_`.
+MAX_ENTRIES = 2**26
+#: Largest magnitude of a data entry: squared norms of larger entries, divided by a small
+#: noise variance, overflow.
+MAX_DATA_MAGNITUDE = 1e100
+#: Largest stream kept with ``record_posteriors=True`` (one list entry per observation).
+MAX_RECORDED_ROWS = _state.MAX_RECORDED_ROWS
 
 
 class RecursiveIBP:
@@ -182,17 +203,13 @@ class RecursiveIBP:
         if not isinstance(model, str) or model not in _MODELS:
             raise ValueError(f"model must be 'linear_gaussian' or 'factor_analysis', got {model!r}")
         self.model = model
-        self.n_steps = check_count("n_steps", n_steps, minimum=1)
+        self.n_steps = check_count("n_steps", n_steps, minimum=1, maximum=_state.MAX_STEPS)
         self.tol = check_positive("tol", tol, upper=0.01)
-        for name, flag in (("ossify", ossify), ("keep_history", keep_history),
-                           ("record_posteriors", record_posteriors)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
-        self.ossify = bool(ossify)
-        self.keep_history = bool(keep_history)
-        self.record_posteriors = bool(record_posteriors)
+        self.ossify = check_flag("ossify", ossify)
+        self.keep_history = check_flag("keep_history", keep_history)
+        self.record_posteriors = check_flag("record_posteriors", record_posteriors)
         self.rng = np.random.default_rng() if rng is None else check_rng(rng)
-        if not isinstance(log_alpha, numbers.Real) or np.isnan(log_alpha) or log_alpha == np.inf:
+        if not isinstance(log_alpha, numbers.Real) or not np.isfinite(log_alpha):
             raise ValueError(f"log_alpha must be a finite real number, got {log_alpha!r}")
         self._log_alpha = float(log_alpha)
         self._reset()
@@ -330,6 +347,8 @@ class RecursiveIBP:
                 "posterior_history_ needs RecursiveIBP(..., record_posteriors=True)"
             )
         width = max((int(d.max()) for d, _ in self._posteriors if d.size), default=0)
+        _check_entries("posterior_history_", len(self._posteriors) * width,
+                       "read the sparse rows of get_state() instead")
         out = np.zeros((len(self._posteriors), width))
         for i, (dishes, values) in enumerate(self._posteriors):
             out[i, dishes - 1] = values
@@ -364,6 +383,42 @@ class RecursiveIBP:
         self._reset()
         return self.partial_fit(X)
 
+    def _check_work(self, X: np.ndarray) -> None:
+        """Refuse, before any work, a batch whose memory or work would be out of bounds."""
+        largest = float(np.max(np.abs(X)))
+        if largest > MAX_DATA_MAGNITUDE:
+            raise ValueError(f"X entries must be at most {MAX_DATA_MAGNITUDE:g} in magnitude "
+                             f"(squared norms overflow), got {largest:g}")
+        n_total = self._n_seen + X.shape[0]
+        if self.record_posteriors and n_total > MAX_RECORDED_ROWS:
+            raise ValueError(f"record_posteriors=True keeps one entry per observation: at most "
+                             f"{MAX_RECORDED_ROWS} observations, got {n_total}")
+        expected = self.expected_prior_features(n_total)
+        cap = MAX_EXPECTED_FEATURES[self.model]
+        if expected > cap:
+            raise ValueError(
+                f"alpha = {self.alpha:.4g} and beta = {self.beta:g} expect {expected:.4g} "
+                f"features after {n_total} observations (alpha beta (digamma(beta + n) - "
+                f"digamma(beta))); model={self.model!r} supports at most {cap}: lower alpha "
+                "or beta"
+            )
+        _check_entries("the features", expected * X.shape[1], "lower alpha, or reduce D")
+
+    def expected_prior_features(self, n: int) -> float:
+        """Expected number of features of the IBP prior after ``n`` observations.
+
+        ``alpha beta (digamma(beta + n) - digamma(beta))``: the sum over observations of
+        the expected numbers of new features ``alpha beta / (beta + i - 1)``.
+
+        Examples
+        --------
+        >>> round(RecursiveIBP(2.0, 1.0, 0.5, 1.0).expected_prior_features(3), 4)  # 2 (1 + 1/2 + 1/3)
+        3.6667
+        """
+        n = check_count("n", n)
+        harmonic = special.digamma(self.beta + n) - special.digamma(self.beta)
+        return float(np.exp(self._log_alpha + np.log(self.beta)) * harmonic)
+
     def partial_fit(self, X) -> RecursiveIBP:
         """Process one observation (``(D,)``) or a batch of them (``(n, D)``), in order.
 
@@ -380,10 +435,9 @@ class RecursiveIBP:
         RecursiveIBP
             ``self``.
         """
-        arr = np.asarray(X) if not isinstance(X, np.ndarray) else X
-        if getattr(arr, "ndim", None) == 1:
-            arr = arr[None, :]
-        X = check_data_matrix("X", arr)
+        arr = check_real_array("X", X)
+        X = check_data_matrix("X", arr[None, :] if arr.ndim == 1 else arr)
+        self._check_work(X)
         if self._dim is None:
             self._dim = X.shape[1]
             self._mu = np.zeros((8, self._dim))
@@ -419,7 +473,9 @@ class RecursiveIBP:
         while True:
             log_q, log_1mq, dish = self._prior(n, n_fresh)
             fresh = log_q[self._k:]
-            if fresh[-1] <= log_tol or n_fresh >= 1024:
+            # the cap on the expected number of features (checked in partial_fit) keeps
+            # the Poisson tail above tol well inside this bound
+            if fresh[-1] <= log_tol or n_fresh >= _MAX_FRESH:
                 # fresh probabilities decrease with the dish number: keep the leading ones
                 keep = max(1, int(np.sum(fresh > log_tol)))
                 end = self._k + keep
@@ -604,17 +660,18 @@ class RecursiveIBP:
         True
         """
         self._check_fitted("predictive_logpdf")
-        arr = np.asarray(X_new)
-        if arr.ndim == 1:
-            arr = arr[None, :]
-        X_new = check_data_matrix("X_new", arr)
+        arr = check_real_array("X_new", X_new)
+        X_new = check_data_matrix("X_new", arr[None, :] if arr.ndim == 1 else arr)
         if X_new.shape[1] != self._dim:
             raise ValueError(
                 f"X_new must have {self._dim} columns (the fitted dimension), got {X_new.shape[1]}"
             )
         n_draws = check_count("n_draws", n_draws, minimum=1)
+        return_draws = check_flag("return_draws", return_draws)
         rng = self.rng if rng is None else check_rng(rng)
         log_q, _, dish = self._prior_with_fresh(self._n_seen + 1)
+        _check_entries("the predictive draws",
+                       n_draws * (log_q.size + self._dim + X_new.shape[0]), "lower n_draws")
         k = self._k
         total = log_q.size
         mu = np.zeros((total, self._dim))
@@ -691,6 +748,10 @@ class RecursiveIBP:
     def set_state(self, state: dict) -> RecursiveIBP:
         """Restore a state made by :meth:`get_state` (hyperparameters included).
 
+        The state is checked completely first (keys, types, dtypes, shapes, ranges and
+        the consistency of its counts; ``ibp_lab.streaming._state``); if anything is
+        wrong, the estimator is left exactly as it was.
+
         Parameters
         ----------
         state : dict
@@ -699,52 +760,61 @@ class RecursiveIBP:
         -------
         RecursiveIBP
             ``self``.
+
+        Raises
+        ------
+        TypeError
+            If ``state`` is not a dict.
+        ValueError
+            ``"state is not a valid RecursiveIBP state: <what>"``.
         """
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from get_state(), got {type(state).__name__}")
-        missing = {"version", "log_alpha", "features", "rng_state"} - set(state)
-        if missing:
-            raise ValueError(f"state is missing {sorted(missing)}: not a RecursiveIBP state")
-        if state["version"] != _VERSION:
-            raise ValueError(f"state has version {state['version']}, expected {_VERSION}")
-        bit_generator = getattr(np.random, state["rng_kind"])()
-        bit_generator.state = state["rng_state"]
-        self._configure(
-            log_alpha=float(state["log_alpha"]), beta=state["beta"], sigma_x=state["sigma_x"],
-            sigma_a=state["sigma_a"], model=state["model"], n_steps=int(state["n_steps"]),
-            rng=np.random.Generator(bit_generator), tol=state["tol"], sigma_w=state["sigma_w"],
-            ossify=bool(state["ossify"]), keep_history=bool(state["keep_history"]),
-            record_posteriors=bool(state["record_posteriors"]),
-        )
-        k = int(np.asarray(state["features"]).shape[0])
-        dim = state["dim"]
-        self._dim = None if dim is None else int(dim)
-        if self._dim is not None:
-            self._mu = np.array(state["features"], dtype=float).reshape(k, self._dim)
-            self._var = np.array(state["variances"], dtype=float)
-            self._usage = np.array(state["usage"], dtype=float)
-            self._log_unowned = np.array(state["log_unowned"], dtype=float)
-            self._dish = np.array(state["dish"], dtype=np.int64)
-            self._k = k
-            self._ensure_capacity(max(k, 8))
-        self._n_seen = int(state["n_seen"])
-        self._retired_rate = float(state["retired_rate"])
-        self._next_dish = int(state["next_dish"])
-        self._rate = float(state["rate"])
-        self._rate_history = [float(v) for v in state["rate_history"]]
-        self._slots_history = [int(v) for v in state["slots_history"]]
-        rows = np.asarray(state["posterior_rows"], dtype=np.int64)
-        dishes = np.asarray(state["posterior_dishes"], dtype=np.int64)
-        values = np.asarray(state["posterior_values"], dtype=float)
-        self._posteriors = []
-        if self.record_posteriors:
-            for i in range(self._n_seen):
-                sel = rows == i
-                self._posteriors.append((dishes[sel], values[sel]))
+        self._restore(_state.validate_state(state))
         return self
+
+    def _restore(self, valid: dict) -> None:
+        """Replace every attribute at once from a validated state (nothing here can fail
+        half-way: the new object is built aside, then swapped in)."""
+        fresh = type(self).__new__(type(self))
+        fresh._configure(
+            log_alpha=valid["log_alpha"], beta=valid["beta"], sigma_x=valid["sigma_x"],
+            sigma_a=valid["sigma_a"], model=valid["model"], n_steps=valid["n_steps"],
+            rng=valid["rng"], tol=valid["tol"], sigma_w=valid["sigma_w"],
+            ossify=valid["ossify"], keep_history=valid["keep_history"],
+            record_posteriors=valid["record_posteriors"],
+        )
+        fresh._dim = valid["dim"]
+        if fresh._dim is not None:
+            fresh._mu = valid["features"]
+            fresh._var = valid["variances"]
+            fresh._usage = valid["usage"]
+            fresh._log_unowned = valid["log_unowned"]
+            fresh._dish = valid["dish"]
+            fresh._k = fresh._mu.shape[0]
+            fresh._ensure_capacity(max(fresh._k, 8))
+        fresh._n_seen = valid["n_seen"]
+        fresh._retired_rate = valid["retired_rate"]
+        fresh._next_dish = valid["next_dish"]
+        fresh._rate = valid["rate"]
+        fresh._rate_history = [float(v) for v in valid["rate_history"]]
+        fresh._slots_history = [int(v) for v in valid["slots_history"]]
+        if fresh.record_posteriors:
+            rows = valid["posterior_rows"]
+            bounds = np.searchsorted(rows, np.arange(fresh._n_seen + 1))
+            dishes, values = valid["posterior_dishes"], valid["posterior_values"]
+            fresh._posteriors = [(dishes[lo:hi], values[lo:hi])
+                                 for lo, hi in zip(bounds[:-1], bounds[1:])]
+        self.__dict__.update(fresh.__dict__)
 
     def save(self, path) -> None:
         """Write :meth:`get_state` to ``path`` (NumPy's ``.npz`` format, no pickle), as named.
+
+        The state goes to a temporary file in the same folder, is flushed to disk, and
+        then replaces ``path`` in one atomic rename: a save that fails (a full disk, an
+        interrupted process) leaves the previous checkpoint at ``path`` intact. Every
+        bit generator of :class:`numpy.random.Generator` (PCG64, PCG64DXSM, MT19937,
+        Philox, SFC64) is saved exactly.
 
         Examples
         --------
@@ -756,26 +826,31 @@ class RecursiveIBP:
         >>> RecursiveIBP.load(path).n_seen_
         3
         """
-        state = self.get_state()
-        arrays = {key: np.asarray(state[key]) for key in _ARRAY_KEYS}
-        # the generator's state holds integers beyond 64 bits: JSON keeps them exact
-        scalars = {key: value for key, value in state.items() if key not in _ARRAY_KEYS}
-        # through a file object, so that NumPy does not append ".npz" to the name
-        with open(Path(path), "wb") as handle:
-            np.savez(handle, meta=np.array(json.dumps(scalars)), **arrays)
+        _state.write_state(path, self.get_state())
 
     @classmethod
     def load(cls, path) -> RecursiveIBP:
-        """Read a state written by :meth:`save` into a new estimator."""
-        with np.load(Path(path), allow_pickle=False) as data:
-            state = json.loads(str(data["meta"]))
-            for key in _ARRAY_KEYS:
-                state[key] = data[key]
+        """Read a state written by :meth:`save` into a new estimator.
+
+        Nothing is unpickled, and the file's contents are checked completely
+        (:meth:`set_state`): a corrupt, truncated or edited file raises one
+        ``ValueError("file '...' is not a valid RecursiveIBP state: <what>")``; a missing
+        file raises ``FileNotFoundError``.
+        """
+        valid = _state.read_state(path)
         obj = cls.__new__(cls)
-        return obj.set_state(state)
+        obj._restore(valid)
+        return obj
 
     def __repr__(self) -> str:
         return (
             f"RecursiveIBP(alpha={self.alpha:.4g}, beta={self.beta:g}, sigma_x={self.sigma_x:g}, "
             f"sigma_a={self.sigma_a:g}, model={self.model!r}, n_steps={self.n_steps})"
         )
+
+
+def _check_entries(what: str, n_entries: float, advice: str) -> None:
+    """Refuse an allocation of more than :data:`MAX_ENTRIES` numbers, before making it."""
+    if n_entries > MAX_ENTRIES:
+        raise ValueError(f"{what} would need {n_entries:.3g} numbers, more than the "
+                         f"{MAX_ENTRIES} allowed (MAX_ENTRIES): {advice}")

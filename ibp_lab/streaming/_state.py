@@ -1,0 +1,463 @@
+"""Checkpoints of a :class:`~ibp_lab.streaming.RecursiveIBP` stream: checked, atomic, no pickle.
+
+A state is a dictionary (:meth:`RecursiveIBP.get_state`). This module
+
+- checks a state completely before anything uses it (:func:`validate_state`): the keys
+  (none missing, none extra), the type of every entry, the dtype and shape of every
+  array, the range of every number (variances > 0, probabilities in [0, 1], counts
+  non-negative integers) and the consistency of the entries with each other (the Poisson
+  rate is the sum of the existence probabilities, every slot's usage lies between its
+  existence probability and ``n_seen`` times it, the histories have one entry per
+  observation, ...). Every failure is one ``ValueError("<source> is not a valid
+  RecursiveIBP state: <what>")``;
+- names the bit generators a state may hold through a whitelist (:data:`BIT_GENERATORS`):
+  a file never chooses which function runs;
+- writes a state to a temporary file in the target's folder, flushes it to disk and
+  renames it over the target (:func:`write_state`), so that a failure leaves the previous
+  checkpoint intact; reads one back without unpickling and without trusting the sizes a
+  file claims (:func:`read_state`).
+
+The generator's state holds integers beyond 64 bits (PCG64) and arrays of ``uint32`` or
+``uint64`` words (MT19937, Philox, SFC64); it travels as JSON, arrays tagged with their
+dtype, so that every one of them round-trips bit for bit.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import numbers
+import os
+import secrets
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ibp_lab._checks import MAX_PARAMETER, check_count, check_flag, check_positive
+
+__all__ = [
+    "BIT_GENERATORS",
+    "MAX_STATE_BYTES",
+    "MAX_RECORDED_ROWS",
+    "MAX_STEPS",
+    "STATE_VERSION",
+    "read_state",
+    "validate_state",
+    "write_state",
+]
+
+#: The bit generators a state may name, by name. Never looked up with ``getattr``.
+BIT_GENERATORS = {
+    "PCG64": np.random.PCG64,
+    "PCG64DXSM": np.random.PCG64DXSM,
+    "MT19937": np.random.MT19937,
+    "Philox": np.random.Philox,
+    "SFC64": np.random.SFC64,
+}
+STATE_VERSION = 1
+#: Largest state file read (bytes, after decompression): far above any stream the book
+#: runs (a digit stream's state is a few hundred kB), and it bounds what a file can make
+#: :func:`read_state` allocate.
+MAX_STATE_BYTES = 1 << 30
+#: Largest number of coordinate-ascent steps per observation.
+MAX_STEPS = 10_000
+#: Largest stream whose posteriors are recorded (``record_posteriors=True`` keeps one entry
+#: per observation).
+MAX_RECORDED_ROWS = 10_000_000
+MODELS = ("linear_gaussian", "factor_analysis")
+#: State entries stored as arrays; the others are JSON scalars (and the generator's state).
+ARRAY_KEYS = ("features", "variances", "usage", "log_unowned", "dish", "rate_history",
+              "slots_history", "posterior_rows", "posterior_dishes", "posterior_values")
+SCALAR_KEYS = ("version", "log_alpha", "beta", "sigma_x", "sigma_a", "sigma_w", "model",
+               "n_steps", "tol", "ossify", "keep_history", "record_posteriors", "rng_state",
+               "rng_kind", "dim", "n_seen", "retired_rate", "next_dish", "rate")
+# Relative slack in the consistency checks between quantities that the stream computes
+# along different floating-point paths (a sum of b and an expm1 of a sum of log1p(-b)).
+_SLACK = 1e-9
+_WORD_DTYPES = {"uint32": np.uint32, "uint64": np.uint64}
+# What goes wrong while parsing bytes that are not a state written by write_state.
+_PARSE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
+                 KeyError, TypeError, IndexError, struct.error, zlib.error, OverflowError,
+                 NotImplementedError, RecursionError, UnicodeError)
+
+
+class InvalidState(Exception):
+    """What is wrong with a state; turned into one ``ValueError`` at the public door."""
+
+
+def invalid(source: str, what: str) -> ValueError:
+    """The one error of this module."""
+    return ValueError(f"{source} is not a valid RecursiveIBP state: {what}")
+
+
+# ---------------------------------------------------------------------------------------
+# the generator's state
+# ---------------------------------------------------------------------------------------
+
+def encode_rng_state(value, depth: int = 0):
+    """The generator's state as JSON-ready values (arrays tagged with their dtype)."""
+    if depth > 4:
+        raise InvalidState("rng_state is nested too deeply")
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            raise InvalidState("rng_state must have string keys")
+        return {key: encode_rng_state(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, np.ndarray):
+        if value.dtype.name not in _WORD_DTYPES or value.ndim != 1:
+            raise InvalidState(f"rng_state arrays must be 1-D uint32 or uint64, got "
+                               f"{value.dtype} with {value.ndim} dimension(s)")
+        return {"__words__": value.dtype.name, "values": [int(v) for v in value]}
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, str)):
+        raise InvalidState(f"rng_state entries must be integers, strings or arrays, got "
+                           f"{type(value).__name__}")
+    return value if isinstance(value, str) else int(value)
+
+
+def decode_rng_state(value, depth: int = 0):
+    """Inverse of :func:`encode_rng_state`; refuses anything else."""
+    if depth > 4:
+        raise InvalidState("rng_state is nested too deeply")
+    if isinstance(value, dict) and "__words__" in value:
+        if set(value) != {"__words__", "values"} or value["__words__"] not in _WORD_DTYPES:
+            raise InvalidState("rng_state has a malformed array entry")
+        words = value["values"]
+        dtype = _WORD_DTYPES[value["__words__"]]
+        top = np.iinfo(dtype).max
+        if not isinstance(words, list) or not all(
+            isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= top for w in words
+        ):
+            raise InvalidState(f"rng_state array entries must be {value['__words__']} words")
+        return np.array(words, dtype=dtype)
+    if isinstance(value, dict):
+        return {key: decode_rng_state(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise InvalidState(f"rng_state entries must be integers, strings or arrays, got "
+                           f"{type(value).__name__}")
+    return value
+
+
+def make_generator(kind, state) -> np.random.Generator:
+    """A generator of the whitelisted ``kind`` in exactly the given ``state``."""
+    if not isinstance(kind, str) or kind not in BIT_GENERATORS:
+        raise InvalidState(f"rng_kind must be one of {sorted(BIT_GENERATORS)}, got {kind!r}")
+    if not isinstance(state, dict):
+        raise InvalidState(f"rng_state must be a dict, got {type(state).__name__}")
+    canonical = encode_rng_state(state)
+    bit_generator = BIT_GENERATORS[kind]()
+    try:
+        bit_generator.state = decode_rng_state(canonical)
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
+        raise InvalidState(f"rng_state is not a {kind} state ({exc})") from None
+    # NumPy converts some entries silently (a negative or oversized integer wraps): the
+    # state read back must be the state given, or the stream would not resume as it was
+    if encode_rng_state(bit_generator.state) != canonical:
+        raise InvalidState(f"rng_state holds values out of range for {kind}")
+    return np.random.Generator(bit_generator)
+
+
+# ---------------------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------------------
+
+def _scalar(check, *args, **kwargs):
+    """Run one of the shared checks of :mod:`ibp_lab._checks`, reporting its message."""
+    try:
+        return check(*args, **kwargs)
+    except (TypeError, ValueError) as exc:
+        raise InvalidState(str(exc)) from None
+
+
+def _array(state, key, kind: str, ndim: int) -> np.ndarray:
+    """``state[key]`` as a float64 (``kind="f"``) or int64 (``kind="i"``) array."""
+    value = state[key]
+    if isinstance(value, (str, bytes, dict)) or value is None:
+        raise InvalidState(f"{key} must be an array, got {type(value).__name__}")
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):
+        raise InvalidState(f"{key} must be an array, got {type(value).__name__}") from None
+    allowed = "f" if kind == "f" else "iu"
+    if arr.dtype.kind not in allowed or arr.dtype.fields is not None:
+        wanted = "floating-point" if kind == "f" else "integer"
+        raise InvalidState(f"{key} must be a {wanted} array, got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise InvalidState(f"{key} must be {ndim}-D, got shape {arr.shape}")
+    if kind == "f":
+        return arr.astype(np.float64)
+    if arr.size and (arr.max() > np.iinfo(np.int64).max or arr.min() < 0):
+        raise InvalidState(f"{key} must hold non-negative integers, found {arr.min()}..{arr.max()}")
+    return arr.astype(np.int64)
+
+
+def _check_keys(state) -> None:
+    if not isinstance(state, dict):
+        raise InvalidState(f"it must be a dict from get_state(), got {type(state).__name__}")
+    expected = set(SCALAR_KEYS) | set(ARRAY_KEYS)
+    missing = sorted(expected - set(state), key=str)
+    extra = sorted(set(state) - expected, key=str)
+    if missing:
+        raise InvalidState(f"missing {missing}")
+    if extra:
+        raise InvalidState(f"unexpected {extra}")
+
+
+def _hyperparameters(state) -> dict:
+    """The constructor's settings, each through the check the constructor uses."""
+    version = state["version"]
+    if isinstance(version, bool) or not isinstance(version, numbers.Integral) \
+            or version != STATE_VERSION:
+        raise InvalidState(f"version must be {STATE_VERSION}, got {version!r}")
+    log_alpha = state["log_alpha"]
+    if isinstance(log_alpha, bool) or not isinstance(log_alpha, numbers.Real) \
+            or not np.isfinite(log_alpha) or log_alpha > np.log(MAX_PARAMETER):
+        raise InvalidState(f"log_alpha must be a finite real <= log({MAX_PARAMETER:g}), "
+                           f"got {log_alpha!r}")
+    model = state["model"]
+    if not isinstance(model, str) or model not in MODELS:
+        raise InvalidState(f"model must be one of {list(MODELS)}, got {model!r}")
+    out = {"log_alpha": float(log_alpha), "model": model,
+           "n_steps": _scalar(check_count, "n_steps", state["n_steps"], minimum=1,
+                              maximum=MAX_STEPS),
+           "tol": _scalar(check_positive, "tol", state["tol"], upper=0.01)}
+    for name in ("beta", "sigma_x", "sigma_a", "sigma_w"):
+        out[name] = _scalar(check_positive, name, state[name])
+    for name in ("ossify", "keep_history", "record_posteriors"):
+        out[name] = _scalar(check_flag, name, state[name])
+    out["rng"] = make_generator(state["rng_kind"], state["rng_state"])
+    return out
+
+
+def _counters(state) -> dict:
+    """``dim``, ``n_seen``, ``next_dish`` and the two rates."""
+    dim = state["dim"]
+    out = {"dim": None if dim is None else _scalar(check_count, "dim", dim, minimum=1),
+           "n_seen": _scalar(check_count, "n_seen", state["n_seen"]),
+           "next_dish": _scalar(check_count, "next_dish", state["next_dish"], minimum=1)}
+    for name in ("retired_rate", "rate"):
+        out[name] = _scalar(check_positive, name, state[name], allow_zero=True, upper=None)
+    if (out["dim"] is None) != (out["n_seen"] == 0):
+        raise InvalidState(f"dim is {dim!r} with n_seen = {out['n_seen']} (dim is set by "
+                           "the first observation, and only then)")
+    return out
+
+
+def _close(a, b) -> bool:
+    return abs(a - b) <= _SLACK * (1.0 + abs(a) + abs(b))
+
+
+def _slots(state, counts, sigma_a: float) -> dict:
+    """The per-slot arrays, their shapes, ranges and consistency with the rates."""
+    features = _array(state, "features", "f", 2)
+    k = features.shape[0]
+    dim = counts["dim"]
+    if dim is not None and features.shape != (k, dim):
+        raise InvalidState(f"features must have shape (K, dim={dim}), got {features.shape}")
+    if dim is None and features.size:
+        raise InvalidState("features must be empty before the first observation")
+    out = {"features": features.reshape(k, dim or 0)}
+    for key, kind in (("variances", "f"), ("usage", "f"), ("log_unowned", "f"), ("dish", "i")):
+        out[key] = _array(state, key, kind, 1)
+        if out[key].shape != (k,):
+            raise InvalidState(f"{key} must have shape ({k},) like features, got "
+                               f"{out[key].shape}")
+    if not np.all(np.isfinite(features)):
+        raise InvalidState("features must be finite")
+    var = out["variances"]
+    if not np.all((var > 0) & (var <= sigma_a**2 * (1 + _SLACK))):
+        raise InvalidState(f"variances must be in (0, sigma_a^2 = {sigma_a**2:g}]")
+    n_seen, usage, log_unowned = counts["n_seen"], out["usage"], out["log_unowned"]
+    if not np.all((usage >= 0) & (usage <= n_seen)):
+        raise InvalidState(f"usage must be in [0, n_seen = {n_seen}]")
+    if np.any(np.isnan(log_unowned)) or np.any(log_unowned > 0):
+        raise InvalidState("log_unowned must be <= 0 (logs of probabilities), not NaN")
+    existence = -np.expm1(log_unowned)
+    # 1 - prod(1 - b) <= sum b <= (observations) * max b <= n_seen * (1 - prod(1 - b))
+    if np.any(existence > usage * (1 + _SLACK) + 1e-300) or \
+            np.any(usage > n_seen * existence * (1 + _SLACK)):
+        raise InvalidState("usage must lie between each slot's existence probability "
+                           "1 - exp(log_unowned) and n_seen times it")
+    dish, next_dish = out["dish"], counts["next_dish"]
+    if k > next_dish - 1 or (k and (dish[0] < 1 or dish[-1] > next_dish - 1
+                                    or np.any(np.diff(dish) <= 0))):
+        raise InvalidState(f"dish must be strictly increasing dish numbers in [1, next_dish - 1 "
+                           f"= {next_dish - 1}]")
+    retired = counts["retired_rate"]
+    if retired > (next_dish - 1 - k) * (1 + _SLACK):
+        raise InvalidState(f"retired_rate {retired:g} exceeds the {next_dish - 1 - k} retired "
+                           "slots")
+    if not _close(counts["rate"], float(np.sum(existence)) + retired):
+        raise InvalidState("rate must be the sum of the existence probabilities plus "
+                           "retired_rate")
+    return out
+
+
+def _histories(state, counts, settings, k: int) -> dict:
+    """Rate and slot histories, and the recorded posteriors."""
+    n_seen = counts["n_seen"]
+    rates = _array(state, "rate_history", "f", 1)
+    slots = _array(state, "slots_history", "i", 1)
+    length = n_seen if settings["keep_history"] else 0
+    if rates.size != length or slots.size != length:
+        raise InvalidState(f"rate_history and slots_history must have {length} entries "
+                           f"(keep_history={settings['keep_history']}, n_seen={n_seen}), got "
+                           f"{rates.size} and {slots.size}")
+    if not np.all(np.isfinite(rates) & (rates >= 0)):
+        raise InvalidState("rate_history must hold finite rates >= 0")
+    if length and (not _close(rates[-1], counts["rate"]) or slots[-1] != k
+                   or slots.max() > counts["next_dish"] - 1):
+        raise InvalidState("the histories must end at the current rate and number of slots")
+    rows = _array(state, "posterior_rows", "i", 1)
+    dishes = _array(state, "posterior_dishes", "i", 1)
+    values = _array(state, "posterior_values", "f", 1)
+    if not rows.size == dishes.size == values.size:
+        raise InvalidState("posterior_rows, posterior_dishes and posterior_values must have "
+                           "the same length")
+    if settings["record_posteriors"] and n_seen > MAX_RECORDED_ROWS:
+        raise InvalidState(f"n_seen = {n_seen} exceeds {MAX_RECORDED_ROWS}, the most "
+                           "observations recorded with record_posteriors=True")
+    if rows.size and not settings["record_posteriors"]:
+        raise InvalidState("posteriors are recorded only with record_posteriors=True")
+    if rows.size:
+        same_row = np.diff(rows) == 0
+        if rows[-1] >= n_seen or np.any(np.diff(rows) < 0) or dishes.min() < 1 \
+                or dishes.max() > counts["next_dish"] - 1 or np.any(np.diff(dishes)[same_row] <= 0):
+            raise InvalidState("posterior_rows must be sorted rows in [0, n_seen) and "
+                               "posterior_dishes increasing dish numbers within a row")
+        if not np.all((values > 0) & (values <= 1)):
+            raise InvalidState("posterior_values must be probabilities in (0, 1]")
+    return {"rate_history": rates, "slots_history": slots, "posterior_rows": rows,
+            "posterior_dishes": dishes, "posterior_values": values}
+
+
+def validate_state(state, source: str = "state") -> dict:
+    """Check ``state`` completely; return its entries converted (a generator for the rng).
+
+    Raises
+    ------
+    ValueError
+        ``"<source> is not a valid RecursiveIBP state: <what>"`` for anything wrong.
+    """
+    try:
+        _check_keys(state)
+        settings = _hyperparameters(state)
+        counts = _counters(state)
+        slots = _slots(state, counts, settings["sigma_a"])
+        histories = _histories(state, counts, settings, slots["features"].shape[0])
+    except InvalidState as exc:
+        raise invalid(source, str(exc)) from None
+    return {**settings, **counts, **slots, **histories}
+
+
+# ---------------------------------------------------------------------------------------
+# files
+# ---------------------------------------------------------------------------------------
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable where the system allows opening a folder."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_state(path, state: dict) -> None:
+    """Write ``state`` as ``.npz`` to ``path`` atomically: a temporary file, then a rename.
+
+    Until the rename, the file at ``path`` (a previous checkpoint) is untouched; if
+    anything fails the temporary file is removed and the error propagates.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    path = Path(path)
+    scalars = {key: state[key] for key in SCALAR_KEYS}
+    scalars["rng_state"] = encode_rng_state(state["rng_state"])
+    arrays = {key: np.asarray(state[key]) for key in ARRAY_KEYS}
+    meta = np.array(json.dumps(scalars, allow_nan=False))
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    # O_EXCL: never write through a file someone else put there; 0o666 lets umask decide
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, meta=meta, **arrays)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_folder(path.parent)
+
+
+def _parse_npy(data: bytes) -> np.ndarray:
+    """One ``.npy`` member, refusing object dtypes and sizes that disagree with the bytes."""
+    buf = io.BytesIO(data)
+    version = np.lib.format.read_magic(buf)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(buf)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(buf)
+    else:
+        raise ValueError(f"unsupported .npy version {version}")
+    if dtype.hasobject or dtype.fields is not None or dtype.kind not in "biufU":
+        raise ValueError(f"dtype {dtype} is not allowed")
+    count = int(np.prod(shape, dtype=object))
+    if count * dtype.itemsize != len(data) - buf.tell():
+        raise ValueError("array size disagrees with its header (truncated?)")
+    arr = np.frombuffer(data, dtype=dtype, count=count, offset=buf.tell())
+    return arr.reshape(shape, order="F" if fortran else "C").copy()
+
+
+def _parse(raw: bytes) -> dict:
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+        infos = archive.infolist()
+        names = sorted(info.filename for info in infos)
+        expected = sorted(f"{key}.npy" for key in ("meta",) + ARRAY_KEYS)
+        if names != expected:
+            raise KeyError(f"members {names}, expected {expected}")
+        if sum(info.file_size for info in infos) > MAX_STATE_BYTES:
+            raise ValueError(f"more than {MAX_STATE_BYTES} bytes once decompressed")
+        arrays = {name[:-4]: _parse_npy(archive.read(name)) for name in names}
+    meta = arrays.pop("meta")
+    if meta.shape != () or meta.dtype.kind != "U":
+        raise ValueError("meta must be a JSON string")
+    state = json.loads(str(meta[()]))
+    if not isinstance(state, dict):
+        raise ValueError("meta must hold a JSON object")
+    if "rng_state" in state:
+        state["rng_state"] = decode_rng_state(state["rng_state"])
+    state.update(arrays)
+    return state
+
+
+def read_state(path) -> dict:
+    """Read the file written by :func:`write_state` and validate it (:func:`validate_state`).
+
+    A missing or unreadable file raises the usual ``OSError``; anything wrong with the
+    contents raises one ``ValueError``.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    source = f"file {os.fspath(path)!r}"
+    with open(path, "rb") as handle:
+        raw = handle.read(MAX_STATE_BYTES + 1)
+    if len(raw) > MAX_STATE_BYTES:
+        raise invalid(source, f"larger than {MAX_STATE_BYTES} bytes")
+    try:
+        state = _parse(raw)
+    except InvalidState as exc:
+        raise invalid(source, str(exc)) from None
+    except _PARSE_ERRORS as exc:
+        raise invalid(source, f"corrupt or truncated ({type(exc).__name__}: {exc})") from None
+    return validate_state(state, source)
