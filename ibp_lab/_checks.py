@@ -20,10 +20,19 @@ MAX_PARAMETER = 1e6
 #: Smallest positive value accepted for such a parameter: below it, products and
 #: ratios underflow to 0 or overflow (subnormal numbers), and none is meaningful.
 MIN_PARAMETER = 1e-100
+#: Largest count accepted unless a function says otherwise: beyond 2**53 an integer
+#: has no exact float, so ``beta + n`` and the like silently round or overflow.
+MAX_COUNT = 2**53
+#: Largest number of entries a public function allocates for one result or works
+#: through in one call (10**8 float64 numbers are 800 MB): a larger request is
+#: refused up front with a clear message instead of exhausting memory or time.
+MAX_ENTRIES = 10**8
 
 __all__ = [
     "MAX_PARAMETER",
     "MIN_PARAMETER",
+    "MAX_COUNT",
+    "MAX_ENTRIES",
     "check_positive",
     "check_count",
     "check_rng",
@@ -31,6 +40,7 @@ __all__ = [
     "check_data_matrix",
     "check_flag",
     "check_real_array",
+    "check_size",
 ]
 
 
@@ -53,7 +63,11 @@ def check_positive(
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the float range: certainly above any upper bound
+        raise ValueError(f"{name} must be a finite number, got an integer with "
+                         f"{len(str(abs(int(value))))} digits") from None
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     if allow_zero and value < 0:
@@ -67,8 +81,11 @@ def check_positive(
     return value
 
 
-def check_count(name: str, value, *, minimum: int = 0, maximum: int | None = None) -> int:
+def check_count(name: str, value, *, minimum: int = 0, maximum: int | None = MAX_COUNT) -> int:
     """Return ``value`` as an int after checking it is an integer in ``[minimum, maximum]``.
+
+    By default ``maximum`` is :data:`MAX_COUNT` (2**53, the last integer a float
+    holds exactly); ``maximum=None`` removes the bound (seeds, for instance).
 
     Examples
     --------
@@ -78,6 +95,10 @@ def check_count(name: str, value, *, minimum: int = 0, maximum: int | None = Non
     Traceback (most recent call last):
     ...
     ValueError: n must be an integer >= 0, got -2
+    >>> check_count("n", 10**20)
+    Traceback (most recent call last):
+    ...
+    ValueError: n must be an integer <= 9007199254740992, got 100000000000000000000
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
@@ -87,6 +108,28 @@ def check_count(name: str, value, *, minimum: int = 0, maximum: int | None = Non
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be an integer <= {maximum}, got {value}")
     return value
+
+
+def check_size(what: str, n_entries: float, *, limit: float = MAX_ENTRIES, hint: str = "") -> None:
+    """Refuse a request whose result or work would exceed ``limit`` entries.
+
+    ``n_entries`` is the caller's estimate (an exact size, or an expectation
+    plus a margin), computed in floating point so that it cannot overflow.
+    Called before anything is allocated, so a huge request fails at once.
+
+    Examples
+    --------
+    >>> check_size("Z", 100.0 * 100)
+    >>> check_size("Z", 1e6 * 1e6, hint="use fewer rows")
+    Traceback (most recent call last):
+    ...
+    ValueError: Z would need about 1e+12 entries, more than the limit of 1e+08; use fewer rows
+    """
+    if not n_entries <= limit:  # also refuses a NaN estimate
+        raise ValueError(
+            f"{what} would need about {n_entries:.3g} entries, more than the limit of {limit:.3g}"
+            + (f"; {hint}" if hint else "")
+        )
 
 
 def check_rng(rng) -> np.random.Generator:

@@ -22,9 +22,16 @@ matrices are ``int8`` arrays of 0 and 1.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import digamma, gammaln
 
-from ibp_lab._checks import check_binary_matrix, check_count, check_positive, check_rng
+from ibp_lab._checks import (
+    MAX_ENTRIES,
+    check_binary_matrix,
+    check_count,
+    check_positive,
+    check_rng,
+    check_size,
+)
 
 __all__ = [
     "sample_ibp",
@@ -40,21 +47,36 @@ __all__ = [
     "stick_truncation_level",
 ]
 
+#: Up to this many rows the harmonic rate is summed term by term (exact to rounding);
+#: beyond it the digamma closed form costs O(1) whatever ``n``.
+_DIRECT_SUM_ROWS = 2**16
+#: Most rows one simulation seats: each row is a step of a Python loop.
+MAX_ROWS = 10**6
+
 
 def harmonic_rate(n: int, *, beta: float = 1.0) -> float:
     """Return ``sum_{i=1}^n beta / (beta + i - 1)``, the generalised harmonic number.
 
     For ``beta = 1`` this is the harmonic number ``H_n``. The expected number of
-    features among ``n`` rows is ``alpha`` times this.
+    features among ``n`` rows is ``alpha`` times this. For large ``n`` it is
+    evaluated in closed form, ``beta * (digamma(beta + n) - digamma(beta))``, in
+    constant time and memory (a sum of ``n`` terms would need ``8 n`` bytes).
 
     Examples
     --------
     >>> round(harmonic_rate(3), 4)  # 1 + 1/2 + 1/3
     1.8333
+    >>> round(harmonic_rate(10**12), 4)  # log(1e12) + Euler's gamma
+    28.2082
     """
     n = check_count("n", n)
     beta = check_positive("beta", beta)
-    return float(np.sum(beta / (beta + np.arange(n))))
+    if n <= _DIRECT_SUM_ROWS:
+        return float(np.sum(beta / (beta + np.arange(n))))
+    # With n > 2**16 the two digammas differ by about log(1 + n / beta), far more than
+    # their rounding: against the direct sum the relative difference is below 1e-13 for
+    # every beta in [1e-100, 1e6].
+    return float(beta * (digamma(beta + n) - digamma(beta)))
 
 
 def expected_num_features(alpha: float, n: int, *, beta: float = 1.0) -> float:
@@ -98,11 +120,18 @@ def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 
     alpha : float
         Mass parameter, > 0.
     n : int
-        Number of customers (rows), >= 0.
+        Number of customers (rows), 0 to :data:`MAX_ROWS` (10**6).
     rng : numpy.random.Generator
         Source of randomness.
     beta : float, optional
         Concentration, > 0.
+
+    Raises
+    ------
+    ValueError
+        Also when the matrix would likely exceed
+        :data:`ibp_lab._checks.MAX_ENTRIES` (10**8) entries: ``n`` times a high
+        quantile of ``K+`` is checked before anything is drawn.
 
     Returns
     -------
@@ -116,9 +145,10 @@ def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 
     (5, dtype('int8'), True)
     """
     alpha = check_positive("alpha", alpha)
-    n = check_count("n", n)
+    n = check_count("n", n, maximum=MAX_ROWS)
     beta = check_positive("beta", beta)
     rng = check_rng(rng)
+    _check_matrix_size(alpha, n, beta)
     denominators = beta + np.arange(n)  # beta + i - 1 for customers i = 1..n
     # All new-dish counts can be drawn first: they do not depend on earlier choices.
     new_counts = rng.poisson(alpha * beta / denominators)
@@ -132,6 +162,21 @@ def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 
         Z[i, n_old : first_owner_end[i]] = 1
         counts += Z[i]
     return Z
+
+
+def _check_matrix_size(alpha: float, n: int, beta: float, n_draws: int = 1) -> None:
+    """Refuse IBP draws whose ``n x K+`` matrices would not fit in :data:`MAX_ENTRIES`.
+
+    ``K+`` is Poisson with mean ``m = alpha * harmonic_rate(n)``; ``m + 10 sqrt(m) + 10``
+    exceeds it with probability below 1e-20, so a request that passes cannot run out
+    of the bound by bad luck.
+    """
+    mean = alpha * harmonic_rate(n, beta=beta)
+    k_high = mean + 10.0 * np.sqrt(mean) + 10.0
+    check_size(
+        "the feature matrices", float(n_draws) * n * k_high,
+        hint="use a smaller alpha, fewer rows or fewer draws",
+    )
 
 
 def left_ordered(Z) -> np.ndarray:
@@ -243,7 +288,8 @@ def sample_stick_breaking(
         Number of rows, >= 0.
     rng : numpy.random.Generator
     truncation : int, optional
-        Number of sticks kept, >= 1.
+        Number of sticks kept, >= 1; ``n * truncation`` is at most
+        :data:`ibp_lab._checks.MAX_ENTRIES` (10**8).
 
     Returns
     -------
@@ -262,6 +308,7 @@ def sample_stick_breaking(
     n = check_count("n", n)
     truncation = check_count("truncation", truncation, minimum=1)
     rng = check_rng(rng)
+    check_size("Z", float(n) * truncation, hint="use fewer rows or a lower truncation")
     # log space: products of many sticks underflow long before they matter less than 1e-300
     pi = np.exp(np.cumsum(np.log(rng.beta(alpha, 1.0, size=truncation))))
     Z = (rng.random((n, truncation)) < pi).astype(np.int8)
@@ -305,7 +352,8 @@ def sample_finite_beta_bernoulli(
     n : int
         Rows, >= 0.
     n_features : int
-        Number of columns ``K``, >= 1.
+        Number of columns ``K``, >= 1; ``n * n_features`` is at most
+        :data:`ibp_lab._checks.MAX_ENTRIES` (10**8).
     rng : numpy.random.Generator
     beta : float, optional
         Concentration, > 0.
@@ -325,6 +373,7 @@ def sample_finite_beta_bernoulli(
     n_features = check_count("n_features", n_features, minimum=1)
     beta = check_positive("beta", beta)
     rng = check_rng(rng)
+    check_size("Z", float(n) * n_features, hint="use fewer rows or fewer features")
     pi = rng.beta(alpha * beta / n_features, beta, size=n_features)
     return (rng.random((n, n_features)) < pi).astype(np.int8)
 
@@ -343,9 +392,11 @@ def simulate_feature_counts(
     alpha : float
         Mass parameter, > 0.
     n : int
-        Rows per draw, >= 1.
+        Rows per draw, 1 to :data:`MAX_ROWS`.
     n_draws : int
-        Number of independent matrices, >= 1.
+        Number of independent matrices, >= 1; ``n * n_draws`` is at most
+        ``10 * MAX_ROWS`` (each row is a step of a loop) and the matrices must
+        fit the same bound as in :func:`sample_ibp`.
     rng : numpy.random.Generator
     beta : float, optional
         Concentration, > 0.
@@ -363,8 +414,15 @@ def simulate_feature_counts(
     >>> k_plus.shape, per_row.shape
     ((5,), (5, 10))
     """
-    n = check_count("n", n, minimum=1)
+    alpha = check_positive("alpha", alpha)
+    n = check_count("n", n, minimum=1, maximum=MAX_ROWS)
     n_draws = check_count("n_draws", n_draws, minimum=1)
+    beta = check_positive("beta", beta)
+    rng = check_rng(rng)
+    # Every draw seats n customers one by one in Python: bound the rows in total too.
+    check_size("the draws", float(n) * n_draws, limit=MAX_ROWS * 10,
+               hint="use fewer rows or fewer draws")
+    _check_matrix_size(alpha, n, beta, n_draws)
     k_plus = np.empty(n_draws, dtype=np.int64)
     per_row = np.empty((n_draws, n), dtype=np.int64)
     for d in range(n_draws):
@@ -389,7 +447,8 @@ def finite_k_plus_pmf(alpha: float, n: int, n_features: int, *, beta: float = 1.
     n : int
         Rows, >= 0.
     n_features : int
-        Number of columns ``K`` of the finite model, >= 1.
+        Number of columns ``K`` of the finite model, 1 to
+        :data:`ibp_lab._checks.MAX_ENTRIES` (10**8).
     beta : float, optional
         Concentration, > 0.
 
@@ -409,7 +468,7 @@ def finite_k_plus_pmf(alpha: float, n: int, n_features: int, *, beta: float = 1.
 
     alpha = check_positive("alpha", alpha)
     n = check_count("n", n)
-    n_features = check_count("n_features", n_features, minimum=1)
+    n_features = check_count("n_features", n_features, minimum=1, maximum=MAX_ENTRIES)
     beta = check_positive("beta", beta)
     a = alpha * beta / n_features
     q = -np.expm1(betaln(a, beta + n) - betaln(a, beta))

@@ -44,7 +44,14 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special, stats
 
-from ibp_lab._checks import check_count, check_positive, check_rng
+from ibp_lab._checks import (
+    MAX_ENTRIES,
+    check_count,
+    check_positive,
+    check_real_array,
+    check_rng,
+    check_size,
+)
 
 __all__ = [
     "marginals",
@@ -64,6 +71,20 @@ __all__ = [
 # Uniform draws per block in the Monte Carlo simulation (about 16 MB of float64): large
 # enough to amortise Python overhead, small enough for a laptop shared with a browser.
 _MC_BLOCK = 2**21
+
+#: Most multiply-adds one call may do (a few seconds at the 7e9 per second np.convolve
+#: reaches on one core). Calls whose work, bounded before anything is computed, exceeds
+#: it are refused with a ValueError: a tiny-looking request such as alpha = 1e5 with
+#: k_max = 10**6 would otherwise run for hours.
+MAX_WORK = 2 * 10**10
+#: Fixed cost of one row of the recursion (Python overhead, about 10 microseconds), in
+#: multiply-adds, so that a million cheap rows count as real work too.
+_ROW_OVERHEAD = 10**5
+#: Fixed cost of one customer in one Monte Carlo block, in the same units.
+_MC_ROW_OVERHEAD = 4 * 10**4
+# log of the smallest subnormal double, rounded up: Poisson terms below exp(-_LOG_TINY)
+# underflow to 0 and are dropped before convolving.
+_LOG_TINY = 745.0
 
 
 # --------------------------------------------------------------------------------------
@@ -175,6 +196,87 @@ def columns_needed(alpha: float, beta: float, n: int, *, tail: float = 1e-12) ->
 # --------------------------------------------------------------------------------------
 
 
+_HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+
+
+def _stirling_error(j: np.ndarray) -> np.ndarray:
+    """``log(j!) - (j + 1/2) log(j) + j - log(sqrt(2 pi))`` for integers ``j >= 1``.
+
+    Below 15 from ``gammaln`` (the terms are small, so little cancels); above it from
+    the Stirling series, whose first omitted term is below 2e-14 there.
+    """
+    out = np.empty(j.shape)
+    small = j < 15
+    js = j[small]
+    out[small] = special.gammaln(js + 1.0) - (js + 0.5) * np.log(js) + js - _HALF_LOG_2PI
+    jl = j[~small].astype(float)
+    inv2 = 1.0 / (jl * jl)
+    out[~small] = (1 / 12 - inv2 * (1 / 360 - inv2 * (1 / 1260 - inv2 / 1680))) / jl
+    return out
+
+
+def _deviance(x: np.ndarray, m: float) -> np.ndarray:
+    """``x log(x / m) + m - x`` for ``x >= 1``, ``m > 0``, without cancellation near ``x = m``.
+
+    Near ``m`` the expression is a small difference of large numbers; there it is summed as
+    the series ``(x - m) v + 2 x sum_k v^(2k+1) / (2k+1)`` with ``v = (x - m) / (x + m)``,
+    whose terms shrink by ``v^2 < 0.01`` (Loader 2000, "Fast and accurate computation of
+    binomial probabilities").
+    """
+    x = x.astype(float)
+    out = x * np.log(x / m) + m - x
+    near = np.abs(x - m) < 0.1 * (x + m)
+    xn = x[near]
+    v = (xn - m) / (xn + m)
+    total = (xn - m) * v
+    power = 2 * xn * v
+    for k in range(1, 10):  # v^2 < 0.01: nine terms reach 1e-18 of the first
+        power = power * v * v
+        total = total + power / (2 * k + 1)
+    out[near] = total
+    return out
+
+
+def _poisson_pmf(j: np.ndarray, rate: float) -> np.ndarray:
+    """Poisson(``rate``) probabilities of the integers ``j >= 0``, accurate to a few ulps.
+
+    ``exp(j log(rate) - rate - log(j!))`` loses ``|log terms| * eps`` of relative accuracy,
+    about 1e-11 at ``rate = 1e4``: enough for marginals to exceed 1. Loader's form
+    ``exp(-deviance - stirling_error) / sqrt(2 pi j)`` keeps each piece small.
+    """
+    out = np.empty(j.shape)
+    zero = j == 0
+    out[zero] = np.exp(-rate)
+    jp = j[~zero]
+    out[~zero] = np.exp(-_deviance(jp, rate) - _stirling_error(jp) - _HALF_LOG_2PI) / np.sqrt(jp)
+    return out
+
+
+def _support(rate: float) -> tuple[float, float]:
+    """Bounds ``(lo, hi)`` outside which Poisson(``rate``) probabilities underflow to 0.
+
+    From the Chernoff-Bernstein bounds ``P(X <= rate - x) <= exp(-x^2 / (2 rate))`` and
+    ``P(X >= rate + x) <= exp(-x^2 / (2 (rate + x / 3)))``: both tails are below
+    ``exp(-745)``, the smallest subnormal, beyond these points.
+    """
+    left = np.sqrt(2 * _LOG_TINY * rate)
+    right = _LOG_TINY / 3 + np.sqrt(_LOG_TINY**2 / 9 + 2 * _LOG_TINY * rate)
+    return max(0.0, rate - left), rate + right + 1
+
+
+def _row_work(rate_before: float, rate_new: float, k_max: int) -> float:
+    """Upper bound on the multiply-adds of one :func:`_new_dish_probabilities` call."""
+    lo, hi = _support(rate_before)
+    width_before = min(float(k_max), hi - min(lo, k_max))
+    width_new = min(float(k_max), _support(rate_new)[1])
+    return width_before * width_new + 4.0 * k_max + _ROW_OVERHEAD
+
+
+def _check_work(what: str, work: float) -> None:
+    check_size(what, work, limit=MAX_WORK,
+               hint="these are multiply-adds; use a smaller alpha, fewer rows or fewer columns")
+
+
 def _new_dish_probabilities(rate_before: float, rate_new: float, k_max: int) -> np.ndarray:
     """``P(A <= k-1 < A + B)`` for k = 1..k_max, A ~ Poisson(rate_before), B ~ Poisson(rate_new).
 
@@ -191,7 +293,7 @@ def _new_dish_probabilities(rate_before: float, rate_new: float, k_max: int) -> 
         pmf_before = np.zeros(k_max)
         pmf_before[0] = 1.0
     else:
-        pmf_before = np.exp(special.xlogy(j, rate_before) - rate_before - special.gammaln(j + 1))
+        pmf_before = _poisson_pmf(j, rate_before)
     # sf_new[i] = P(B >= i + 1) = P(B > i); decreasing, so its non-zero part is a prefix.
     sf_new = special.pdtrc(j, rate_new)
     nonzero_a = np.flatnonzero(pmf_before)
@@ -249,7 +351,8 @@ def new_dish_probabilities(rate_before: float, rate_new: float, k_max: int) -> n
     """
     rate_before = check_positive("rate_before", rate_before, allow_zero=True)
     rate_new = check_positive("rate_new", rate_new, allow_zero=True)
-    k_max = check_count("k_max", k_max, minimum=1)
+    k_max = check_count("k_max", k_max, minimum=1, maximum=MAX_ENTRIES)
+    _check_work("new_dish_probabilities", _row_work(rate_before, rate_new, k_max))
     return _new_dish_probabilities(rate_before, rate_new, k_max)
 
 
@@ -260,6 +363,11 @@ def _next_row(
     rate_new = alpha * beta / (beta + (n - 1))
     row = _new_dish_probabilities(rate_before, rate_new, k_max)
     row[: running_sum.size] += running_sum / (beta + (n - 1))
+    # The exact value is at most P(Lambda_{n-1} >= k) + P(Lambda_{n-1} < k) = 1. With every
+    # factor accurate to a few ulps (see _poisson_pmf) the computed sum of thousands of
+    # terms can still round a few ulps above 1 (6.7e-16 at alpha = 1e5); rounding it back
+    # keeps every row a valid input of RecursiveMarginals.update.
+    np.minimum(row, 1.0, out=row)
     return row, rate_before + rate_new
 
 
@@ -322,7 +430,7 @@ def next_row_prior(
     rate_before = check_positive("rate_before", rate_before, allow_zero=True)
     alpha = check_positive("alpha", alpha)
     beta = check_positive("beta", beta)
-    running_sum = np.asarray(running_sum, dtype=np.float64)
+    running_sum = check_real_array("running_sum", running_sum)
     if running_sum.ndim != 1:
         raise ValueError(f"running_sum must be 1-D (one entry per dish), got {running_sum.ndim}-D")
     if running_sum.size and not (
@@ -331,7 +439,8 @@ def next_row_prior(
         raise ValueError(f"running_sum entries must be in [0, n - 1] = [0, {n - 1}]")
     if k_max is None:
         k_max = max(running_sum.size, 1)
-    k_max = check_count("k_max", k_max, minimum=max(running_sum.size, 1))
+    k_max = check_count("k_max", k_max, minimum=max(running_sum.size, 1), maximum=MAX_ENTRIES)
+    _check_work("next_row_prior", _row_work(rate_before, new_dishes_rate(alpha, beta, n), k_max))
     return _next_row(running_sum, n, rate_before, alpha, beta, k_max)
 
 
@@ -387,7 +496,9 @@ class RecursiveMarginals:
     ) -> None:
         self.alpha = check_positive("alpha", alpha)
         self.beta = check_positive("beta", beta)
-        self.k_max = None if k_max is None else check_count("k_max", k_max, minimum=1)
+        self.k_max = (
+            None if k_max is None else check_count("k_max", k_max, minimum=1, maximum=MAX_ENTRIES)
+        )
         self.tail = check_positive("tail", tail, upper=0.5)
         self.n_seen = 0
         self.rate = 0.0
@@ -398,13 +509,20 @@ class RecursiveMarginals:
         if self.k_max is not None:
             return self.k_max
         rate = self.rate + self.alpha * self.beta / (self.beta + self.n_seen)
-        needed = max(1, int(stats.poisson.isf(self.tail, rate)))
+        needed = max(1, int(min(stats.poisson.isf(self.tail, rate), 2.0 * MAX_ENTRIES)))
         return max(needed, self.running_sum.size)
 
     def prior_next(self) -> np.ndarray:
-        """Return the marginals ``p(z_nk = 1)`` of the next customer ``n = n_seen + 1``."""
+        """Return the marginals ``p(z_nk = 1)`` of the next customer ``n = n_seen + 1``.
+
+        Raises ``ValueError`` before computing if the row's work exceeds :data:`MAX_WORK`.
+        """
+        width = self._width()
+        check_size("the next row", float(width), limit=MAX_ENTRIES)
+        rate_new = self.alpha * self.beta / (self.beta + self.n_seen)
+        _check_work("the next row", _row_work(self.rate, rate_new, width))
         row, _ = _next_row(
-            self.running_sum, self.n_seen + 1, self.rate, self.alpha, self.beta, self._width()
+            self.running_sum, self.n_seen + 1, self.rate, self.alpha, self.beta, width
         )
         return row
 
@@ -421,7 +539,7 @@ class RecursiveMarginals:
             Poisson rate of the number of dishes after this customer. Default: the prior
             update ``rate + alpha * beta / (beta + n_seen)``.
         """
-        probabilities = np.asarray(probabilities, dtype=np.float64)
+        probabilities = check_real_array("probabilities", probabilities)
         if probabilities.ndim != 1:
             raise ValueError(
                 f"probabilities must be 1-D (one entry per dish), got {probabilities.ndim}-D"
@@ -436,15 +554,17 @@ class RecursiveMarginals:
             raise ValueError(
                 f"probabilities must have k_max = {self.k_max} entries, got {probabilities.size}"
             )
+        check_size("probabilities", float(probabilities.size), limit=MAX_ENTRIES)
+        new_rate = None if rate is None else check_positive("rate", rate, allow_zero=True)
         if probabilities.size > self.running_sum.size:
             self.running_sum = np.pad(
                 self.running_sum, (0, probabilities.size - self.running_sum.size)
             )
         self.running_sum[: probabilities.size] += probabilities
-        if rate is None:
+        if new_rate is None:
             self.rate += self.alpha * self.beta / (self.beta + self.n_seen)
         else:
-            self.rate = check_positive("rate", rate, allow_zero=True)
+            self.rate = new_rate
         self.n_seen += 1
 
     def step(self) -> np.ndarray:
@@ -532,6 +652,9 @@ def marginals(alpha: float, beta: float, n: int, k_max: int) -> np.ndarray:
     beta = check_positive("beta", beta)
     n = check_count("n", n, minimum=1)
     k_max = check_count("k_max", k_max, minimum=1)
+    check_size("the table of marginals", float(n) * k_max, hint="use fewer rows or columns")
+    # Rates only grow along the rows, so the last row's Poisson law bounds every row's work.
+    _check_work("marginals", n * _row_work(num_dishes_rate(alpha, beta, n), alpha, k_max))
     out = np.empty((n, k_max))
     running_sum = np.zeros(k_max)
     rate = 0.0
@@ -618,7 +741,13 @@ def monte_carlo_marginals(
     k_max = check_count("k_max", k_max, minimum=1)
     n_samples = check_count("n_samples", n_samples, minimum=1)
     rng = check_rng(rng)
+    check_size("the table of marginals", float(n) * k_max, hint="use fewer rows or columns")
     block = max(1, _MC_BLOCK // k_max)
+    n_blocks = -(-n_samples // block)
+    _check_work(
+        "monte_carlo_marginals",
+        float(n) * (float(n_samples) * k_max + n_blocks * _MC_ROW_OVERHEAD),
+    )
     totals = np.zeros((n, k_max), dtype=np.int64)
     for start in range(0, n_samples, block):
         totals += _simulate_counts(alpha, beta, n, k_max, min(block, n_samples - start), rng)
@@ -676,14 +805,22 @@ def monte_carlo_agreement(
     >>> report.ok, report.n_entries, round(report.z_limit, 2)
     (True, 200, 4.56)
     """
-    exact = np.asarray(exact, dtype=np.float64).ravel()
-    estimate = np.asarray(estimate, dtype=np.float64).ravel()
+    exact = check_real_array("exact", exact).ravel()
+    estimate = check_real_array("estimate", estimate).ravel()
     if exact.shape != estimate.shape:
         raise ValueError(
             f"exact and estimate must have the same size, got {exact.size} and {estimate.size}"
         )
+    if exact.size == 0:
+        raise ValueError("exact and estimate must hold at least one entry, got none")
+    for name, values in (("exact", exact), ("estimate", estimate)):
+        if not np.all((values >= 0) & (values <= 1)):  # also refuses NaN
+            raise ValueError(f"{name} must hold probabilities in [0, 1]")
     n_samples = check_count("n_samples", n_samples, minimum=1)
     family_level = check_positive("family_level", family_level, upper=1.0)
+    min_variance = check_positive("min_variance", min_variance, allow_zero=True, upper=None)
+    if family_level >= 1.0:
+        raise ValueError(f"family_level must be < 1, got {family_level}")
     m = exact.size
     variance = exact * (1 - exact)
     normal = n_samples * variance >= min_variance
@@ -742,7 +879,13 @@ def monte_carlo_mse(
     >>> mse.shape, bool(mse[1] < mse[0])
     ((2,), True)
     """
+    if isinstance(sample_sizes, (str, bytes)) or not hasattr(sample_sizes, "__iter__"):
+        raise TypeError(
+            f"sample_sizes must be a sequence of integers, got {type(sample_sizes).__name__}"
+        )
     sizes = [check_count("sample_sizes", size, minimum=1) for size in sample_sizes]
+    if not sizes:
+        raise ValueError("sample_sizes must hold at least one sample size, got none")
     rng = check_rng(rng)
     exact = marginals(alpha, beta, n, k_max)
     mse = np.array([
