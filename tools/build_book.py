@@ -9,7 +9,14 @@ Called by ``make book``. Three things a plain ``jupyter-book build`` does not do
    per-chapter execution records (myst-nb's, in the Sphinx environment) and the
    ``reports/`` folder are checked: every chapter must have executed (now or
    from the cache) without error.
-3. The execution table (chapter, time, result) is written to
+3. No cell may run into its chapter's time limit (``mystnb: execution_timeout``
+   in the chapter's front matter, set from the chapter's own timings; the book's
+   default in ``_config.yml`` otherwise). nbclient fails a cell that times out,
+   but when the reply was already queued and its wake-up lost, nbclient's last
+   check at the limit finds it and the cell "succeeds" after a stall. Each cell's
+   wall-clock time is recorded by ``book/_ext/execution_status.py``; a cell that
+   used 90% of its limit fails the build, naming the chapter and the cell.
+4. The execution table (chapter, time, slowest cell, result) is written to
    ``_build/execution.json`` for the status page and the tests.
 """
 
@@ -27,11 +34,18 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 CACHE = BUILD / ".jupyter_cache"
 STAMP = BUILD / ".ibp_lab.sha256"
+#: Metadata key written by book/_ext/execution_status.py: a cell's wall-clock seconds.
+WALL_SECONDS_KEY = "ibp_wall_seconds"
+#: A cell that used this fraction of its limit stalled, whatever nbclient concluded.
+STALL_FRACTION = 0.9
 
 
 def package_hash() -> str:
+    """Hash of what chapter outputs depend on beyond their own text: the package, and
+    the extension that decides what an execution records."""
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "ibp_lab").rglob("*")):
+    paths = sorted((ROOT / "ibp_lab").rglob("*")) + [ROOT / "book" / "_ext" / "execution_status.py"]
+    for path in paths:
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".nbi":
             digest.update(path.relative_to(ROOT).as_posix().encode())
             digest.update(path.read_bytes())
@@ -61,6 +75,40 @@ def chapters_in_toc() -> list[str]:
     return names
 
 
+def front_matter(docname: str) -> dict:
+    import yaml
+
+    text = (ROOT / f"{docname}.md").read_text()
+    if not text.startswith("---"):
+        return {}
+    return yaml.safe_load(text.split("---", 2)[1]) or {}
+
+
+def cell_limit(docname: str) -> int:
+    """The chapter's per-cell limit in seconds: its own, or the book's default."""
+    import yaml
+
+    own = (front_matter(docname).get("mystnb") or {}).get("execution_timeout")
+    if own is not None:
+        return int(own)
+    return int(yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"])
+
+
+def cell_times(docname: str) -> list[tuple[int, float, str]]:
+    """(index, wall seconds, first line) of each code cell of the chapter's cached execution."""
+    from jupyter_cache import get_cache
+
+    nb = get_cache(str(CACHE)).get_cached_project_nb(str(ROOT / f"{docname}.md"))
+    if nb is None:
+        return []
+    times = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and WALL_SECONDS_KEY in cell.metadata:
+            first = next((ln for ln in cell.source.splitlines() if ln.strip() and not ln.startswith(":")), "")
+            times.append((index, float(cell.metadata[WALL_SECONDS_KEY]), first[:70]))
+    return times
+
+
 def check_execution() -> list[dict]:
     env_path = BUILD / ".doctrees" / "environment.pickle"
     with env_path.open("rb") as handle:
@@ -76,6 +124,8 @@ def check_execution() -> list[dict]:
         if not data:
             failures.append(f"{docname}: no execution record (was it executed?)")
             continue
+        limit, times = cell_limit(docname), cell_times(docname)
+        slowest = max(times, key=lambda t: t[1], default=(None, None, ""))
         rows.append(
             {
                 "chapter": docname,
@@ -83,10 +133,19 @@ def check_execution() -> list[dict]:
                 "runtime_s": data.get("runtime"),
                 "succeeded": bool(data.get("succeeded")),
                 "mtime": data.get("mtime"),
+                "cell_limit_s": limit,
+                "slowest_cell": slowest[0],
+                "slowest_cell_s": slowest[1],
             }
         )
         if not data.get("succeeded"):
             failures.append(f"{docname}: execution failed: {data.get('error')}")
+        if not times:
+            failures.append(f"{docname}: no per-cell timings in the execution cache")
+        for index, seconds, first in times:
+            if seconds >= STALL_FRACTION * limit:
+                failures.append(f"{docname}: cell {index} ({first!r}) took {seconds:.0f} s of its "
+                                f"{limit} s limit: a stall, or a limit set too low")
     reports = sorted((BUILD / "html" / "reports").glob("**/*.log"))
     failures += [f"execution report present: {p.relative_to(ROOT)}" for p in reports]
     if failures:
@@ -107,7 +166,8 @@ def main() -> None:
     rows = check_execution()
     (BUILD / "execution.json").write_text(json.dumps(rows, indent=2))
     for row in rows:
-        print(f"  {row['chapter']:28s} {row['method']:>6s} {row['runtime_s'] or 0:7.1f} s  ok")
+        print(f"  {row['chapter']:28s} {row['method']:>6s} {row['runtime_s'] or 0:7.1f} s  "
+              f"slowest cell {row['slowest_cell_s'] or 0:6.1f} s of {row['cell_limit_s']} s  ok")
     print(f"book built: {BUILD / 'html' / 'index.html'}")
 
 
