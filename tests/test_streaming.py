@@ -13,16 +13,19 @@ What is checked, and against what:
   enumeration (tolerance from the Monte Carlo standard error);
 - argument checks (messages), determinism, and save/restore of an interrupted stream.
 
-Recovery tests run several seeds and require most, not all, of them to succeed: one pass
-cannot undo an early decision, and a stream whose first observations show several unseen
-features at once merges them into one (the chapter shows this). The required fractions are
-below the measured ones (stated next to each assertion) so that the tests check the
-algorithm, not luck.
+Recovery tests run several independent data sets and require a number of successes set
+from a binomial law: one pass cannot undo an early decision, and a stream whose first
+observations show several unseen features at once merges them into one (the chapter shows
+this), so a correct implementation fails on some data sets. Each success rate was measured
+on 300 fresh data sets (per-data-set rates beside each test); the test uses the 99%
+Clopper-Pearson lower bound of that rate and requires the number of successes below which
+a correct implementation falls with probability <= 1e-3 (:func:`required_successes`). Their
+data come from ``tests/seeds.py`` (``stat_rng``), so ``IBP_SEED_OFFSET`` reruns them on
+fresh data.
 """
 
 from __future__ import annotations
 
-import inspect
 import itertools
 
 import numpy as np
@@ -41,8 +44,17 @@ from ibp_lab.streaming import (
 )
 from ibp_lab.streaming import _factor_analysis as fa
 from ibp_lab.streaming import _linear_gaussian as lg
-from ibp_lab.streaming import filtering
 from ibp_lab.streaming.filtering import log_filtering_prior, log_new_feature_fraction
+from tests.seeds import stat_rng
+
+# Largest probability that a statistical test below fails a correct implementation.
+FALSE_ALARM = 1e-3
+
+
+def required_successes(n_sets: int, rate: float) -> int:
+    """Fewest successes out of ``n_sets`` that a correct implementation, succeeding on each
+    independent data set with probability ``rate``, misses with probability <= FALSE_ALARM."""
+    return int(stats.binom.ppf(FALSE_ALARM, n_sets, rate))
 
 
 # --- the filtering prior ------------------------------------------------------------------
@@ -108,7 +120,7 @@ def random_states(rng, n_states):
 
 def test_raw_prior_values_are_probabilities_without_clipping():
     """The computed log q and log(1 - q) are <= 0 for extreme states, with no clipping."""
-    rng = np.random.default_rng(7)
+    rng = stat_rng(7)
     for n, usage, log_unowned, rate in random_states(rng, 300):
         k = usage.size
         dish = np.arange(1, k + 4)
@@ -122,9 +134,24 @@ def test_raw_prior_values_are_probabilities_without_clipping():
         assert not np.any(np.isnan(log_q)) and not np.any(np.isnan(log_1mq))
         # q and 1 - q are complementary to rounding (they are computed separately)
         assert np.allclose(np.exp(log_q) + np.exp(log_1mq), 1.0, atol=1e-12)
-    # and the code does not reach for clipping (np.clip, or min/max against 0 or 1)
-    source = inspect.getsource(filtering) + inspect.getsource(lg) + inspect.getsource(fa)
-    assert "clip(" not in source
+
+
+@pytest.mark.parametrize("beta", [0.1, 1e-3, 1e-6])
+def test_prior_near_one_keeps_its_complement_exactly(beta):
+    """Where the paper's form exceeds 1, q and 1 - q are the exact values, not clipped ones.
+
+    Observation 1 owned feature 1 for sure (M = 1, Pi = 0), so for observation 2 the prior
+    is exactly 1 / (1 + beta) and its complement beta / (1 + beta). Clipping q (or 1 - q)
+    into [0, 1], or forming 1 - q by subtraction, would give log(1 - q) = -inf or lose all
+    digits of beta / (1 + beta) as beta -> 0. The complement's first bracket,
+    (1 - Pi) - M / (beta + n - 1), is a difference of numbers near 1, so it is exact to about
+    1e-16 absolutely: log(1 - q) to about 1e-16 / beta, the tolerance below (times 10).
+    """
+    assert paper_prior([1.0], [1], 2, 1.0, 5.0, beta)[0] > 1.0
+    log_q, log_1mq = log_filtering_prior(np.array([1.0]), np.array([-np.inf]), np.array([1]),
+                                         2, 1.0, np.log(5.0), beta)
+    assert log_q[0] == pytest.approx(-np.log1p(beta), rel=1e-12)
+    assert log_1mq[0] == pytest.approx(np.log(beta) - np.log1p(beta), abs=1e-15 / beta)
 
 
 def test_poisson_rate_sums_existence_probabilities():
@@ -248,55 +275,85 @@ def test_bp_means_objective_penalises_each_feature():
 
 # --- recovery on data drawn from the model --------------------------------------------------
 
-def recovers_four_features(seed):
-    X, _, A = simulate_four_feature_data(np.random.default_rng(seed), n=400, sigma_x=0.1,
-                                         p_on=0.3)
-    model = RecursiveIBP(1.0, 1.0, 0.2, 0.5, rng=np.random.default_rng(0)).fit(X)
-    corr, _ = match_features(model.features_, A)
-    return abs(model.n_features_expected_ - 4) <= 1 and corr.min() > 0.95
+def fit_four_features(seed):
+    X, _, A = simulate_four_feature_data(stat_rng(seed), n=400, sigma_x=0.1, p_on=0.3)
+    return RecursiveIBP(1.0, 1.0, 0.2, 0.5, rng=np.random.default_rng(0)).fit(X), A
 
 
-def test_four_features_recovered():
-    # Measured: 9 of these 10 seeds find every feature (correlation > 0.99) with 4 or 5
-    # features in all (7 give exactly 4); seed 2 merges two features that its first images
-    # show together and ends with 7. At least 8 of 10 required.
-    assert recovers_four_features(0)
-    assert sum(recovers_four_features(seed) for seed in range(10)) >= 8
+@pytest.fixture(scope="module")
+def four_feature_fits():
+    """Twenty independent four-feature data sets (400 images each), each streamed once."""
+    return [fit_four_features(1000 + i) for i in range(20)]
 
 
+@pytest.mark.statistical
+def test_four_features_recovered(four_feature_fits):
+    # Success: every feature matched at correlation > 0.95 and the expected number of
+    # features within one of 4. Measured on 300 fresh data sets: 246 (0.82); the failures
+    # are the one-pass merges described in the module docstring (their streams end with 5
+    # to 9 features), not a threshold effect. At the 99% lower bound 0.76 of that rate, 20
+    # sets need >= 9 successes (false alarm 6e-4; 3e-5 at the measured rate). A model that
+    # finds no feature, or merges them all, succeeds on none.
+    successes = 0
+    for model, A in four_feature_fits:
+        corr, _ = match_features(model.features_, A)
+        successes += abs(model.n_features_expected_ - 4) <= 1 and corr.min() > 0.95
+    assert successes >= required_successes(len(four_feature_fits), 0.76)
+
+
+@pytest.mark.statistical
 def test_number_of_features_and_features_recovered_from_ibp_data():
     # Z ~ IBP(0.5, 1), 36-dimensional Gaussian features, noise 0.1; the model uses
     # sigma_x = 0.2 (the smallest residual it turns into a feature grows with sigma_x).
-    # Measured: 9 of 10 seeds within one feature of the truth with every feature that
-    # 5 or more observations own matched at correlation > 0.9. At least 7 required.
+    # Success: within one feature of the truth, every feature that 5 or more observations
+    # own matched at correlation > 0.9. Measured on 300 fresh data sets: 260 (0.87); 99%
+    # lower bound 0.81: 15 sets need >= 7 successes (false alarm 4e-4).
     successes = 0
-    for seed in range(10):
-        stream = simulate_linear_gaussian(800, 36, 0.5, np.random.default_rng(seed),
-                                          sigma_x=0.1)
+    n_sets = 15
+    for i in range(n_sets):
+        stream = simulate_linear_gaussian(800, 36, 0.5, stat_rng(2000 + i), sigma_x=0.1)
         model = RecursiveIBP(0.5, 1.0, 0.2, 1.0, rng=np.random.default_rng(1)).fit(stream.X)
         corr, _ = match_features(model.features_, stream.A)
         used = stream.Z.sum(axis=0) >= 5
         successes += (abs(model.n_features_expected_ - stream.A.shape[0]) <= 1
                       and np.all(corr[used] > 0.9))
-    assert successes >= 7
+    assert successes >= required_successes(n_sets, 0.81)
 
 
-def test_expected_number_of_features_settles_at_the_truth():
-    X, _, _ = simulate_four_feature_data(np.random.default_rng(0), n=400, sigma_x=0.1, p_on=0.3)
-    model = RecursiveIBP(1.0, 1.0, 0.2, 0.5, rng=np.random.default_rng(0)).fit(X)
-    history = model.expected_features_history_
-    assert np.all(np.diff(history) >= -1e-12)  # features are never forgotten
-    assert np.allclose(history[50:], 4.0, atol=0.05)  # all four found within 50 images
+@pytest.mark.statistical
+def test_expected_number_of_features_settles_at_the_truth(four_feature_fits):
+    # Features are never forgotten, so the Poisson rate never decreases: on every data set
+    # (a property of the update, not of chance; rounding only). Where the stream ends with
+    # exactly four features (207 of the 300 measured data sets), the rate reached 4 within
+    # 50 images and stayed there in all 207: 99% lower bound 0.978, from which the
+    # required count among this run's four-feature streams follows (false alarm <= 1e-3).
+    # (Over all data sets, settling by image 50 holds only 69% of the time: a single-seed
+    # check of it fails on about a third of fresh seeds.)
+    settled = four = 0
+    for model, _ in four_feature_fits:
+        history = model.expected_features_history_
+        assert np.all(np.diff(history) >= -1e-12)
+        if model.features_.shape[0] == 4:
+            four += 1
+            settled += bool(np.allclose(history[50:], 4.0, atol=0.05))
+    assert four >= 5  # 0.69 of 20 expected; fewer than 5 has probability < 1e-4
+    assert settled >= required_successes(four, 0.978)
 
 
+@pytest.mark.statistical
 def test_factor_analysis_counts_features_of_factor_analysis_data():
-    # Measured on these 10 seeds: the rate is within one feature of the truth for all 10,
-    # and the factor-analysis model predicts held-out data better than the linear-Gaussian
-    # one for all 10. At least 8 of each required.
+    # Measured on 300 fresh data sets: the factor-analysis rate is within one feature of
+    # the number the 300 training rows use in 298 (99% lower bound 0.97: 12 sets need >= 9,
+    # false alarm 2e-4), and the factor-analysis model predicts the 60 held-out rows better
+    # than the linear-Gaussian one in 213 (0.71; lower bound 0.645: >= 3 of 12, false alarm
+    # 1e-3). The second claim holds on average, not on every data set: it loses on data
+    # with no features (a tie) and on a quarter of the others; a factor-analysis model
+    # that is never better (ties included) fails it for sure.
     counted = better = 0
-    for seed in range(10):
-        stream = simulate_linear_gaussian(360, 36, 0.5, np.random.default_rng(seed),
-                                          sigma_x=0.1, sigma_w=1.0)
+    n_sets = 12
+    for i in range(n_sets):
+        stream = simulate_linear_gaussian(360, 36, 0.5, stat_rng(3000 + i), sigma_x=0.1,
+                                          sigma_w=1.0)
         train, test = stream.X[:300], stream.X[300:]
         fa_model = RecursiveIBP(0.5, 1.0, 0.2, 1.0, model="factor_analysis",
                                 rng=np.random.default_rng(0)).fit(train)
@@ -305,7 +362,8 @@ def test_factor_analysis_counts_features_of_factor_analysis_data():
         counted += abs(fa_model.n_features_expected_ - true_k) <= 1
         better += (fa_model.predictive_logpdf(test, n_draws=300).mean()
                    > lg_model.predictive_logpdf(test, n_draws=300).mean())
-    assert counted >= 8 and better >= 8
+    assert counted >= required_successes(n_sets, 0.97)
+    assert better >= required_successes(n_sets, 0.645)
 
 
 # --- the predictive density -------------------------------------------------------------------
@@ -338,6 +396,7 @@ def test_predictive_is_a_log_mean_exp_of_direct_densities(small_model):
     assert np.all(logp > direct.mean(axis=1))
 
 
+@pytest.mark.statistical
 def test_predictive_agrees_with_exact_enumeration(small_model):
     model, X = small_model
     x = X[7]
@@ -356,9 +415,10 @@ def test_predictive_agrees_with_exact_enumeration(small_model):
         terms.append(log_weight + log_density)
     exact = special.logsumexp(terms)
     n_draws = 20000
-    logp, draws = model.predictive_logpdf(x, n_draws=n_draws, rng=np.random.default_rng(3),
+    logp, draws = model.predictive_logpdf(x, n_draws=n_draws, rng=stat_rng(3),
                                           return_draws=True)
-    # standard error of log(mean density): sd(density) / (sqrt(N) * mean(density))
+    # standard error of log(mean density): sd(density) / (sqrt(N) * mean(density)), by the
+    # delta method; 5 standard errors: two-sided normal tail 6e-7 per run
     w = np.exp(draws[0] - draws[0].max())
     se = w.std() / (np.sqrt(n_draws) * w.mean())
     assert abs(logp[0] - exact) < 5 * se + 1e-12
@@ -396,7 +456,7 @@ def test_bad_data_are_rejected_with_messages():
         model.partial_fit([[0.0, np.nan]])
     with pytest.raises(ValueError, match="X must be 2-D"):
         model.fit(np.zeros((2, 2, 2)))
-    with pytest.raises(TypeError, match="X must be a 2-D array of real numbers"):
+    with pytest.raises(TypeError, match="X must hold real numbers, got dtype <U1"):
         model.fit([["a", "b"]])
     with pytest.raises(AttributeError, match="call fit"):
         model.features_
@@ -411,7 +471,7 @@ def test_bad_data_are_rejected_with_messages():
         model.predictive_logpdf(np.zeros((1, 2)), n_draws=0)
     with pytest.raises(TypeError, match="state must be a dict"):
         model.set_state([1, 2])
-    with pytest.raises(ValueError, match="not a RecursiveIBP state"):
+    with pytest.raises(ValueError, match="state is not a valid RecursiveIBP state: missing"):
         model.set_state({"features": []})
     with pytest.raises(ValueError, match="gamma must be > 0"):
         bp_means_one_pass(np.zeros((2, 2)), -1.0)
@@ -494,3 +554,92 @@ def test_unused_slots_retire_and_keep_counting():
     assert slots.max() == 2 and slots[-1] == 1 and np.argmax(slots[3:] == 1) + 4 in range(300, 303)
     # its existence stays in the Poisson rate: two features existed
     assert model.n_features_expected_ == pytest.approx(2.0, abs=1e-9)
+
+
+# --- valid extremes and bounds on work --------------------------------------------------------
+
+@pytest.mark.parametrize("model_name", ["linear_gaussian", "factor_analysis"])
+def test_tiny_noise_gives_positive_variances(model_name):
+    """sigma_x = 1e-9 against sigma_a = 1: the updated variance is sigma_x^2 / b, not 0.
+
+    The update s0 + (s* - s0) cancels to exactly 0 here (1 - 1e-18 rounds to 1), and the
+    next update then divided by zero; s* = s0 / (1 + b s0 / sigma^2) cannot vanish.
+    """
+    X = np.array([[1.0, -2.0], [1.0, -2.0], [0.5, 3.0]])
+    model = RecursiveIBP(1.0, 1.0, 1e-9, 1.0, model=model_name).fit(X)
+    assert np.all(model.feature_variances_ > 0) and np.all(np.isfinite(model.features_))
+    if model_name == "linear_gaussian":
+        first = RecursiveIBP(1.0, 1.0, 1e-9, 1.0).fit([[1.0]])
+        assert first.features_[0, 0] == pytest.approx(1.0, rel=1e-12)
+        assert first.feature_variances_[0] == pytest.approx(1e-18, rel=1e-9)
+
+
+@pytest.mark.parametrize("ossify", [False, True])
+def test_zero_noise_limit_holds_at_tiny_noise(ossify):
+    """Proposition 4.1 at sigma_x = 1e-9 (it used to end in ZeroDivisionError)."""
+    X, _, _ = simulate_four_feature_data(np.random.default_rng(0), n=60, sigma_x=0.05,
+                                         p_on=0.4)
+    Z, A = bp_means_one_pass(X, 1.5, ossify=ossify)
+    model = RecursiveIBP.bp_means_limit(1.5, 1e-9, ossify=ossify).fit(X)
+    assert np.array_equal(model.posterior_history_, Z)
+    assert np.max(np.abs(model.features_ - A)) < 1e-9
+
+
+def test_large_alpha_is_refused_before_any_work():
+    model = RecursiveIBP(1e5, 1.0, 0.5, 1.0)
+    with pytest.raises(ValueError, match=r"expect 1\.5e\+05 features after 2 observations.*"
+                                         r"at most 10000"):
+        model.fit(np.zeros((2, 3)))
+    with pytest.raises(AttributeError, match="call fit"):  # nothing was processed
+        model.features_
+    # the cap counts the whole stream: a long stream at a moderate alpha is refused too
+    with pytest.raises(ValueError, match="model='factor_analysis' supports at most 400"):
+        RecursiveIBP(150.0, 1.0, 0.5, 1.0, model="factor_analysis").fit(np.zeros((10, 2)))
+    with pytest.raises(ValueError, match="the features would need"):
+        RecursiveIBP(1000.0, 1.0, 0.5, 1.0).fit(np.zeros((1, 100_000)))
+
+
+def test_expected_prior_features_is_the_harmonic_sum():
+    model = RecursiveIBP(2.5, 3.0, 0.5, 1.0)
+    direct = sum(2.5 * 3.0 / (3.0 + i - 1) for i in range(1, 51))
+    assert model.expected_prior_features(50) == pytest.approx(direct, rel=1e-12)
+
+
+def test_bounded_allocations_are_refused_with_messages():
+    model = RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="the predictive draws would need"):
+        model.predictive_logpdf(np.zeros(2), n_draws=10**9)
+    with pytest.raises(ValueError, match="n_steps must be an integer <= 10000"):
+        RecursiveIBP(1.0, 1.0, 0.5, 1.0, n_steps=10**9)
+    with pytest.raises(ValueError, match="X entries must be at most 1e\\+100"):
+        model.partial_fit([[1e200, 0.0]])
+    assert model.n_seen_ == 3
+
+
+@pytest.mark.parametrize(
+    "X, message",
+    [
+        (np.array([[1 + 2j, 1.0]]), "X must hold real numbers, got dtype complex128"),
+        (np.array([["1.5", "2"]]), "X must hold real numbers, got dtype <U3"),
+        (np.array([[1.0, None]], dtype=object), "X must hold real numbers, got dtype object"),
+        ("1.5", "X must be an array of real numbers, got str"),
+        ([[1.0], [1.0, 2.0]], "X must be an array of real numbers, got list"),
+    ],
+)
+def test_non_real_data_are_refused(X, message):
+    for call in (RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit, RecursiveIBP(1.0, 1.0, 0.5, 1.0).partial_fit):
+        with pytest.raises(TypeError, match=message):
+            call(X)
+    fitted = RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit(np.ones((2, 2)))
+    with pytest.raises(TypeError, match=message.replace("X ", "X_new ")):
+        fitted.predictive_logpdf(X)
+
+
+@pytest.mark.parametrize("name", ["ossify", "keep_history", "record_posteriors"])
+@pytest.mark.parametrize("value", ["no", 1, None, np.array([True])])
+def test_flags_must_be_bools(name, value):
+    with pytest.raises(TypeError, match=f"{name} must be True or False"):
+        RecursiveIBP(1.0, 1.0, 0.5, 1.0, **{name: value})
+    fitted = RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit(np.ones((2, 2)))
+    with pytest.raises(TypeError, match="return_draws must be True or False"):
+        fitted.predictive_logpdf(np.ones(2), return_draws=value)
