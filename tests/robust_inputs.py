@@ -1,11 +1,15 @@
-"""Shared pieces of the property-based robustness tests: junk inputs and the verdict.
+"""Shared pieces of the robustness tests: junk inputs, the verdict, and the campaign's cases.
 
 A public function of ibp_lab given bad or extreme input must either raise a
-ValueError/TypeError with a message (raised by ibp_lab itself or a builtin, not from
-deep inside a library) or return something that passes the caller's check.
+ValueError/TypeError whose message names the offending argument, or return something
+that passes the caller's check. :func:`clear_error_or` says so for the property tests;
+:func:`all_cases` lists the hostile-input campaign (see ``tests/campaign.py`` for the
+harness that runs each case in a forked child).
 """
 
 from __future__ import annotations
+
+import re
 
 from hypothesis import strategies as st
 
@@ -29,14 +33,1412 @@ not_a_count = st.one_of(
 )
 
 
-def clear_error_or(result_check, call):
-    """Run ``call``: a ValueError/TypeError must carry a message; otherwise check the result."""
+def names_one_of(message: str, names) -> bool:
+    """True if ``message`` names one of ``names`` as a word (``X`` is not in ``sigma_X``)."""
+    return any(
+        re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9])", message) for name in names
+    )
+
+
+def clear_error_or(result_check, call, names):
+    """Run ``call``: a refusal must name one of ``names``; otherwise check the result.
+
+    ``names`` are the arguments that the example varies: a ValueError/TypeError whose
+    message names none of them (a function that refuses everything with one message,
+    or an error from deep inside NumPy) fails. ``result_check`` may assert, or return
+    False (or a message) to fail; returning None or True passes.
+    """
+    names = (names,) if isinstance(names, str) else tuple(names)
     try:
         result = call()
     except (ValueError, TypeError) as exc:
-        assert str(exc), "an error without a message"
-        assert type(exc).__module__ in ("builtins",) or "ibp_lab" in type(exc).__module__, (
-            f"an error from deep inside a library: {type(exc).__module__}.{type(exc).__name__}: {exc}"
+        assert names_one_of(str(exc), names), (
+            f"a refusal that names none of {names}: {type(exc).__name__}: {exc}"
         )
         return
-    result_check(result)
+    verdict = result_check(result)
+    assert verdict is None or verdict is True, f"result check failed: {verdict!r} for {result!r:.200}"
+
+
+# =======================================================================================
+# The hostile-input campaign: cases for every public function of ibp_lab
+# =======================================================================================
+#
+# Each public function gets a *spec*: a valid base call (arguments by name), the kind of
+# each argument, and a result check. Every argument is then replaced, one at a time, by
+# the junk and extremes of its kind (:data:`MUTATIONS`); each replacement says whether it
+# must be refused (R), must work (A), or may do either (E: a clear refusal or a valid
+# result). The base call itself must work.
+
+import dataclasses  # noqa: E402
+import functools  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from campaign import Case  # noqa: E402
+
+R, A, E = "refuse", "accept", "either"
+
+_COMMON_JUNK = [("str", "1.0", R), ("None", None, R), ("complex", 1 + 1j, R), ("list", [1.0], R)]
+
+
+def _positive(base):
+    return [("nan", float("nan"), R), ("inf", float("inf"), R), ("-inf", -float("inf"), R),
+            ("negative", -1.0, R), ("zero", 0.0, R), ("huge", 1e308, E), ("subnormal", 5e-324, E),
+            ("bool", True, R), ("np.float32", np.float32(1.5), A)] + _COMMON_JUNK
+
+
+def _nonneg(base):
+    return [("nan", float("nan"), R), ("inf", float("inf"), R), ("negative", -1.0, R),
+            ("zero", 0.0, E), ("huge", 1e308, E), ("subnormal", 5e-324, E),
+            ("bool", True, R)] + _COMMON_JUNK
+
+
+def _real(base):
+    return [("nan", float("nan"), R), ("inf", float("inf"), R), ("huge", 1e308, E),
+            ("bool", True, R)] + _COMMON_JUNK
+
+
+def _count(base):
+    return [("negative", -1, R), ("zero", 0, E), ("float", 2.5, R), ("nan", float("nan"), R),
+            ("bool", True, R), ("str", "3", R), ("None", None, R), ("huge", 10**12, E),
+            ("beyond int64", 2**70, E), ("np.int64", np.int64(base), A)]
+
+
+def _probability(base):
+    return [("negative", -0.1, R), ("above one", 1.5, R), ("nan", float("nan"), R),
+            ("inf", float("inf"), R), ("zero", 0.0, E), ("one", 1.0, E), ("bool", True, R)] + _COMMON_JUNK
+
+
+def _flag(base):
+    return [("str no", "no", R), ("int 2", 2, R), ("int 1", 1, R), ("None", None, R),
+            ("np.bool_", np.bool_(not base), A)]
+
+
+def _rng(base):
+    return [("None", None, R), ("RandomState", np.random.RandomState(0), R), ("int", 0, R),
+            ("str", "rng", R), ("MT19937", np.random.Generator(np.random.MT19937(0)), A),
+            ("Philox", np.random.Generator(np.random.Philox(0)), A)]
+
+
+def _optional_rng(base):
+    return [m if m[0] != "None" else ("None", None, A) for m in _rng(base)]
+
+
+def _matrix(base):
+    """Junk for a 2-D real data matrix, derived from a valid one."""
+    base = np.asarray(base, dtype=float)
+    with_nan, with_inf = base.copy(), base.copy()
+    with_nan[0, 0], with_inf[-1, -1] = np.nan, np.inf
+    return [
+        ("nan entry", with_nan, R), ("inf entry", with_inf, R), ("complex", base + 0j, R),
+        ("complex 1j", base + 1j, R), ("object", base.astype(object), R),
+        ("numeric strings", base.astype(str), R), ("bytes", base.astype(bytes), R),
+        ("str", "abc", R), ("None", None, R), ("ragged", [[1.0, 2.0], [3.0]], R),
+        ("3-D", base[None], R), ("scalar", 1.0, R),
+        ("no rows", base[:0], E), ("no columns", base[:, :0], E), ("1-D row", base[0], E),
+        ("huge", base * 1e200 + 1e200, E), ("subnormal", base * 1e-320, E),
+        ("bool", base > 0, E), ("int", np.round(base).astype(int), E),
+        ("list", base.tolist(), A), ("float32", base.astype(np.float32), A),
+        ("one row", base[:1], E), ("datetime", np.zeros(base.shape, "datetime64[s]"), R),
+    ]
+
+
+def _vector(base):
+    """Junk for a 1-D real array."""
+    base = np.asarray(base, dtype=float)
+    with_nan = base.copy()
+    with_nan[0] = np.nan
+    return [
+        ("nan entry", with_nan, R), ("complex", base + 1j, R), ("object", base.astype(object), R),
+        ("numeric strings", base.astype(str), R), ("str", "abc", R), ("None", None, R),
+        ("2-D", base[None, :][[0, 0]], E), ("empty", base[:0], E), ("huge", base * 0 + 1e300, E),
+        ("list", base.tolist(), A),
+    ]
+
+
+def _binary(base):
+    """Junk for a binary feature matrix Z."""
+    base = np.asarray(base)
+    two, half, nan, neg = (base.astype(float) for _ in range(4))
+    two[0, 0], half[0, 0], nan[0, 0], neg[0, 0] = 2, 0.5, np.nan, -1
+    return [
+        ("entry 2", two, R), ("entry 0.5", half, R), ("entry nan", nan, R), ("entry -1", neg, R),
+        ("complex", base + 0j, R), ("numeric strings", base.astype(str), R),
+        ("object", base.astype(object), R), ("str", "Z", R), ("None", None, R),
+        ("one row short", base[:-1], E), ("1-D", base[:, 0], R), ("3-D", base[None], R),
+        ("bool", base.astype(bool), A), ("float", base.astype(float), A),
+        ("no columns", base[:, :0], E), ("list", base.tolist(), A),
+    ]
+
+
+def _choice(options):
+    """Junk for a string option; every valid option must work."""
+    def mutations(base):
+        out = [("nonsense", "nonsense", R), ("int", 3, R), ("None", None, R), ("bytes", b"x", R),
+               ("upper", str(base).upper() + "_", R)]
+        return out + [(f"option {o}", o, A) for o in options if o != base]
+    return mutations
+
+
+def _shape(base):
+    return [("negative", (-1, 6), R), ("float", (8.5, 6), R), ("str", "86", R), ("None", None, R),
+            ("one number", (8,), R), ("bool", (True, 6), R), ("zero", (0, 6), E),
+            ("three numbers", (8, 6, 1), R)]
+
+
+def _text(base):
+    return [("markup", "</script><script>alert(1)</script>", E), ("None", None, E),
+            ("int", 3, E), ("long", "x" * 10_000, E)]
+
+
+MUTATIONS = {
+    "positive": _positive, "nonneg": _nonneg, "real": _real, "count": _count,
+    "probability": _probability, "flag": _flag, "rng": _rng, "optional_rng": _optional_rng,
+    "matrix": _matrix, "vector": _vector, "binary": _binary, "shape": _shape, "text": _text,
+}
+
+
+@dataclasses.dataclass
+class Spec:
+    """A public function, a valid call, the kinds of its arguments and its result check."""
+
+    function: str
+    call: callable
+    base: dict
+    kinds: dict
+    check: callable = None
+    extremes: list = dataclasses.field(default_factory=list)
+    names: dict = dataclasses.field(default_factory=dict)
+    allow_inf: bool = False
+    time_limit: float = 10.0
+    junk: list = dataclasses.field(default_factory=list)
+
+
+def _invoke(call, kwargs):
+    return call(**kwargs)
+
+
+def spec_cases(spec: Spec) -> list[Case]:
+    """The base case, one case per mutation of each argument, the extremes and extra junk."""
+    def case(label, overrides, expect, names):
+        kwargs = {**spec.base, **overrides}
+        return Case(spec.function, label, functools.partial(_invoke, spec.call, kwargs),
+                    tuple(names), expect, spec.check, spec.allow_inf, spec.time_limit)
+
+    cases = [case("valid", {}, A, ())]
+    for arg, kind in spec.kinds.items():
+        mutate = MUTATIONS[kind] if isinstance(kind, str) else kind
+        names = spec.names.get(arg, (arg,))
+        for label, value, expect in mutate(spec.base.get(arg)):
+            cases.append(case(f"{arg}={label}", {arg: value}, expect, names))
+    for label, overrides, expect in spec.extremes:
+        cases.append(case(label, overrides, expect, tuple(overrides)))
+    for label, call, names, expect in spec.junk:
+        cases.append(Case(spec.function, label, call, tuple(names), expect, spec.check,
+                          spec.allow_inf, spec.time_limit))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------
+# result checks: each returns a description of what is wrong, or None
+# ---------------------------------------------------------------------------------------
+
+
+def _arr(value):
+    return np.asarray(value, dtype=float)
+
+
+def is_binary(Z, rows=None):
+    Z = np.asarray(Z)
+    if Z.ndim != 2 or not np.isin(Z, (0, 1)).all():
+        return f"not a binary matrix: shape {Z.shape}, values {np.unique(Z)[:5]}"
+    if rows is not None and Z.shape[0] != rows:
+        return f"{Z.shape[0]} rows, expected {rows}"
+    return None
+
+
+def in_unit_interval(p, what="probabilities"):
+    p = _arr(p)
+    if p.size and (p.min() < 0 or p.max() > 1):
+        return f"{what} outside [0, 1]: min {p.min():g}, max {p.max():g}"
+    return None
+
+
+def is_distribution(p, axis=None):
+    p = _arr(p)
+    bad = in_unit_interval(p)
+    if bad:
+        return bad
+    total = p.sum(axis=axis)
+    if p.size and not np.allclose(total, 1.0, atol=1e-8):
+        return f"does not sum to 1: {np.ravel(total)[:3]}"
+    return None
+
+
+def is_nonnegative(value, what="value"):
+    if isinstance(value, (tuple, list)) and value and all(np.ndim(v) > 0 for v in value):
+        return first_problem(*(is_nonnegative(v, what) for v in value))
+    v = _arr(value)
+    if v.size and v.min() < 0:
+        return f"{what} negative: {v.min():g}"
+    return None
+
+
+def first_problem(*problems):
+    return next((p for p in problems if p), None)
+
+
+def _no_check(result):
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# fixtures: small valid inputs, built once in the parent and inherited by every child
+# ---------------------------------------------------------------------------------------
+
+
+@functools.cache
+def data():
+    return np.random.default_rng(0).normal(size=(6, 3))
+
+
+@functools.cache
+def z_matrix():
+    return np.array([[1, 0], [1, 1], [0, 1], [1, 0], [0, 1], [1, 1]], dtype=np.int8)
+
+
+def fresh_rng():
+    return np.random.default_rng(0)
+
+
+@functools.cache
+def chain():
+    from ibp_lab.gibbs import run_chain
+    return run_chain(data(), 12, fresh_rng(), sigma_x=1.0, sigma_a=1.0, burn=3)
+
+
+@functools.cache
+def chains():
+    from ibp_lab.gibbs import run_chain
+    return [chain(), run_chain(data(), 12, np.random.default_rng(5), sigma_x=1.0, sigma_a=1.0, burn=3)]
+
+
+@functools.cache
+def fake_idata():
+    import arviz as az
+    return az.from_dict(posterior={"log_pi": np.log([[[0.5, 0.3]]]), "A": np.ones((1, 1, 2, 3)),
+                                   "sigma_X": [[0.3]]},
+                        dims={"log_pi": ["feature"], "A": ["feature", "pixel"]})
+
+
+# ---------------------------------------------------------------------------------------
+# extra kinds for structured arguments
+# ---------------------------------------------------------------------------------------
+
+
+def _draws(base):
+    """Junk for a list of binary matrices (posterior draws of Z)."""
+    Z = np.asarray(base[0])
+    bad = Z.astype(float)
+    bad[0, 0] = 2
+    return [("empty list", [], R), ("str", "Z", R), ("None", None, R), ("entry 2", [bad], R),
+            ("rows differ", [Z, Z[:-1]], R), ("complex", [Z + 0j], R), ("strings", [Z.astype(str)], R),
+            ("one matrix", Z, E), ("1-D draw", [Z[:, 0]], R), ("int", 3, R)]
+
+
+def _indices(size):
+    """Junk for an index array into ``size`` pixels."""
+    def mutations(base):
+        base = np.asarray(base)
+        return [("out of range", np.array([size]), R), ("negative", np.array([-1]), R),
+                ("float", base.astype(float) + 0.5, R), ("str", "0", R), ("None", None, R),
+                ("2-D", base[None], R), ("empty", base[:0], R), ("complex", base + 0j, R),
+                ("bool mask", np.ones(size, bool), R), ("huge", np.array([2**62]), R),
+                ("duplicates", np.repeat(base[:1], 2), E), ("list", base.tolist(), A)]
+    return mutations
+
+
+def _chain_junk(base):
+    return [("None", None, R), ("str", "chain", R), ("dict", {}, R), ("int", 3, R)]
+
+
+def _chains_junk(base):
+    return [("empty", [], R), ("None", None, R), ("str", "chains", R), ("list of None", [None], R),
+            ("one chain", base[0], E), ("int", 3, R)]
+
+
+def _dict_junk(base):
+    return [("empty dict", {}, R), ("None", None, R), ("str", "x", R), ("list", [1], R)]
+
+
+# ---------------------------------------------------------------------------------------
+# specs: prior, recursive, datasets
+# ---------------------------------------------------------------------------------------
+
+P, C, G = "positive", "count", "rng"
+
+
+def specs_prior():
+    from ibp_lab import prior as m
+
+    def sticks(out):
+        Z, pi = out
+        return first_problem(is_binary(Z), in_unit_interval(pi, "stick weights"))
+
+    return [
+        Spec("prior.sample_ibp", m.sample_ibp, dict(alpha=2.0, n=5, rng=fresh_rng(), beta=1.0),
+             dict(alpha=P, n=C, rng=G, beta=P), is_binary,
+             extremes=[("alpha 1e-100", dict(alpha=1e-100), A), ("alpha 1e3 n 3", dict(alpha=1e3, n=3), E),
+                       ("beta 1e-100", dict(beta=1e-100), E), ("beta 1e6", dict(beta=1e6, n=3), E)]),
+        Spec("prior.left_ordered", m.left_ordered, dict(Z=z_matrix()), dict(Z="binary"), is_binary),
+        Spec("prior.log_prior", m.log_prior, dict(Z=z_matrix(), alpha=2.0, beta=1.0),
+             dict(Z="binary", alpha=P, beta=P),
+             extremes=[("alpha 1e-100", dict(alpha=1e-100), E), ("alpha 1e6", dict(alpha=1e6), E),
+                       ("empty Z", dict(Z=np.zeros((0, 0), np.int8)), E)]),
+        Spec("prior.expected_num_features", m.expected_num_features, dict(alpha=2.0, n=5, beta=1.0),
+             dict(alpha=P, n=C, beta=P), is_nonnegative,
+             extremes=[("n 1e15", dict(n=10**15), E)]),
+        Spec("prior.harmonic_rate", m.harmonic_rate, dict(n=5, beta=1.0), dict(n=C, beta=P),
+             is_nonnegative, extremes=[("n 1e12", dict(n=10**12), E), ("n 1e12 beta 1e6", dict(n=10**12, beta=1e6), E)]),
+        Spec("prior.sample_stick_breaking", m.sample_stick_breaking,
+             dict(alpha=2.0, n=5, rng=fresh_rng(), truncation=20),
+             dict(alpha=P, n=C, rng=G, truncation=C), sticks,
+             extremes=[("alpha 1e-100", dict(alpha=1e-100), E), ("alpha 1e6", dict(alpha=1e6), E)]),
+        Spec("prior.expected_stick", m.expected_stick, dict(alpha=2.0, k=3), dict(alpha=P, k=C),
+             in_unit_interval, extremes=[("k array", dict(k=np.arange(1, 5)), A),
+                                         ("k 0", dict(k=0), E), ("k huge", dict(k=10**9), E)]),
+        Spec("prior.sample_finite_beta_bernoulli", m.sample_finite_beta_bernoulli,
+             dict(alpha=2.0, n=5, n_features=4, rng=fresh_rng(), beta=1.0),
+             dict(alpha=P, n=C, n_features=C, rng=G, beta=P), is_binary),
+        Spec("prior.simulate_feature_counts", m.simulate_feature_counts,
+             dict(alpha=2.0, n=5, n_draws=10, rng=fresh_rng(), beta=1.0),
+             dict(alpha=P, n=C, n_draws=C, rng=G, beta=P), is_nonnegative),
+        Spec("prior.finite_k_plus_pmf", m.finite_k_plus_pmf,
+             dict(alpha=2.0, n=5, n_features=6, beta=1.0),
+             dict(alpha=P, n=C, n_features=C, beta=P), is_distribution,
+             extremes=[("alpha 1e6", dict(alpha=1e6), E), ("alpha 1e-100", dict(alpha=1e-100), E)]),
+        Spec("prior.stick_truncation_level", m.stick_truncation_level, dict(alpha=2.0, n=5, tol=0.01),
+             dict(alpha=P, n=C, tol="probability"),
+             lambda k: None if isinstance(k, int) and k >= 0 else f"not a count: {k!r}",
+             extremes=[("alpha 1e6", dict(alpha=1e6), E), ("tol 1e-300", dict(tol=1e-300), E)]),
+    ]
+
+
+def _rm_steps(alpha, beta, k_max, tail):
+    from ibp_lab.recursive import RecursiveMarginals
+    model = RecursiveMarginals(alpha, beta, k_max, tail=tail)
+    return np.array([model.step() for _ in range(5)])
+
+
+def _rm_update(probabilities, rate):
+    from ibp_lab.recursive import RecursiveMarginals
+    model = RecursiveMarginals(2.0, 1.0, 6)
+    model.update(probabilities, rate=rate)
+    return model.prior_next()
+
+
+def _rm_prior_next():
+    from ibp_lab.recursive import RecursiveMarginals
+    model = RecursiveMarginals(2.0, 1.0, 6)
+    model.step()
+    return model.prior_next(), model.state_nbytes
+
+
+def _iter_rows(alpha, beta, k_max, tail):
+    from itertools import islice
+
+    from ibp_lab.recursive import iter_marginals
+    return np.array(list(islice(iter_marginals(alpha, beta, k_max, tail=tail), 5)))
+
+
+def specs_recursive():
+    from ibp_lab import recursive as m
+
+    exact = m.marginals(2.0, 1.0, 4, 6)
+    unit = in_unit_interval
+    rate_opt = dict(rate="positive")
+    return [
+        Spec("recursive.marginals", m.marginals, dict(alpha=2.0, beta=1.0, n=4, k_max=6),
+             dict(alpha=P, beta=P, n=C, k_max=C), unit,
+             extremes=[("issue: 1e4, 1, 4, 21857", dict(alpha=1e4, n=4, k_max=21857), E),
+                       ("alpha 1e-100", dict(alpha=1e-100), E), ("beta 1e6", dict(beta=1e6), E),
+                       ("k_max 1e9", dict(k_max=10**9), E)]),
+        Spec("recursive.monte_carlo_marginals", m.monte_carlo_marginals,
+             dict(alpha=2.0, beta=1.0, n=4, k_max=6, n_samples=50, rng=fresh_rng()),
+             dict(alpha=P, beta=P, n=C, k_max=C, n_samples=C, rng=G), unit,
+             extremes=[("alpha 1e6", dict(alpha=1e6, n_samples=2), E)]),
+        Spec("recursive.monte_carlo_mse", m.monte_carlo_mse,
+             dict(alpha=2.0, beta=1.0, n=4, k_max=6, sample_sizes=[20, 40], rng=fresh_rng()),
+             dict(alpha=P, beta=P, n=C, k_max=C, sample_sizes="vector", rng=G),
+             lambda out: is_nonnegative(out[0], "mse"),
+             extremes=[("sample size 0", dict(sample_sizes=[0]), R), ("sample size -5", dict(sample_sizes=[-5]), R),
+                       ("sample size 2.5", dict(sample_sizes=[2.5]), R)]),
+        Spec("recursive.monte_carlo_agreement", m.monte_carlo_agreement,
+             dict(exact=exact, estimate=exact, n_samples=100, family_level=1e-3, min_variance=50.0),
+             dict(exact="matrix", estimate="matrix", n_samples=C, family_level="probability",
+                  min_variance="nonneg"),
+             lambda rep: None if isinstance(rep.ok, (bool, np.bool_)) else "ok is not a bool",
+             extremes=[("estimate above 1", dict(estimate=exact + 2), R),
+                       ("exact above 1", dict(exact=exact + 2), R),
+                       ("shapes differ", dict(estimate=exact[:, :-1]), R)]),
+        Spec("recursive.new_dish_probabilities", m.new_dish_probabilities,
+             dict(rate_before=1.0, rate_new=2.0, k_max=6),
+             dict(rate_before="nonneg", rate_new="nonneg", k_max=C), unit,
+             extremes=[("rates 1e6", dict(rate_before=1e6, rate_new=1e6), E)]),
+        Spec("recursive.next_row_prior", m.next_row_prior,
+             dict(running_sum=np.zeros(5), n=1, rate_before=0.0, alpha=2.0, beta=1.5, k_max=None),
+             dict(running_sum="vector", n=C, rate_before="nonneg", alpha=P, beta=P),
+             lambda out: unit(out[0]),
+             extremes=[("running_sum above n", dict(running_sum=np.full(5, 7.0), n=2), R),
+                       ("running_sum negative", dict(running_sum=np.full(5, -1.0), n=2), R),
+                       ("k_max 3", dict(k_max=3), E), ("k_max -1", dict(k_max=-1), R)]),
+        Spec("recursive.RecursiveMarginals.step", _rm_steps, dict(alpha=2.0, beta=1.0, k_max=6, tail=1e-12),
+             dict(alpha=P, beta=P, tail="probability"), unit,
+             extremes=[("k_max None", dict(k_max=None), A), ("k_max 0", dict(k_max=0), E),
+                       ("k_max -1", dict(k_max=-1), R), ("k_max str", dict(k_max="6"), R),
+                       ("alpha 1e4 k_max None", dict(alpha=1e4, k_max=None), E),
+                       ("alpha 1e4 beta 1e-3", dict(alpha=1e4, beta=1e-3, k_max=None), E)]),
+        Spec("recursive.RecursiveMarginals.update", _rm_update,
+             dict(probabilities=m.marginals(2.0, 1.0, 1, 6)[0], rate=None),
+             dict(probabilities="vector", **rate_opt), unit,
+             extremes=[("probabilities above 1", dict(probabilities=np.full(6, 1.5)), R),
+                       ("probabilities negative", dict(probabilities=np.full(6, -0.5)), R),
+                       ("too long", dict(probabilities=np.full(9, 0.5)), E)]),
+        Spec("recursive.RecursiveMarginals.prior_next", _rm_prior_next, {}, {},
+             lambda out: unit(out[0])),
+        Spec("recursive.iter_marginals", _iter_rows, dict(alpha=2.0, beta=1.0, k_max=6, tail=1e-12),
+             dict(alpha=P, beta=P, tail="probability"), unit,
+             extremes=[("k_max None", dict(k_max=None), A), ("k_max -2", dict(k_max=-2), R)]),
+        Spec("recursive.num_dishes_rate", m.num_dishes_rate, dict(alpha=2.0, beta=1.0, n=4),
+             dict(alpha=P, beta=P, n=C), is_nonnegative),
+        Spec("recursive.new_dishes_rate", m.new_dishes_rate, dict(alpha=2.0, beta=1.0, n=4),
+             dict(alpha=P, beta=P, n=C), is_nonnegative),
+        Spec("recursive.columns_needed", m.columns_needed, dict(alpha=2.0, beta=1.0, n=4, tail=1e-12),
+             dict(alpha=P, beta=P, n=C, tail="probability"),
+             lambda k: None if isinstance(k, int) and k >= 0 else f"not a count: {k!r}",
+             extremes=[("alpha 1e6", dict(alpha=1e6), E)]),
+    ]
+
+
+def specs_datasets():
+    from ibp_lab import datasets as m
+
+    def sim(out):
+        X, Z, A_ = out
+        return is_binary(Z)
+
+    return [
+        Spec("datasets.load_optdigits", m.load_optdigits, dict(split="test"),
+             dict(split=_choice(["train", "test"]))),
+        Spec("datasets.load_digit_sets", m.load_digit_sets,
+             dict(n_train_per_class=3, n_test_per_class=2, seed=1),
+             dict(n_train_per_class=C, n_test_per_class=C, seed=C),
+             extremes=[("more than the file holds", dict(n_train_per_class=10**6), R)]),
+        Spec("datasets.four_feature_images", m.four_feature_images, {}, {}),
+        Spec("datasets.simulate_four_feature_data", m.simulate_four_feature_data,
+             dict(rng=fresh_rng(), n=5, sigma_x=0.5, p_on=0.5),
+             dict(rng=G, n=C, sigma_x=P, p_on="probability"), sim),
+        Spec("datasets.DigitSets.train", lambda: (m.load_digit_sets(n_train_per_class=2, n_test_per_class=1).train,
+                                                   m.load_digit_sets(n_train_per_class=2, n_test_per_class=1).test),
+             {}, {}),
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# specs: linear_gaussian, gibbs, exact, split_merge
+# ---------------------------------------------------------------------------------------
+
+MODEL_KINDS = dict(X="matrix", Z="binary", sigma_x=P, sigma_a=P)
+MODEL_EXTREMES = [
+    ("sigma_x 1e-100", dict(sigma_x=1e-100), E), ("sigma_a 1e-100", dict(sigma_a=1e-100), E),
+    ("sigma_x 1e6", dict(sigma_x=1e6), E), ("sigma_a 1e6", dict(sigma_a=1e6), E),
+    ("sigma_x 1e-9", dict(sigma_x=1e-9), E), ("Z rows differ from X", dict(Z=z_matrix()[:-1]), R),
+]
+
+
+def _posterior_check(out):
+    mean, cov = out
+    cov = np.asarray(cov)
+    return first_problem(is_nonnegative(np.diagonal(cov, axis1=-2, axis2=-1), "posterior variances"))
+
+
+def _sweep_check(Z):
+    bad = is_binary(Z, rows=6)
+    if bad:
+        return bad
+    return "an empty column" if Z.shape[1] and (np.asarray(Z).sum(axis=0) == 0).any() else None
+
+
+def _chain_check(result):
+    return first_problem(is_binary(result.Z), scan_result_of(result.trace))
+
+
+def scan_result_of(value):
+    from campaign import scan_result
+    return scan_result(value)
+
+
+def _stats_check(out):
+    Z, stats = out
+    return first_problem(is_binary(Z, rows=6), scan_result_of(
+        {k: v for k, v in stats.items() if not k.startswith("log_")}))
+
+
+def specs_models():
+    from ibp_lab import exact, gibbs, linear_gaussian as lg, split_merge as sm
+
+    X, Z = data(), z_matrix()
+    Xs = X[:3, :2]
+    hyper = dict(alpha=1.0, sigma_x=0.5, sigma_a=1.0)
+    mc_kinds = dict(MODEL_KINDS, alpha=P, rng=G, beta=P)
+    alpha_prior = lambda base: [("nan", (float("nan"), 1.0), R), ("negative", (-1.0, 1.0), R),
+                                ("one number", (1.0,), R), ("str", "ab", R), ("None", None, R),
+                                ("tiny shape", (1e-300, 1.0), E), ("huge rate", (1.0, 1e300), E),
+                                ("subnormal", (5e-324, 5e-324), E), ("complex", (1j, 1.0), R)]
+    posterior = exact.class_posterior(Xs, 1.0, 0.5, 1.0, k_max=4)
+    run = sm.run_chains_with_moves(X, [np.ones((6, 1))] * 2, 4, fresh_rng(), alpha=1.0, sigma_x=0.5,
+                                   sigma_a=1.0, n_proposals=2)
+    _, move_stats = sm.random_split_merge(X, Z, 1.0, 0.5, 1.0, fresh_rng(), 5)
+    move_base = dict(X=X, Z=Z, **hyper, rng=fresh_rng(), n_proposals=5, beta=1.0)
+    move_kinds = dict(mc_kinds, n_proposals=C)
+    specs = [
+        Spec("linear_gaussian.collapsed_loglik", lg.collapsed_loglik,
+             dict(X=X, Z=Z, sigma_x=0.5, sigma_a=1.0), MODEL_KINDS, extremes=MODEL_EXTREMES),
+        Spec("linear_gaussian.feature_posterior", lg.feature_posterior,
+             dict(X=X, Z=Z, sigma_x=0.5, sigma_a=1.0), MODEL_KINDS, _posterior_check,
+             extremes=MODEL_EXTREMES),
+        Spec("linear_gaussian.simulate", lg.simulate,
+             dict(n=5, rng=fresh_rng(), alpha=2.0, sigma_x=0.5, sigma_a=1.0, d=3, beta=1.0),
+             dict(n=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, d=C, beta=P), lambda out: is_binary(out[1])),
+        Spec("gibbs.gibbs_sweep", gibbs.gibbs_sweep, dict(X=X, Z=Z, **hyper, rng=fresh_rng(), beta=1.0),
+             mc_kinds, _sweep_check, extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)]),
+        Spec("gibbs.run_chain", gibbs.run_chain,
+             dict(X=X, n_sweeps=4, rng=fresh_rng(), Z0=None, alpha=1.0, sigma_x=0.5, sigma_a=1.0,
+                  beta=1.0, update_alpha=True, update_sigma_a=True, update_sigma_x=True,
+                  alpha_prior=(1.0, 1.0), thin=1, burn=0, n_scale_steps=2, progress=False),
+             dict(X="matrix", n_sweeps=C, rng=G, Z0="binary", alpha=P, sigma_x=P, sigma_a=P, beta=P,
+                  update_alpha="flag", update_sigma_a="flag", update_sigma_x="flag",
+                  alpha_prior=alpha_prior, thin=C, burn=C, n_scale_steps=C, progress="flag"),
+             _chain_check, time_limit=20,
+             extremes=[("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), E),
+                       ("thin 0", dict(thin=0), R)]),
+        Spec("gibbs.run_chains", gibbs.run_chains,
+             dict(X=X, n_chains=2, n_sweeps=3, rng=fresh_rng(), Z0=None, sigma_x=0.5, sigma_a=1.0),
+             dict(X="matrix", n_chains=C, n_sweeps=C, rng=G), lambda out: _chain_check(out[1][0]),
+             time_limit=20,
+             extremes=[("Z0 list", dict(Z0=[Z, Z]), A), ("Z0 list too short", dict(Z0=[Z]), R),
+                       ("unknown option", dict(colour="red"), R)]),
+        Spec("gibbs.k_plus_trace", gibbs.k_plus_trace,
+             dict(X=Xs, n_sweeps=5, rng=fresh_rng(), **hyper, beta=1.0, Z0=None, scan_order="random",
+                  return_types=False),
+             dict(X="matrix", n_sweeps=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, beta=P,
+                  scan_order=_choice(["random", "fixed"]), return_types="flag"),
+             lambda k: is_nonnegative(k if not isinstance(k, tuple) else k[0], "K+")),
+        Spec("exact.column_types", exact.column_types, dict(n_rows=3), dict(n_rows=C), is_binary),
+        Spec("exact.count_classes", exact.count_classes, dict(n_rows=3, k_max=4), dict(n_rows=C, k_max=C),
+             lambda n: None if isinstance(n, int) and n >= 1 else f"not a count: {n!r}"),
+        Spec("exact.enumerate_classes", lambda n_rows, k_max: list(
+            __import__("itertools").islice(exact.enumerate_classes(n_rows, k_max), 50)),
+             dict(n_rows=3, k_max=3), dict(n_rows=C, k_max=C),
+             lambda zs: next((is_binary(z) for z in zs if is_binary(z)), None)),
+        Spec("exact.class_counts", exact.class_counts, dict(Z=Z[:3]), dict(Z="binary"), is_nonnegative,
+             extremes=[("7 rows", dict(Z=np.ones((7, 2), np.int8)), E)]),
+        Spec("exact.class_posterior", exact.class_posterior,
+             dict(X=Xs, **hyper, beta=1.0, k_max=4), dict(X="matrix", alpha=P, sigma_x=P, sigma_a=P,
+                                                         beta=P, k_max=C),
+             lambda post: is_distribution(post.probabilities), time_limit=20,
+             extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E), ("7 rows", dict(X=X[:1].repeat(7, 0)), E)]),
+        Spec("exact.k_plus_posterior", exact.k_plus_posterior,
+             dict(X=Xs, **hyper, beta=1.0, k_max=4, return_tail=False),
+             dict(X="matrix", alpha=P, sigma_x=P, sigma_a=P, beta=P, k_max=C, return_tail="flag"),
+             lambda p: is_distribution(p if not isinstance(p, tuple) else p[0]), time_limit=20,
+             extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E), ("beta 1e-100", dict(beta=1e-100), E)]),
+        Spec("exact.ClassPosterior.probability_of", lambda Z: posterior.probability_of(Z),
+             dict(Z=np.array([[1], [1], [0]], np.int8)), dict(Z="binary"), in_unit_interval,
+             extremes=[("too many features", dict(Z=np.ones((3, 9), np.int8)), E)]),
+        Spec("exact.ClassPosterior.classes", lambda: list(posterior.classes())[:20], {}, {},
+             lambda zs: next((is_binary(z) for z in zs if is_binary(z)), None)),
+        Spec("split_merge.random_split_merge", sm.random_split_merge, move_base, move_kinds,
+             _stats_check, extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)]),
+        Spec("split_merge.sequential_split_merge", sm.sequential_split_merge, move_base, move_kinds,
+             _stats_check, extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)]),
+        Spec("split_merge.singleton_update", sm.singleton_update,
+             dict(X=X, Z=Z, **hyper, rng=fresh_rng(), beta=1.0), mc_kinds,
+             lambda Z_: is_binary(Z_, rows=6), extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)]),
+        Spec("split_merge.run_chains_with_moves", sm.run_chains_with_moves,
+             dict(X=X, Z0=[Z, Z], n_iterations=3, rng=fresh_rng(), **hyper, beta=1.0, move="sequential",
+                  n_proposals=2),
+             dict(X="matrix", Z0=_draws, n_iterations=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, beta=P,
+                  move=_choice(["sequential", "random", None]), n_proposals=C),
+             lambda run_: scan_result_of(run_.trace), time_limit=20),
+        Spec("split_merge.seconds_per_step", sm.seconds_per_step,
+             dict(X=X, Z=Z, **hyper, rng=fresh_rng(), beta=1.0, n_rounds=1, n_sweeps=1, n_proposals=2),
+             dict(mc_kinds, n_rounds=C, n_sweeps=C, n_proposals=C),
+             lambda costs: is_nonnegative(list(costs.values()), "seconds"), time_limit=20),
+        Spec("split_merge.log_ratio_parts", sm.log_ratio_parts, dict(stats=move_stats),
+             dict(stats=_dict_junk)),
+        Spec("split_merge.summarize_run", sm.summarize_run, dict(run=run, warmup_fraction=0.5),
+             dict(run=_chain_junk, warmup_fraction="probability")),
+    ]
+    return specs
+
+
+# ---------------------------------------------------------------------------------------
+# specs: summaries, heldout, predictive_checks
+# ---------------------------------------------------------------------------------------
+
+
+def _heldout_check(result):
+    return scan_result_of({"log_density": result.log_density, "mean": result.mean})
+
+
+def specs_summaries():
+    from ibp_lab import summaries as m
+
+    X, Z = data(), z_matrix()
+    A_ref = np.eye(2, 3)
+    match = m.match_features(A_ref, A_ref[::-1])
+    trace = np.random.default_rng(0).integers(0, 3, 200)
+    return [
+        Spec("summaries.co_ownership", m.co_ownership, dict(samples=[Z, Z]), dict(samples=_draws),
+             lambda M: in_unit_interval(M, "co-ownership")),
+        Spec("summaries.feature_correlations", m.feature_correlations, dict(A=A_ref, B=A_ref + 0.1),
+             dict(A="matrix", B="matrix"), lambda r: in_unit_interval(np.abs(r), "|correlation|"),
+             extremes=[("constant feature", dict(A=np.ones((2, 3))), E), ("widths differ", dict(B=np.eye(2, 4)), R)]),
+        Spec("summaries.match_features", m.match_features, dict(A_ref=A_ref, A=A_ref[::-1]),
+             dict(A_ref="matrix", A="matrix"),
+             extremes=[("constant feature", dict(A=np.ones((2, 3))), E), ("widths differ", dict(A=np.eye(2, 4)), R)]),
+        Spec("summaries.FeatureMatch.matched_to", lambda n_ref, threshold: match.matched_to(n_ref, threshold=threshold),
+             dict(n_ref=2, threshold=-1.0), dict(n_ref=C, threshold="real"),
+             extremes=[("n_ref below the matches", dict(n_ref=1), R)]),
+        Spec("summaries.draw_feature_means", m.draw_feature_means,
+             dict(X=X, samples=[Z], sigma_x=0.5, sigma_a=1.0),
+             dict(X="matrix", samples=_draws, sigma_x=P, sigma_a=P), extremes=MODEL_EXTREMES),
+        Spec("summaries.chain_feature_means", m.chain_feature_means, dict(X=data(), chain=chain()),
+             dict(X="matrix", chain=_chain_junk)),
+        Spec("summaries.reappearance", m.reappearance,
+             dict(A_ref=A_ref, draws=[A_ref, A_ref[:1]], threshold=0.9),
+             dict(A_ref="matrix", draws=lambda b: [("str", "x", R), ("None", None, R), ("empty", [], E),
+                                                   ("widths differ", [np.eye(2, 4)], R),
+                                                   ("nan draw", [A_ref * np.nan], R)],
+                  threshold="real"), lambda r: in_unit_interval(r, "shares")),
+        Spec("summaries.chain_summaries", m.chain_summaries, dict(chains=chains(), labels=["a", "b"]),
+             dict(chains=_chains_junk, labels=lambda b: [("too few", ["a"], R), ("str", "ab", R),
+                                                         ("markup", ["<b>", "</script>"], E)]),
+             time_limit=20),
+        Spec("summaries.label_free_diagnostics", m.label_free_diagnostics,
+             dict(chains=chains(), var_names=("k_plus", "log_joint")),
+             dict(chains=_chains_junk, var_names=lambda b: [("unknown", ("colour",), R), ("str", "k_plus", E),
+                                                           ("empty", (), R), ("None", None, R)]),
+             time_limit=20, allow_inf=True),
+        Spec("summaries.k_plus_frequencies", m.k_plus_frequencies, dict(k_plus=[0, 1, 1, 5], k_max=3),
+             dict(k_plus="vector", k_max=C), is_distribution,
+             extremes=[("negative K+", dict(k_plus=[-1, 2]), R), ("fractional K+", dict(k_plus=[1.5]), R),
+                       ("k_max huge", dict(k_max=10**12), E)]),
+        Spec("summaries.total_variation", m.total_variation, dict(p=[0.5, 0.5], q=[0.25, 0.5, 0.25]),
+             dict(p="vector", q="vector"), lambda tv: in_unit_interval(tv, "total variation"),
+             extremes=[("p negative", dict(p=[-0.5, 1.5]), R), ("p sums to 2", dict(p=[1.0, 1.0]), R)]),
+        Spec("summaries.total_variation_noise", m.total_variation_noise,
+             dict(p=[0.5, 0.5], n_eff=100.0, rng=fresh_rng(), n_rep=50),
+             dict(p="vector", n_eff=P, rng=G, n_rep=C), lambda tv: in_unit_interval(tv, "total variation"),
+             extremes=[("n_eff 1e15", dict(n_eff=1e15), E), ("p sums to 2", dict(p=[1.0, 1.0]), R)]),
+        Spec("summaries.indicator_ess",
+             lambda values, categories: np.nan_to_num(m.indicator_ess(values, categories), nan=0.0),
+             dict(values=trace, categories=[0, 1, 2]), dict(values="vector", categories="vector"),
+             is_nonnegative),
+        Spec("summaries.class_ownership", m.class_ownership, dict(Z=Z, labels=[0, 0, 1, 1, 2, 2]),
+             dict(Z="binary", labels=lambda b: [("too short", [0, 1], R), ("None", None, R),
+                                                ("nan", [np.nan] * 6, E), ("str labels", list("aabbcc"), E)]),
+             lambda s: in_unit_interval(s, "shares")),
+    ]
+
+
+def specs_heldout():
+    from ibp_lab import heldout as m
+
+    X = np.random.default_rng(1).normal(size=(20, 4))
+    obs, hid = np.array([0, 1]), np.array([2, 3])
+    idx = dict(observed=_indices(4), hidden=_indices(4))
+    split = dict(X=X[:3], observed=obs, hidden=hid)
+    split_kinds = dict(X="matrix", **idx)
+    Z = (np.random.default_rng(2).random((20, 2)) < 0.5).astype(np.int8)
+    result = m.HeldoutResult(np.zeros(3), np.zeros((3, 2)))
+    fitted_gauss = m.FullGaussian().fit(X)
+    fitted_ppca = m.PPCA(2).fit(X)
+    cov = np.cov(X.T) + np.eye(4) * 0.1
+    return [
+        Spec("heldout.split_top_bottom", m.split_top_bottom, dict(shape=(8, 6), n_top_rows=4),
+             dict(shape="shape", n_top_rows=C),
+             extremes=[("n_top_rows beyond shape", dict(n_top_rows=9), R)]),
+        Spec("heldout.gaussian_conditional", m.gaussian_conditional,
+             dict(mean=np.zeros(4), cov=cov, **split),
+             dict(mean="vector", cov="matrix", **split_kinds), _posterior_check,
+             extremes=[("cov not positive definite", dict(cov=-np.eye(4)), R),
+                       ("cov singular", dict(cov=np.zeros((4, 4))), E),
+                       ("cov asymmetric", dict(cov=np.triu(np.ones((4, 4))) * 2), R),
+                       ("observed and hidden overlap", dict(hidden=np.array([1, 2])), R)]),
+        Spec("heldout.FullGaussian", lambda ridge, X_fit: m.FullGaussian(ridge=ridge).fit(X_fit).heldout(X[:3], obs, hid),
+             dict(ridge=1e-4, X_fit=X), dict(ridge="nonneg", X_fit="matrix"), _heldout_check,
+             names=dict(X_fit=("X",))),
+        Spec("heldout.FullGaussian.heldout", fitted_gauss.heldout, split, split_kinds, _heldout_check),
+        Spec("heldout.PPCA", lambda n_components, X_fit: m.PPCA(n_components).fit(X_fit).heldout(X[:3], obs, hid),
+             dict(n_components=2, X_fit=X), dict(n_components=C, X_fit="matrix"), _heldout_check,
+             names=dict(X_fit=("X",)),
+             extremes=[("n_components = D", dict(n_components=4), E), ("n_components > D", dict(n_components=9), R)]),
+        Spec("heldout.PPCA.heldout", fitted_ppca.heldout, split, split_kinds, _heldout_check),
+        Spec("heldout.HeldoutResult.rmse", result.rmse, dict(X_hidden=np.ones((3, 2))),
+             dict(X_hidden="matrix"), is_nonnegative),
+        Spec("heldout.finite_feature_heldout", m.finite_feature_heldout,
+             dict(X=X[:3], observed=obs, hidden=hid, probabilities=[[0.5, 0.3]],
+                  features=np.ones((1, 2, 4)), sigma_x=0.5, feature_variances=None),
+             dict(X="matrix", **idx, probabilities="matrix", sigma_x=P,
+                  features=lambda b: [("nan", b * np.nan, R), ("2-D", b[0], R), ("complex", b + 1j, R),
+                                      ("str", "A", R), ("wrong D", np.ones((1, 2, 5)), R)]),
+             _heldout_check,
+             extremes=[("probabilities above 1", dict(probabilities=[[1.5, 0.3]]), R),
+                       ("probabilities negative", dict(probabilities=[[-0.5, 0.3]]), R),
+                       ("negative feature_variances", dict(feature_variances=-np.ones((1, 2, 4))), R),
+                       ("sigma_x 1e-100", dict(sigma_x=1e-100), E), ("sigma_x 1e-9", dict(sigma_x=1e-9), E)]),
+        Spec("heldout.ibp_gibbs_heldout", m.ibp_gibbs_heldout,
+             dict(X_train=X, samples=[(Z, 0.5, 1.0, 1.0)], X_test=X[:2], observed=obs, hidden=hid,
+                  rng=fresh_rng(), beta=1.0, n_sweeps=3, burn=1, max_new=2),
+             dict(X_train="matrix", X_test="matrix", **idx, rng=G, beta=P, n_sweeps=C, burn=C, max_new=C,
+                  samples=lambda b: [("empty", [], R), ("None", None, R), ("str", "s", R),
+                                     ("nan sigma", [(Z, np.nan, 1.0, 1.0)], R),
+                                     ("negative alpha", [(Z, 0.5, 1.0, -1.0)], R),
+                                     ("Z rows differ", [(Z[:-1], 0.5, 1.0, 1.0)], R),
+                                     ("Z not binary", [(Z * 2, 0.5, 1.0, 1.0)], R),
+                                     ("short tuple", [(Z, 0.5)], R)]),
+             _heldout_check, time_limit=20,
+             extremes=[("burn beyond n_sweeps", dict(burn=5), R)]),
+        Spec("heldout.compare_heldout", m.compare_heldout,
+             dict(results={"a": result, "b": m.HeldoutResult(np.ones(3), np.ones((3, 2)))},
+                  X_hidden=np.zeros((3, 2)), reference="b"),
+             dict(results=_dict_junk, X_hidden="matrix",
+                  reference=lambda b: [("unknown", "c", R), ("None", None, R), ("int", 3, R)])),
+    ]
+
+
+def specs_predictive():
+    from ibp_lab import predictive_checks as m
+
+    X, Z = data(), z_matrix()
+    return [
+        Spec("predictive_checks.replicate_digits", m.replicate_digits,
+             dict(X=X, samples=[(Z, 0.5, 1.0)], rng=fresh_rng()),
+             dict(X="matrix", rng=G,
+                  samples=lambda b: [("empty", [], R), ("None", None, R), ("nan sigma", [(Z, np.nan, 1.0)], R),
+                                     ("negative sigma", [(Z, -1.0, 1.0)], R), ("Z rows differ", [(Z[:-1], 0.5, 1.0)], R),
+                                     ("Z not binary", [(Z * 3, 0.5, 1.0)], R), ("str", "s", R),
+                                     ("short tuple", [(Z,)], R), ("sigma 1e-100", [(Z, 1e-100, 1.0)], E)])),
+        Spec("predictive_checks.ink_statistics", m.ink_statistics,
+             dict(ink=[[0.0, 0.5], [1.0, -0.2]], blank_below=1 / 32),
+             dict(ink="matrix", blank_below="real"),
+             lambda s: first_problem(in_unit_interval(s["share_blank"]), in_unit_interval(s["share_negative"]))),
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# specs: pymc_models (building and sampling are slow: fewer, cheaper mutations)
+# ---------------------------------------------------------------------------------------
+
+_CHEAP_MATRIX = {"nan entry", "complex 1j", "numeric strings", "object", "no rows", "huge", "3-D"}
+
+
+def _cheap_matrix(base):
+    return [m for m in _matrix(base) if m[0] in _CHEAP_MATRIX]
+
+
+def specs_pymc():
+    from ibp_lab import pymc_models as m
+
+    X = np.random.default_rng(0).normal(size=(4, 3))
+    values = {"alpha": 1.0, "nu": [0.5, 0.5], "sigma_A": 1.0, "A": np.zeros((2, 3))}
+    model = m.build_model(X, 2, sigma_x=0.5)
+    values_junk = lambda b: [("missing A", {k: v for k, v in b.items() if k != "A"}, R),
+                             ("nan alpha", {**b, "alpha": np.nan}, R), ("nu above 1", {**b, "nu": [1.5, 0.5]}, R),
+                             ("A wrong shape", {**b, "A": np.zeros((3, 3))}, R), ("None", None, R),
+                             ("negative sigma_A", {**b, "sigma_A": -1.0}, R), ("complex A", {**b, "A": b["A"] + 1j}, R)]
+    pat = dict(X=X, pi=[0.5, 0.3], A=np.ones((2, 3)), sigma_x=0.5)
+    pat_kinds = dict(X="matrix", pi="vector", A="matrix", sigma_x=P)
+    pat_extremes = [("pi above 1", dict(pi=[1.5, 0.3]), R), ("pi negative", dict(pi=[-0.5, 0.3]), R),
+                    ("pi 0 and 1", dict(pi=[0.0, 1.0]), E), ("A widths differ", dict(A=np.ones((2, 4))), R),
+                    ("sigma_x 1e-100", dict(sigma_x=1e-100), E), ("too many features", dict(pi=np.full(30, 0.5), A=np.ones((30, 3))), R)]
+    idata_junk = lambda b: [("None", None, R), ("str", "idata", R), ("dict", {}, R)]
+    sample_kinds = dict(rng=G, draws=C, tune=C, chains=C, start=_choice(["data", "default"]),
+                        target_accept="probability", cores=C, keep_warmup="flag", quiet="flag")
+    return [
+        Spec("pymc_models.pattern_matrix", m.pattern_matrix, dict(n_features=3), dict(n_features=C), is_binary),
+        Spec("pymc_models.build_model", m.build_model,
+             dict(X=X, n_features=2, sigma_x=0.5, alpha_shape=1.0, alpha_rate=1.0, sigma_a_scale=1.0,
+                  sigma_x_scale=1.0),
+             dict(X=_cheap_matrix, n_features=C, sigma_x=P, alpha_shape=P, alpha_rate=P, sigma_a_scale=P,
+                  sigma_x_scale=P), time_limit=30,
+             extremes=[("sigma_x None", dict(sigma_x=None), A)]),
+        Spec("pymc_models.initial_point_from_data", m.initial_point_from_data,
+             dict(X=X, n_features=2, rng=fresh_rng(), sigma_x=0.5, scale=0.5, nu=0.8, alpha=2.0),
+             dict(X="matrix", n_features=C, rng=G, sigma_x=P, scale=P, nu="probability", alpha=P)),
+        Spec("pymc_models.sample_posterior", m.sample_posterior,
+             dict(model=model, X=X, rng=fresh_rng(), draws=3, tune=3, chains=1, start="data",
+                  target_accept=0.8, cores=1, keep_warmup=False, quiet=True),
+             dict(model=lambda b: [("None", None, R), ("str", "model", R)], X=_cheap_matrix, **sample_kinds),
+             time_limit=120, allow_inf=True),
+        Spec("pymc_models.row_log_likelihood", m.row_log_likelihood, pat, pat_kinds, extremes=pat_extremes),
+        Spec("pymc_models.pattern_log_posteriors", m.pattern_log_posteriors, pat, pat_kinds,
+             lambda lp: None if np.all(np.asarray(lp) <= 1e-12) else "log probability above 0",
+             extremes=pat_extremes, allow_inf=True),
+        Spec("pymc_models.pattern_posterior", m.pattern_posterior, pat, pat_kinds,
+             lambda p: is_distribution(p, axis=1), extremes=pat_extremes),
+        Spec("pymc_models.recover_z", m.recover_z, dict(idata=fake_idata(), X=X[:, :3], chain=None, n_draws=None),
+             dict(idata=idata_junk, X="matrix"),
+             lambda r: first_problem(in_unit_interval(r.probabilities), is_binary(r.map_z)),
+             extremes=[("chain 5", dict(chain=5), R), ("chain -1", dict(chain=-1), R),
+                       ("n_draws 0", dict(n_draws=0), R), ("n_draws str", dict(n_draws="2"), R)]),
+        Spec("pymc_models.sample_z", m.sample_z,
+             dict(idata=fake_idata(), X=X[:, :3], rng=fresh_rng(), chain=None, n_draws=3),
+             dict(idata=idata_junk, X="matrix", rng=G, n_draws=C),
+             lambda Z: next((is_binary(z) for z in np.asarray(Z) if is_binary(z)), None),
+             extremes=[("chain 5", dict(chain=5), R), ("chain 1.5", dict(chain=1.5), R)]),
+        Spec("pymc_models.numpy_logp", m.numpy_logp,
+             dict(X=X, values=values, sigma_x=0.5, alpha_shape=1.0, alpha_rate=1.0, sigma_a_scale=1.0,
+                  sigma_x_scale=1.0),
+             dict(X="matrix", values=values_junk, sigma_x=P, alpha_shape=P, alpha_rate=P,
+                  sigma_a_scale=P, sigma_x_scale=P)),
+        Spec("pymc_models.feature_gradient", m.feature_gradient, dict(model=model, values=values),
+             dict(model=lambda b: [("None", None, R), ("str", "model", R)], values=values_junk), time_limit=30),
+        Spec("pymc_models.time_gradient", m.time_gradient, dict(X=X, n_features=2, sigma_x=0.5, repeats=2),
+             dict(X=_cheap_matrix, n_features=C, sigma_x=P, repeats=C), is_nonnegative, time_limit=30),
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# specs: streaming, RecursiveIBP and every field of its state
+# ---------------------------------------------------------------------------------------
+
+
+class Damaged(Exception):
+    """A refusal that left the object or a file changed: reported as a crash."""
+
+
+def _fitted_check(model):
+    problems = [scan_result_of({"features": model.features_, "variances": model.feature_variances_,
+                                "usage": model.feature_usage_, "expected": model.n_features_expected_})]
+    problems.append(is_nonnegative(model.feature_variances_, "feature variances"))
+    problems.append(is_nonnegative(model.feature_usage_, "feature usage"))
+    problems.append(in_unit_interval(model.feature_existence_, "feature existence"))
+    return first_problem(*problems)
+
+
+def _stream_fit(alpha, beta, sigma_x, sigma_a, model, n_steps, rng, tol, sigma_w, ossify, keep_history,
+                record_posteriors, X):
+    from ibp_lab.streaming import RecursiveIBP
+    est = RecursiveIBP(alpha, beta, sigma_x, sigma_a, model=model, n_steps=n_steps, rng=rng, tol=tol,
+                       sigma_w=sigma_w, ossify=ossify, keep_history=keep_history,
+                       record_posteriors=record_posteriors)
+    return est.fit(X)
+
+
+def _fitted(rng=None, X=None):
+    from ibp_lab.streaming import RecursiveIBP
+    est = RecursiveIBP(1.0, 1.0, 0.5, 1.0, rng=rng or fresh_rng(), record_posteriors=True)
+    return est.fit(data() if X is None else X)
+
+
+def _same_state(a: dict, b: dict) -> bool:
+    if set(a) != set(b):
+        return False
+    return all(repr(np.asarray(a[k]).tolist()) == repr(np.asarray(b[k]).tolist()) if isinstance(a[k], np.ndarray)
+               else repr(a[k]) == repr(b[k]) for k in a)
+
+
+def _set_state_untouched(state):
+    """set_state(state) on a fitted model; a refusal must leave the model as it was."""
+    model = _fitted()
+    before = model.get_state()
+    try:
+        model.set_state(state)
+    except (ValueError, TypeError):
+        if not _same_state(before, model.get_state()):
+            raise Damaged("set_state changed the model before refusing the state") from None
+        raise
+    return _fitted_check(model) or model
+
+
+def _state_field_mutations(key, value):
+    """Junk for one state field, by what the field holds."""
+    out = [("missing", None, R), ("None", None, R), ("str", "x", R), ("list of str", ["x"], R)]
+    if isinstance(value, (bool, np.bool_)):
+        return out + [("str no", "no", R), ("int 2", 2, R)]
+    if isinstance(value, np.ndarray):
+        bad_nan = value.astype(float).copy()
+        if bad_nan.size:
+            bad_nan.flat[0] = np.nan
+        return out + [("nan entry", bad_nan, R if value.size else E), ("complex", value + 1j, R),
+                      ("one entry more", np.concatenate([value.reshape(-1), value.reshape(-1)[:1] + 1])
+                       if value.size else np.ones(1), R),
+                      ("negative", -np.abs(value.astype(float)) - 1, E), ("3-D", value[None, None], R),
+                      ("numeric strings", value.astype(str), R), ("object", value.astype(object), R)]
+    if isinstance(value, (int, np.integer)):
+        return out + [("negative", -1, R), ("float", float(value) + 0.5, R), ("bool", True, R),
+                      ("huge", 10**30, E), ("plus 7", value + 7, E)]
+    if isinstance(value, float):
+        return out + [("nan", float("nan"), R), ("inf", float("inf"), R), ("negative", -1.0, E),
+                      ("zero", 0.0, E), ("bool", True, R), ("huge", 1e308, E)]
+    if isinstance(value, dict):
+        return out + [("empty dict", {}, R), ("other generator's state", np.random.MT19937(0).state, R)]
+    return out + [("int", 3, R), ("nonsense", "nonsense", R)]
+
+
+#: Edits of the state that look plausible and must still be refused (inconsistent or impossible).
+def _state_edits(state):
+    k = len(state["features"])
+    edits = {
+        "rng_kind seed": ("rng_kind", "seed"), "rng_kind RandomState": ("rng_kind", "RandomState"),
+        "rng_kind default_rng": ("rng_kind", "default_rng"), "rng_kind MT19937": ("rng_kind", "MT19937"),
+        "ossify no": ("ossify", "no"), "record_posteriors 1": ("record_posteriors", 1),
+        "negative sigma_x": ("sigma_x", -1.0), "zero sigma_a": ("sigma_a", 0.0),
+        "negative beta": ("beta", -2.0), "negative tol": ("tol", -1e-6), "n_steps 0": ("n_steps", 0),
+        "negative variances": ("variances", -np.abs(state["variances"]) - 1),
+        "zero variances": ("variances", np.zeros_like(state["variances"])),
+        "usage beyond n_seen": ("usage", state["usage"] + state["n_seen"] + 5),
+        "negative usage": ("usage", -np.abs(state["usage"]) - 1),
+        "positive log_unowned": ("log_unowned", np.abs(state["log_unowned"]) + 1),
+        "n_seen mismatch histories": ("n_seen", state["n_seen"] + 3),
+        "negative n_seen": ("n_seen", -1), "negative rate": ("rate", -1.0),
+        "negative retired_rate": ("retired_rate", -1.0), "dim mismatch": ("dim", state["dim"] + 1),
+        "dish duplicates": ("dish", np.zeros(k, np.int64)),
+        "next_dish not beyond dishes": ("next_dish", 0),
+        "features rows differ": ("features", np.vstack([state["features"], state["features"][:1]])),
+        "posterior values above 1": ("posterior_values", state["posterior_values"] + 2),
+        "posterior rows beyond n_seen": ("posterior_rows", state["posterior_rows"] + 100),
+        "posterior lengths differ": ("posterior_rows", state["posterior_rows"][:-1]),
+        "version 2": ("version", 2), "version str": ("version", "1"), "model pca": ("model", "pca"),
+        "rng_state garbage": ("rng_state", {"bit_generator": "PCG64", "state": {"state": -1, "inc": "x"}}),
+    }
+    return edits
+
+
+def specs_streaming():
+    from ibp_lab import streaming as m
+    from ibp_lab.streaming import RecursiveIBP
+
+    X = data()
+    fitted = _fitted()
+    state = fitted.get_state()
+    base = dict(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, model="linear_gaussian", n_steps=3,
+                rng=fresh_rng(), tol=1e-6, sigma_w=1.0, ossify=False, keep_history=True,
+                record_posteriors=False, X=X)
+    kinds = dict(alpha=P, beta=P, sigma_x=P, sigma_a=P, model=_choice(["linear_gaussian", "factor_analysis"]),
+                 n_steps=C, rng="optional_rng", tol=P, sigma_w=P, ossify="flag", keep_history="flag",
+                 record_posteriors="flag", X="matrix")
+    fit_extremes = [("issue: sigma_x 1e-9, X [[1.0]]", dict(sigma_x=1e-9, X=np.array([[1.0]])), E),
+                    ("alpha 1e4", dict(alpha=1e4), E), ("alpha 1e-100", dict(alpha=1e-100), E),
+                    ("sigma_a 1e-100", dict(sigma_a=1e-100), E), ("sigma_x 1e6", dict(sigma_x=1e6), E),
+                    ("factor analysis sigma_x 1e-9", dict(model="factor_analysis", sigma_x=1e-9), E),
+                    ("data 1e150", dict(X=X * 1e150), E)]
+    state_specs = []
+    for key, value in state.items():
+        muts = _state_field_mutations(key, value)
+
+        def mutate(b, muts=muts):
+            return muts
+
+        def call(field_value, key=key, label=None):
+            return _set_state_untouched({**state, key: field_value})
+
+        cases = []
+        for label, v, expect in muts:
+            if label == "missing":
+                trimmed = {k: v2 for k, v2 in state.items() if k != key}
+                cases.append((f"{key}: missing", functools.partial(_set_state_untouched, trimmed), (key,), R))
+            else:
+                cases.append((f"{key}: {label}", functools.partial(_set_state_untouched, {**state, key: v}),
+                              (key,), expect))
+        state_specs.extend(cases)
+    for label, (key, value) in _state_edits(state).items():
+        state_specs.append((f"edit {label}", functools.partial(_set_state_untouched, {**state, key: value}),
+                            (key,), R))
+    state_specs.append(("extra key", functools.partial(_set_state_untouched, {**state, "colour": "red"}),
+                        ("colour",), R))
+    state_specs += [(f"not a dict: {label}", functools.partial(_set_state_untouched, v), ("state",), R)
+                    for label, v in [("None", None), ("list", [1]), ("str", "state")]]
+    nx = lambda b: [m_ for m_ in _matrix(b) if m_[0] != "1-D row"] + [("wrong width", np.ones((2, 5)), R)]
+    return [
+        Spec("streaming.RecursiveIBP.fit", _stream_fit, base, kinds, _fitted_check, extremes=fit_extremes,
+             time_limit=20),
+        Spec("streaming.RecursiveIBP.partial_fit", lambda X: _fitted().partial_fit(X), dict(X=X[:2]),
+             dict(X=nx), _fitted_check),
+        Spec("streaming.RecursiveIBP.bp_means_limit",
+             lambda gamma, sigma_x, sigma_a, n_steps, ossify, record_posteriors, tol: RecursiveIBP.bp_means_limit(
+                 gamma, sigma_x, sigma_a=sigma_a, n_steps=n_steps, ossify=ossify,
+                 record_posteriors=record_posteriors, tol=tol).fit(X),
+             dict(gamma=1.0, sigma_x=0.1, sigma_a=1.0, n_steps=3, ossify=False, record_posteriors=True, tol=1e-6),
+             dict(gamma=P, sigma_x=P, sigma_a=P, n_steps=C, ossify="flag", record_posteriors="flag", tol=P),
+             _fitted_check, extremes=[("sigma_x 1e-9", dict(sigma_x=1e-9), E), ("sigma_x 1e-3", dict(sigma_x=1e-3), E)]),
+        Spec("streaming.RecursiveIBP.next_prior", lambda: fitted.next_prior(), {}, {},
+             lambda out: in_unit_interval(out[0])),
+        Spec("streaming.RecursiveIBP.predictive_logpdf",
+             lambda X_new, n_draws, rng, return_draws: fitted.predictive_logpdf(
+                 X_new, n_draws=n_draws, rng=rng, return_draws=return_draws),
+             dict(X_new=X[:2], n_draws=5, rng=fresh_rng(), return_draws=False),
+             dict(X_new=nx, n_draws=C, rng="optional_rng", return_draws="flag"),
+             names=dict(X_new=("X_new", "X"))),
+        Spec("streaming.RecursiveIBP.get_state", lambda: fitted.get_state(), {}, {}),
+        Spec("streaming.RecursiveIBP.properties", lambda: {
+            name: getattr(fitted, name) for name in
+            ("alpha", "log_alpha", "features_", "feature_variances_", "feature_usage_", "feature_existence_",
+             "dish_numbers_", "n_features_expected_", "poisson_rate_history_", "expected_features_history_",
+             "n_slots_history_", "n_seen_", "state_nbytes")}, {}, {}),
+        Spec("streaming.RecursiveIBP.unfitted", lambda: repr(RecursiveIBP(1.0, 1.0, 0.5, 1.0)),
+             {}, {}, junk=[(f"unfitted {a}", functools.partial(
+                 lambda a: getattr(RecursiveIBP(1.0, 1.0, 0.5, 1.0), a), a), (a, "fit"), E)
+                 for a in ("features_", "feature_variances_", "n_features_expected_", "posterior_history_")]
+             + [("unfitted next_prior", lambda: RecursiveIBP(1.0, 1.0, 0.5, 1.0).next_prior(), ("fit",), E),
+                ("unfitted predictive_logpdf", lambda: RecursiveIBP(1.0, 1.0, 0.5, 1.0).predictive_logpdf(X),
+                 ("fit",), E),
+                ("unfitted get_state then set_state", lambda: RecursiveIBP(1.0, 1.0, 0.5, 1.0).set_state(
+                    RecursiveIBP(1.0, 1.0, 0.5, 1.0).get_state()), ("state",), E)]),
+        Spec("streaming.RecursiveIBP.set_state", lambda: _set_state_untouched(dict(state)), {}, {},
+             junk=state_specs),
+        Spec("streaming.RecursiveIBP.save", _save_round_trip, dict(kind="PCG64"), {},
+             junk=[(f"bit generator {k}", functools.partial(_save_round_trip, k), (k,), A)
+                   for k in ("MT19937", "Philox", "SFC64", "PCG64DXSM")]
+             + [("path is a directory", lambda: _fitted().save(os.getcwd()), ("path", os.getcwd()), R),
+                ("path None", lambda: _fitted().save(None), ("path",), R),
+                ("path in a missing directory", lambda: _fitted().save("no/such/dir/x.npz"), ("path", "no/such"), E)]),
+        Spec("streaming.RecursiveIBP.load", _load_bytes, dict(payload=_good_checkpoint()), {},
+             junk=_load_junk()),
+        Spec("streaming.filtering_prior", m.filtering_prior,
+             dict(usage=[1.0, 0.0], log_unowned=[-np.inf, 0.0], dish=[1, 2], n=2, rate_before=1.0, alpha=2.0,
+                  beta=1.0, last_used=None),
+             dict(usage="vector", dish="vector", n=C, rate_before="nonneg", alpha=P, beta=P),
+             in_unit_interval,
+             extremes=[("usage beyond n", dict(usage=[5.0, 0.0]), R), ("log_unowned positive", dict(log_unowned=[1.0, 0.0]), R),
+                       ("lengths differ", dict(dish=[1]), R), ("last_used -1", dict(last_used=-1), R),
+                       ("alpha 1e6", dict(alpha=1e6), E)]),
+        Spec("streaming.paper_prior", m.paper_prior,
+             dict(usage=[1.0], dish=[1], n=2, rate_before=1.0, alpha=5.0, beta=0.1),
+             dict(usage="vector", dish="vector", n=C, rate_before="nonneg", alpha=P, beta=P)),
+        Spec("streaming.bp_means_one_pass", m.bp_means_one_pass, dict(X=X, gamma=1.0, n_steps=3, ossify=False),
+             dict(X="matrix", gamma=P, n_steps=C, ossify="flag"), lambda out: is_binary(out[0])),
+        Spec("streaming.simulate_linear_gaussian", m.simulate_linear_gaussian,
+             dict(n=5, dim=3, alpha=2.0, rng=fresh_rng(), beta=1.0, sigma_x=0.1, sigma_a=1.0, sigma_w=None),
+             dict(n=C, dim=C, alpha=P, rng=G, beta=P, sigma_x=P, sigma_a=P), lambda out: is_binary(out[1]),
+             extremes=[("sigma_w 1.0", dict(sigma_w=1.0), A), ("sigma_w -1", dict(sigma_w=-1.0), R),
+                       ("alpha 1e6", dict(alpha=1e6, n=2), E)]),
+        Spec("streaming.match_features", m.match_features,
+             dict(learned=np.eye(3)[[2, 0, 1]] + 0.01, true=np.eye(3), absolute=False),
+             dict(learned="matrix", true="matrix", absolute="flag")),
+        Spec("streaming.stream_cost", m.stream_cost,
+             dict(model=RecursiveIBP(1.0, 1.0, 0.5, 1.0), X=np.random.default_rng(0).normal(size=(30, 3)),
+                  checkpoints=[10, 20], n_blocks=2, block_size=2, n_traced=2),
+             dict(model=lambda b: [("None", None, R), ("str", "model", R)], X="matrix",
+                  checkpoints=lambda b: [("beyond X", [100], R), ("decreasing", [20, 10], R), ("empty", [], R),
+                                         ("negative", [-1], R), ("str", "10", R)],
+                  n_blocks=C, block_size=C, n_traced=C), time_limit=20),
+        Spec("streaming.log_fit", m.log_fit, dict(n=[1, 10, 100], values=[1.0, 2.0, 3.0]),
+             dict(n="vector", values="vector"),
+             extremes=[("n zero", dict(n=[0, 10, 100]), R), ("one point", dict(n=[1], values=[1.0]), R),
+                       ("lengths differ", dict(values=[1.0]), R)]),
+    ]
+
+
+def _save_round_trip(kind):
+    """Save with a given bit generator over a good checkpoint, load back, compare states."""
+    model = _fitted(rng=np.random.Generator(getattr(np.random, kind)(0)))
+    path = os.path.join(os.getcwd(), "stream.npz")
+    _fitted().save(path)
+    good = open(path, "rb").read()
+    try:
+        model.save(path)
+    except Exception:
+        if open(path, "rb").read() != good:
+            raise Damaged(f"a failed save with {kind} destroyed the previous checkpoint") from None
+        raise
+    loaded = type(model).load(path)
+    if not _same_state(model.get_state(), loaded.get_state()):
+        return "state after save/load differs"
+    return loaded
+
+
+def _load_bytes(payload):
+    from ibp_lab.streaming import RecursiveIBP
+    path = os.path.join(os.getcwd(), "checkpoint.npz")
+    with open(path, "wb") as handle:
+        handle.write(payload)
+    return RecursiveIBP.load(path)
+
+
+def _edited_file(edit):
+    """A checkpoint file whose JSON meta or arrays are edited: bytes."""
+    import io
+    import json
+    path = os.path.join(tempfile_dir(), "good.npz")
+    _fitted().save(path)
+    with np.load(path, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    meta = json.loads(str(arrays.pop("meta")))
+    edit(meta, arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, meta=np.array(json.dumps(meta)), **arrays)
+    return buffer.getvalue()
+
+
+@functools.cache
+def tempfile_dir():
+    import tempfile
+    return tempfile.mkdtemp(prefix="campaign-fixtures-")
+
+
+@functools.cache
+def _good_checkpoint():
+    path = os.path.join(tempfile_dir(), "good.npz")
+    _fitted().save(path)
+    return open(path, "rb").read()
+
+
+def _load_junk():
+    good = _good_checkpoint()
+    rng = np.random.default_rng(7)
+    names = ("checkpoint.npz", "not a valid RecursiveIBP state", "RecursiveIBP state", "path")
+    junk = [(f"truncated to {n} bytes", good[:n]) for n in (0, 10, len(good) // 2, len(good) - 1)]
+    junk += [("random bytes", rng.bytes(2000)), ("zip of nothing", _zip_bytes({})),
+             ("pickle inside", _pickled_npz())]
+    junk += [(f"edit {label}", _edited_file(fn)) for label, fn in [
+        ("rng_kind seed", lambda m_, a: m_.update(rng_kind="seed")),
+        ("ossify no", lambda m_, a: m_.update(ossify="no")),
+        ("negative variances", lambda m_, a: a.update(variances=-np.abs(a["variances"]) - 1)),
+        ("missing features", lambda m_, a: a.pop("features")),
+        ("usage beyond n_seen", lambda m_, a: a.update(usage=a["usage"] + 100)),
+        ("complex features", lambda m_, a: a.update(features=a["features"] + 1j)),
+    ]]
+    cases = [(f"file: {label}", functools.partial(_load_bytes, payload), names, R) for label, payload in junk]
+    cases += [("missing file", _load_missing, ("no-such-file.npz",), R)]
+    return cases
+
+
+def _load_missing():
+    from ibp_lab.streaming import RecursiveIBP
+    return RecursiveIBP.load("no-such-file.npz")
+
+
+def _zip_bytes(members):
+    import io
+    import zipfile
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for name, payload in members.items():
+            z.writestr(name, payload)
+    return buffer.getvalue()
+
+
+def _pickled_npz():
+    import io
+    buffer = io.BytesIO()
+    np.savez(buffer, meta=np.array([{"x": 1}], dtype=object))
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------
+# specs: plotting and widgets (a figure must also draw: errors in text surface then)
+# ---------------------------------------------------------------------------------------
+
+
+def _draws_ok(result):
+    fig = getattr(result, "figure", None) or result
+    if isinstance(result, tuple):
+        fig = getattr(result[0], "figure", None) or result[0]
+    if not hasattr(fig, "canvas"):
+        return None
+    fig.set_dpi(20)
+    fig.canvas.draw()
+    return None
+
+
+_MARKUP = "</script><script>alert(1)</script>"
+
+
+def _html_safe(explorer):
+    page = explorer._repr_html_()
+    if _MARKUP in page or "<script>alert" in page:
+        return "markup from a title or grid value reached the HTML unescaped"
+    return None
+
+
+def _tiny_render(**params):
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.set_title(str(list(params.values()))[:20])
+    return fig
+
+
+def specs_plotting():
+    import matplotlib.pyplot as plt
+    import xarray as xr
+
+    from ibp_lab import plotting as m
+    from ibp_lab.summaries import match_features
+
+    def ax():
+        return plt.figure(figsize=(2, 2)).subplots()
+
+    images = np.eye(4)
+    trace = xr.Dataset({v: ("draw", np.ones(5)) for v in ["k_plus", "sigma_x", "sigma_a", "alpha"]})
+    A = np.eye(2, 4)
+    Z = np.array([[1, 0], [1, 1], [0, 1]])
+    mapping = lambda b: [("None", None, R), ("str", "x", R), ("empty", {}, R),
+                         ("nan values", {k: np.asarray(v, float) * np.nan for k, v in b.items()}, R),
+                         ("markup key", {_MARKUP: v for v in b.values()}, E)]
+    draw = _draws_ok
+    return [
+        Spec("plotting.plot_binary_matrix", m.plot_binary_matrix, dict(Z=Z, ax=None, left_order=True, title="t"),
+             dict(Z="binary", left_order="flag", title="text"), draw),
+        Spec("plotting.plot_image_grid", m.plot_image_grid,
+             dict(images=images, shape=(2, 2), ncols=2, titles=None, diverging=False, scale=None, size=1.0,
+                  suptitle=None),
+             dict(images="matrix", shape="shape", ncols=C, diverging="flag", scale=P, size=P, suptitle="text",
+                  titles=lambda b: [("too few", ["a"], R), ("markup", [_MARKUP] * 4, E), ("str", "abcd", E)]),
+             draw, extremes=[("shape does not fit", dict(shape=(3, 3)), R), ("size 1e6", dict(size=1e6), E)]),
+        Spec("plotting.plot_counts_vs_poisson", lambda counts, mean, color, label: m.plot_counts_vs_poisson(
+            ax(), counts, mean, color=color, label=label),
+             dict(counts=[1, 2, 2, 3], mean=2.0, color="#0072B2", label=""),
+             dict(counts="vector", mean=P, color=lambda b: [("nonsense", "nonsense", R), ("None", None, E)],
+                  label="text"), draw,
+             extremes=[("mean 1e6", dict(mean=1e6), E), ("counts 1e12", dict(counts=[10**12]), E),
+                       ("negative counts", dict(counts=[-1, 2]), R), ("fractional counts", dict(counts=[1.5]), R)]),
+        Spec("plotting.buffet_explorer_figure", m.buffet_explorer_figure,
+             dict(alpha=2.0, beta=1.0, n=5, n_draws=5, seed=0),
+             dict(alpha=P, beta=P, n=C, n_draws=C, seed=C), draw, time_limit=20,
+             extremes=[("alpha 1e3", dict(alpha=1e3), E)]),
+        Spec("plotting.marginals_figure", m.marginals_figure, dict(alpha=2.0, beta=1.0, n=5, k_max=8),
+             dict(alpha=P, beta=P, n=C, k_max=C), draw,
+             extremes=[("k_max None alpha 1e4", dict(k_max=None, alpha=1e4), E)]),
+        Spec("plotting.recursion_step_figure", m.recursion_step_figure, dict(alpha=3.0, beta=2.0, n=4, k_max=None),
+             dict(alpha=P, beta=P, n=C), draw, extremes=[("alpha 1e4", dict(alpha=1e4), E),
+                                                         ("k_max -1", dict(k_max=-1), R)]),
+        Spec("plotting.sigma_alpha_explorer_figure", m.sigma_alpha_explorer_figure,
+             dict(sigma_x=0.3, alpha=1.0, n_sweeps=1, seed=0),
+             dict(sigma_x=lambda b: [m_ for m_ in _positive(b) if m_[0] in ("nan", "negative", "zero", "str", "huge")],
+                  alpha=lambda b: [m_ for m_ in _positive(b) if m_[0] in ("nan", "negative", "zero", "str", "huge")],
+                  n_sweeps=lambda b: [m_ for m_ in _count(b) if m_[0] in ("negative", "float", "huge", "bool")],
+                  seed=lambda b: [("negative", -1, R), ("str", "0", R), ("float", 0.5, R)]),
+             draw, time_limit=30),
+        Spec("plotting.plot_feature_mosaic", lambda images, shape, ncols, scale, gap: m.plot_feature_mosaic(
+            ax(), images, shape, ncols=ncols, scale=scale, gap=gap),
+             dict(images=np.eye(3, 4), shape=(2, 2), ncols=2, scale=None, gap=1),
+             dict(images="matrix", shape="shape", ncols=C, scale=P, gap=C), draw,
+             extremes=[("gap 1e9", dict(gap=10**9), E), ("ncols 1e9", dict(ncols=10**9), E)]),
+        Spec("plotting.k_plus_check_figure", m.k_plus_check_figure,
+             dict(p_exact=[0.2, 0.5, 0.3], frequencies={"run": np.array([0.21, 0.49, 0.3])},
+                  standard_errors=None, k_show=None),
+             dict(p_exact="vector", frequencies=mapping), draw,
+             extremes=[("k_show -1", dict(k_show=-1), R), ("k_show 1e9", dict(k_show=10**9), E),
+                       ("p_exact negative", dict(p_exact=[-0.2, 0.9, 0.3]), R)]),
+        Spec("plotting.free_fit_figure", m.free_fit_figure, dict(trace=trace),
+             dict(trace=lambda b: [("None", None, R), ("missing variable", b.drop_vars("alpha"), R),
+                                   ("empty", b.isel(draw=slice(0, 0)), E), ("str", "trace", R),
+                                   ("nan", b * np.nan, E), ("huge", b * 1e300, E)]), draw),
+        Spec("plotting.sensitivity_figure", m.sensitivity_figure,
+             dict(by_sigma_x={0.2: np.array([5, 6])}, by_alpha={1.0: np.array([4, 4])}, n_rows=None),
+             dict(by_sigma_x=mapping, by_alpha=mapping), draw, extremes=[("n_rows -1", dict(n_rows=-1), R)]),
+        Spec("plotting.recovery_figure", m.recovery_figure,
+             dict(A_true=A, A_found=A[::-1], match=match_features(A, A[::-1]), shape=(2, 2)),
+             dict(A_true="matrix", A_found="matrix", shape="shape",
+                  match=lambda b: [("None", None, R), ("str", "m", R)]), draw),
+        Spec("plotting.chain_traces_figure", m.chain_traces_figure, dict(chains=chains(), labels=["a", "b"]),
+             dict(chains=_chains_junk, labels=lambda b: [("too few", ["a"], R), ("markup", [_MARKUP, "b"], E),
+                                                         ("str", "ab", R)]), draw),
+        Spec("plotting.co_ownership_figure", m.co_ownership_figure,
+             dict(matrices={"a": np.eye(4)}, labels=[1, 0, 1, 0], vmax=None),
+             dict(matrices=mapping, labels=lambda b: [("too short", [1], R), ("None", None, R)], vmax=P), draw),
+        Spec("plotting.feature_owners_figure", m.feature_owners_figure,
+             dict(A=A, Z=Z, labels=[0, 0, 1], shape=(2, 2), scale=None, ncols=10, min_share=0.3),
+             dict(A="matrix", Z="binary", labels=lambda b: [("too short", [0], R), ("None", None, R)],
+                  shape="shape", scale=P, ncols=C, min_share="probability"), draw),
+        Spec("plotting.reappearance_figure", m.reappearance_figure,
+             dict(rates=np.array([[1.0, 0.5]]), chain_labels=["a"], threshold=0.9),
+             dict(rates="matrix", chain_labels=lambda b: [("too many", ["a", "b"], R), ("None", None, R)],
+                  threshold="real"), draw,
+             extremes=[("rates above 1", dict(rates=np.array([[2.0, 0.5]])), R)]),
+    ]
+
+
+def specs_widgets():
+    import matplotlib.pyplot as plt
+
+    from ibp_lab import widgets as m
+
+    explorer = m.static_explorer(_tiny_render, {"a": [1, 2]}, dpi=10)
+    grid_junk = lambda b: [("None", None, R), ("str", "grid", R), ("empty", {}, R), ("empty values", {"a": []}, R),
+                           ("markup value", {"a": [_MARKUP, "x"]}, E), ("markup key", {_MARKUP: [1, 2]}, E),
+                           ("nan value", {"a": [np.nan, 1.0]}, E), ("int key", {3: [1, 2]}, R),
+                           ("huge grid", {"a": list(range(10**4)), "b": list(range(10**4))}, R),
+                           ("unhashable values", {"a": [[1], [2]]}, E)]
+    return [
+        Spec("widgets.static_explorer", m.static_explorer,
+             dict(render=_tiny_render, grid={"a": [1, 2]}, title="Explorer", initial=None, dpi=10),
+             dict(render=lambda b: [("None", None, R), ("str", "render", R),
+                                    ("returns None", lambda **p: None, R)],
+                  grid=grid_junk, title="text", dpi=C), _html_safe, time_limit=20,
+             extremes=[("initial off the grid", dict(initial=(7,)), R), ("initial str", dict(initial="a"), R),
+                       ("dpi 1e5", dict(dpi=10**5), E)]),
+        Spec("widgets.live_explorer", m.live_explorer, dict(render=_tiny_render, grid={"a": [1, 2]}, initial=None),
+             dict(render=lambda b: [("None", None, R), ("str", "render", R)], grid=grid_junk), time_limit=20,
+             extremes=[("initial off the grid", dict(initial=(7,)), R)]),
+        Spec("widgets.figure_png", m.figure_png, dict(fig=plt.figure(figsize=(1, 1)), dpi=10),
+             dict(fig=lambda b: [("None", None, R), ("str", "fig", R), ("axes", b.subplots(), E)], dpi=C),
+             lambda png: None if png[:4] == b"\x89PNG" else "not a PNG", extremes=[("dpi 1e6", dict(dpi=10**6), E)]),
+        Spec("widgets.StaticExplorer.frame_at", lambda **p: explorer.frame_at(**p), dict(a=1), {},
+             junk=[("off the grid", lambda: explorer.frame_at(a=7), ("a",), R),
+                   ("missing", lambda: explorer.frame_at(), ("a",), R),
+                   ("unknown", lambda: explorer.frame_at(a=1, b=2), ("b",), R)]),
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# the whole campaign
+# ---------------------------------------------------------------------------------------
+
+SPEC_GROUPS = (specs_prior, specs_recursive, specs_datasets, specs_models, specs_summaries,
+               specs_heldout, specs_predictive, specs_pymc, specs_streaming, specs_plotting,
+               specs_widgets)
+
+
+def _broken_group(group, exc):
+    """A group whose fixtures cannot be built is one failing case, not a broken collection."""
+    def reraise():
+        raise exc
+    return [Spec(group.__name__.replace("specs_", "") + ".<fixtures>", reraise, {}, {})]
+
+
+@functools.cache
+def all_specs() -> tuple:
+    specs = []
+    for group in SPEC_GROUPS:
+        try:
+            specs.extend(group())
+        except Exception as exc:  # noqa: BLE001 - reported as a failing case
+            specs.extend(_broken_group(group, exc))
+    return tuple(specs)
+
+
+#: Functions whose first call compiles numba kernels: run once in the parent, so that no
+#: child compiles against its time limit.
+_WARM = ("gibbs.", "split_merge.", "streaming.", "exact.", "heldout.ibp_gibbs", "linear_gaussian.")
+
+
+def warm_up(cases) -> None:
+    for case in cases:
+        if case.label == "valid" and case.function.startswith(_WARM):
+            try:
+                case.call()
+            except Exception:  # noqa: BLE001 - the forked run reports it
+                pass
+
+
+def all_cases(function: str | None = None) -> list[Case]:
+    return [c for s in all_specs() if function in (None, s.function) for c in spec_cases(s)]
