@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pytest
 
 from ibp_lab.plotting import buffet_explorer_figure
@@ -56,7 +55,75 @@ def test_frame_at_rejects_values_off_the_grid():
     explorer = static_explorer(lambda a: plt.figure(figsize=(1, 1)), {"a": [1, 2]})
     with pytest.raises(ValueError, match="not on the grid"):
         explorer.frame_at(a=3)
-    assert np.isfinite(len(explorer.frames))
+    with pytest.raises(ValueError, match="unknown parameter"):
+        explorer.frame_at(a=1, b=2)
+    # what is promised: one frame per grid point, and each is a PNG
+    assert sorted(explorer.frames) == [(0,), (1,)]
+    assert all(frame.startswith(b"\x89PNG") for frame in explorer.frames.values())
+
+
+HOSTILE_LABELS = [
+    "</script><script>alert(1)</script>",
+    '"><img src=x onerror=alert(1)>',
+    "' onmouseover='alert(1)",
+    "<!-- & \u2028 \u2029 -->",
+]
+
+
+def _script_bodies(page):
+    """Text between each <script> and the first </script> after it (what a browser runs)."""
+    import re
+
+    return re.findall(r"<script>(.*?)</script>", page, flags=re.S)
+
+
+@pytest.mark.parametrize("label", HOSTILE_LABELS)
+def test_labels_and_title_cannot_break_out_of_the_explorer_markup(label):
+    """Grid values and the title enter the page escaped for HTML text, attributes and script."""
+    import html
+    import json
+    import re
+
+    explorer = static_explorer(lambda a: plt.figure(figsize=(1, 1)), {"a": [label, "ok"]},
+                               title=label, initial={"a": label})
+    page = explorer._repr_html_()
+    # one script element, and it is the explorer's own: the label did not close or open one
+    scripts = _script_bodies(page)
+    assert len(scripts) == 1 and page.count("<script") == 1 and page.count("</script>") == 1
+    for char in ("<", ">", "&", "\u2028", "\u2029"):
+        assert char not in scripts[0]
+    # outside the script no tag or attribute can be injected: raw < > " ' never appear from the label
+    outside = page.replace(scripts[0], "")
+    assert html.escape(label, quote=True) in outside
+    assert label not in outside or label == html.escape(label, quote=True)
+    # and the script still decodes to the label itself
+    labels = re.search(r"var labels = (\{.*?\});", scripts[0]).group(1)
+    assert json.loads(labels) == {"a": [label, "ok"]}
+    plt.close("all")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"initial": {"a": 3}}, ValueError, "not on the grid"),
+        ({"initial": {"b": 1}}, ValueError, "one value for each"),
+        ({"initial": [1]}, ValueError, "one value for each"),
+        ({"title": 5}, TypeError, "title must be a string"),
+        ({"dpi": 10**6}, ValueError, "dpi must be an integer <= 600"),
+        ({"dpi": "72"}, TypeError, "dpi must be an integer"),
+    ],
+)
+def test_static_explorer_refuses_bad_options_at_the_door(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        static_explorer(lambda a: plt.figure(figsize=(1, 1)), {"a": [1, 2]}, **kwargs)
+    plt.close("all")
+
+
+def test_a_grid_too_large_to_render_is_refused_before_rendering():
+    calls = []
+    with pytest.raises(ValueError, match="more than MAX_FRAMES"):
+        static_explorer(lambda a, b: calls.append(1), {"a": list(range(100)), "b": list(range(100))})
+    assert calls == []
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,14 @@ import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["StaticExplorer", "static_explorer", "live_explorer", "figure_png"]
+from ibp_lab._checks import check_count
+
+__all__ = ["StaticExplorer", "static_explorer", "live_explorer", "figure_png", "MAX_FRAMES"]
+
+#: Most grid points an explorer renders: each static frame is a PNG embedded in the page.
+MAX_FRAMES = 400
+#: Highest resolution of a frame (dots per inch).
+MAX_DPI = 600
 
 
 def figure_png(fig, *, dpi: int = 72) -> bytes:
@@ -38,11 +45,29 @@ def figure_png(fig, *, dpi: int = 72) -> bytes:
     b'\\x89PNG'
     """
     import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    dpi = check_count("dpi", dpi, minimum=1, maximum=MAX_DPI)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
     plt.close(fig)
     return buffer.getvalue()
+
+
+def _script_json(value) -> str:
+    """``value`` as JSON that is safe inside an HTML ``<script>`` element.
+
+    ``json.dumps`` leaves ``</script>`` (which ends the element whatever the JSON
+    around it), ``<!--`` and ``&`` intact, and U+2028/U+2029 break older JavaScript
+    parsers; each is written as a ``\\uXXXX`` escape, which JSON decodes to the same
+    string.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    for char in ("<", ">", "&", "\u2028", "\u2029"):
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return text
 
 
 def _check_grid(grid) -> dict[str, list]:
@@ -55,7 +80,31 @@ def _check_grid(grid) -> dict[str, list]:
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
             raise ValueError(f"grid[{name!r}] must be a non-empty list of values, got {values!r}")
         checked[name] = list(values)
+    n_frames = 1
+    for values in checked.values():
+        n_frames *= len(values)
+    if n_frames > MAX_FRAMES:
+        raise ValueError(
+            f"grid has {n_frames} points, more than MAX_FRAMES = {MAX_FRAMES}; each is a "
+            "rendered figure embedded in the page, so use fewer values"
+        )
     return checked
+
+
+def _start_indices(grid: dict[str, list], initial) -> tuple[int, ...]:
+    """Grid indices of ``initial`` (a dict of values on the grid), or the middle of each list."""
+    if initial is None:
+        return tuple(len(v) // 2 for v in grid.values())
+    if not isinstance(initial, Mapping) or set(initial) != set(grid):
+        raise ValueError(
+            f"initial must be a dict with one value for each of {list(grid)}, got {initial!r}"
+        )
+    start = []
+    for name, values in grid.items():
+        if initial[name] not in values:
+            raise ValueError(f"initial[{name!r}] = {initial[name]!r} is not on the grid {values}")
+        start.append(values.index(initial[name]))
+    return tuple(start)
 
 
 class StaticExplorer:
@@ -76,6 +125,9 @@ class StaticExplorer:
 
     def frame_at(self, **params) -> bytes:
         """PNG of the frame at the given parameter values (each must be on the grid)."""
+        unknown = sorted(set(params) - set(self.grid))
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown}; the explorer varies {list(self.grid)}")
         index = []
         for name, values in self.grid.items():
             if name not in params:
@@ -89,6 +141,9 @@ class StaticExplorer:
         digest = hashlib.sha256(repr((self.title, self.grid)).encode()).hexdigest()[:10]
         root_id = f"ibp-explorer-{digest}"
         frames = {"_".join(map(str, k)): base64.b64encode(v).decode() for k, v in self.frames.items()}
+        # Every string below that comes from the caller (title, names, values) is escaped
+        # for where it lands: html.escape(quote=True) in text and attributes,
+        # _script_json inside the script.
         controls = []
         for (name, values), start in zip(self.grid.items(), self.initial):
             controls.append(
@@ -99,7 +154,7 @@ class StaticExplorer:
                 "</label>"
             )
         first = "_".join(map(str, self.initial))
-        labels = json.dumps({name: [str(v) for v in values] for name, values in self.grid.items()})
+        labels = _script_json({name: [str(v) for v in values] for name, values in self.grid.items()})
         return f"""<div class="ibp-explorer" id="{root_id}" data-key="{first}">
 <div class="ibp-explorer-title"><strong>{html.escape(self.title)}</strong>
  <em>(precomputed: drag the sliders; no kernel needed)</em></div>
@@ -109,7 +164,7 @@ class StaticExplorer:
 <script>
 (function () {{
   var root = document.getElementById("{root_id}");
-  var frames = {json.dumps(frames)};
+  var frames = {_script_json(frames)};
   var labels = {labels};
   var inputs = root.querySelectorAll("input[type=range]");
   var img = root.querySelector("img.ibp-explorer-frame");
@@ -138,13 +193,14 @@ def static_explorer(
     render : callable
         Pure function of the parameters returning a matplotlib figure.
     grid : dict
-        Parameter name -> list of values (the slider positions).
+        Parameter name -> list of values (the slider positions); at most
+        :data:`MAX_FRAMES` points in all.
     title : str, optional
         Shown above the sliders and used as the image's alt text.
     initial : dict, optional
         Parameter values shown first; by default the middle of each list.
     dpi : int, optional
-        Resolution of the frames (they are embedded in the page).
+        Resolution of the frames (they are embedded in the page), 1 to 600.
 
     Returns
     -------
@@ -164,10 +220,10 @@ def static_explorer(
         raise TypeError(f"render must be a function returning a figure, got {type(render).__name__}")
     grid = _check_grid(grid)
     names = list(grid)
-    if initial is None:
-        start = tuple(len(v) // 2 for v in grid.values())
-    else:
-        start = tuple(grid[name].index(initial[name]) for name in names)
+    start = _start_indices(grid, initial)
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string, got {type(title).__name__}")
+    dpi = check_count("dpi", dpi, minimum=1, maximum=MAX_DPI)
     frames = {}
     for index in itertools.product(*(range(len(v)) for v in grid.values())):
         params = {name: grid[name][i] for name, i in zip(names, index)}
@@ -200,9 +256,10 @@ def live_explorer(render: Callable, grid: Mapping[str, Sequence], *, initial=Non
     if not callable(render):
         raise TypeError(f"render must be a function returning a figure, got {type(render).__name__}")
     grid = _check_grid(grid)
+    start = _start_indices(grid, initial)
     sliders = {}
-    for name, values in grid.items():
-        value = values[len(values) // 2] if initial is None else initial[name]
+    for (name, values), index in zip(grid.items(), start):
+        value = values[index]
         sliders[name] = widgets.SelectionSlider(
             options=values, value=value, description=name, continuous_update=False
         )
