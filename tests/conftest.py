@@ -1,4 +1,4 @@
-"""Test-suite set-up: no display, so matplotlib draws off-screen."""
+"""Test-suite set-up: no display, so matplotlib draws off-screen; the statistical marker."""
 
 import os
 
@@ -11,3 +11,13 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config):
+    # Registered here rather than in pyproject.toml (owned elsewhere); tools/fresh_seeds.py
+    # selects these tests with `-m statistical` and reruns them with IBP_SEED_OFFSET=k.
+    config.addinivalue_line(
+        "markers",
+        "statistical: a test of random output whose seeds come from tests/seeds.py; its "
+        "false-alarm rate is computed in a comment beside it (rerun: tools/fresh_seeds.py)",
+    )
