@@ -23,7 +23,7 @@ from importlib import resources
 
 import numpy as np
 
-from ibp_lab._checks import check_count, check_positive, check_rng
+from ibp_lab._checks import check_count, check_positive, check_rng, check_size
 
 __all__ = [
     "DigitSets",
@@ -169,7 +169,7 @@ def load_digit_sets(*, n_train_per_class: int = 30, n_test_per_class: int = 20, 
     """
     n_train_per_class = check_count("n_train_per_class", n_train_per_class, minimum=1, maximum=350)
     n_test_per_class = check_count("n_test_per_class", n_test_per_class, minimum=1, maximum=170)
-    seed = check_count("seed", seed)
+    seed = check_count("seed", seed, maximum=None)  # any non-negative int seeds a Generator
     rng = np.random.default_rng(seed)
     train_raw, train_labels = _select(*load_optdigits("train"), n_train_per_class, rng)
     test_raw, test_labels = _select(*load_optdigits("test"), n_test_per_class, rng)
@@ -219,7 +219,8 @@ def simulate_four_feature_data(
     ----------
     rng : numpy.random.Generator
     n : int, optional
-        Number of images (>= 1).
+        Number of images (>= 1; ``36 n`` pixels at most
+        :data:`ibp_lab._checks.MAX_ENTRIES`).
     sigma_x : float, optional
         Noise standard deviation (> 0).
     p_on : float, optional
@@ -244,6 +245,7 @@ def simulate_four_feature_data(
     n = check_count("n", n, minimum=1)
     sigma_x = check_positive("sigma_x", sigma_x)
     p_on = check_positive("p_on", p_on, allow_zero=True, upper=1.0)
+    check_size("X", n * 36.0, hint="simulate fewer images")
     A = four_feature_images()
     Z = (rng.random((n, 4)) < p_on).astype(np.int8)
     X = Z @ A + sigma_x * rng.standard_normal((n, 36))

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ibp_lab._checks import check_binary_matrix, check_data_matrix, check_positive, check_rng
+from ibp_lab._checks import (
+    check_binary_matrix,
+    check_data_matrix,
+    check_positive,
+    check_real_array,
+    check_rng,
+    check_size,
+)
 
 __all__ = ["replicate_digits", "ink_statistics"]
 
@@ -53,10 +60,17 @@ def replicate_digits(X, samples, rng: np.random.Generator) -> np.ndarray:
 
     X = check_data_matrix("X", X)
     rng = check_rng(rng)
+    if isinstance(samples, (str, bytes)) or not hasattr(samples, "__len__"):
+        raise TypeError(
+            f"samples must be a sequence of draws (Z, sigma_x, sigma_a), got {type(samples).__name__}"
+        )
     if len(samples) == 0:
         raise ValueError("samples must hold at least one posterior draw (Z, sigma_x, sigma_a)")
+    check_size("the replicated data", float(len(samples)) * X.size, hint="use fewer draws")
     replicates = np.empty((len(samples),) + X.shape)
     for s, draw in enumerate(samples):
+        if isinstance(draw, (str, bytes)) or not hasattr(draw, "__len__") or len(draw) < 3:
+            raise ValueError(f"samples[{s}] must be a tuple (Z, sigma_x, sigma_a, ...), got {draw!r:.60}")
         Z = check_binary_matrix("Z", draw[0], n_rows=X.shape[0])
         sigma_x = check_positive("sigma_x", draw[1])
         sigma_a = check_positive("sigma_a", draw[2])
@@ -97,9 +111,11 @@ def ink_statistics(ink, *, blank_below: float = 0.5 / 16) -> dict:
     >>> float(stats["share_blank"]), float(stats["share_negative"])
     (0.5, 0.25)
     """
-    ink = np.asarray(ink, dtype=float)
-    if ink.ndim < 2 or not np.all(np.isfinite(ink)):
-        raise ValueError("ink must be a finite array of shape (..., N, D)")
+    ink = check_real_array("ink", ink)
+    if ink.ndim < 2 or ink.shape[-2] == 0 or ink.shape[-1] == 0 or ink.size == 0:
+        raise ValueError(f"ink must be an array of shape (..., N, D) with N, D >= 1, got {ink.shape}")
+    if not np.all(np.isfinite(ink)):
+        raise ValueError("ink must be finite (no NaN or infinite values)")
     blank_below = check_positive("blank_below", blank_below)
     blank = ink < blank_below
     return {

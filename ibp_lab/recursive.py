@@ -224,7 +224,7 @@ def _deviance(x: np.ndarray, m: float) -> np.ndarray:
     binomial probabilities").
     """
     x = x.astype(float)
-    out = x * np.log(x / m) + m - x
+    out = x * (np.log(x) - np.log(m)) + m - x  # not log(x / m): it overflows for subnormal m
     near = np.abs(x - m) < 0.1 * (x + m)
     xn = x[near]
     v = (xn - m) / (xn + m)

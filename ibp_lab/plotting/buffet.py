@@ -6,11 +6,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import stats
 
+from ibp_lab._checks import check_count, check_positive, check_real_array
 from ibp_lab.plotting._style import PALETTE
 from ibp_lab.plotting.matrices import plot_binary_matrix
 from ibp_lab.prior import expected_num_features, sample_ibp, simulate_feature_counts
 
 __all__ = ["plot_counts_vs_poisson", "buffet_explorer_figure"]
+
+
+#: Most histogram bins (one per integer) a count plot draws.
+MAX_BINS = 10_000
 
 
 def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blue"], label: str = ""):
@@ -38,10 +43,26 @@ def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blu
     >>> len(ax.patches) > 0
     True
     """
-    counts = np.asarray(counts)
-    top = int(max(counts.max(), stats.poisson(mean).ppf(0.999))) + 1
-    k = np.arange(top + 1)
-    ax.hist(counts, bins=np.arange(-0.5, top + 1.5), density=True, color=color, alpha=0.35,
+    counts = check_real_array("counts", counts).ravel()
+    if counts.size == 0:
+        raise ValueError("counts must hold at least one count, got none")
+    if not np.all((counts >= 0) & (counts == np.floor(counts))):  # also refuses NaN, inf
+        raise ValueError("counts must be non-negative integers")
+    mean = check_positive("mean", mean, allow_zero=True, upper=None)
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a string, got {type(label).__name__}")
+    # One bin per integer only over the range where there is something to see: the counts
+    # and the bulk of the Poisson law (a mean of 1e12 would otherwise ask for 1e12 bins).
+    law = stats.poisson(mean)
+    top = int(max(counts.max(), law.ppf(0.999))) + 1
+    low = 0 if top <= MAX_BINS else int(min(counts.min(), law.ppf(0.001)))
+    if top - low > MAX_BINS:
+        raise ValueError(
+            f"counts and Poisson({mean:g}) span {top - low} integers, more than MAX_BINS = "
+            f"{MAX_BINS} bins; plot a narrower range"
+        )
+    k = np.arange(low, top + 1)
+    ax.hist(counts, bins=np.arange(low - 0.5, top + 1.5), density=True, color=color, alpha=0.35,
             label=f"{label}simulated (mean {counts.mean():.2f})")
     ax.plot(k, stats.poisson(mean).pmf(k), "o-", ms=3, lw=1, color=color,
             label=f"{label}Poisson({mean:.2f})")
@@ -70,6 +91,11 @@ def buffet_explorer_figure(alpha: float, beta: float, *, n: int = 50, n_draws: i
     >>> len(fig.axes)
     3
     """
+    alpha = check_positive("alpha", alpha)
+    beta = check_positive("beta", beta)
+    n = check_count("n", n, minimum=1)
+    n_draws = check_count("n_draws", n_draws, minimum=1)
+    seed = check_count("seed", seed, maximum=None)
     rng = np.random.default_rng(seed)
     Z = sample_ibp(alpha, n, rng, beta=beta)
     k_plus, per_row = simulate_feature_counts(alpha, n, n_draws, rng, beta=beta)

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
+from ibp_lab._checks import check_real_array
 from ibp_lab.plotting._style import CYCLE, DIVERGING_CMAP, PALETTE, SEQUENTIAL_CMAP
 from ibp_lab.summaries import class_ownership
 
@@ -168,7 +169,7 @@ def feature_owners_figure(
     >>> len(fig.axes) >= 3
     True
     """
-    A = np.asarray(A, dtype=float)
+    A = check_real_array("A", A)
     Z = np.asarray(Z)
     labels = np.asarray(labels)
     order = np.argsort(-Z.sum(axis=0), kind="stable")
@@ -234,7 +235,7 @@ def reappearance_figure(rates, chain_labels: Sequence[str], *, threshold: float 
     >>> len(reappearance_figure(np.array([[1.0, 0.5]]), ["a"]).axes)
     1
     """
-    rates = np.atleast_2d(np.asarray(rates, dtype=float))
+    rates = np.atleast_2d(check_real_array("rates", rates))
     k = rates.shape[1]
     fig = Figure(figsize=(max(6.0, 0.45 * k + 2), 3.4), layout="constrained")
     ax = fig.subplots()

@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.figure import Figure
 
-from ibp_lab._checks import check_count, check_positive
+from ibp_lab._checks import check_count, check_positive, check_real_array
 from ibp_lab.plotting._style import CYCLE, DIVERGING_CMAP, PALETTE
 
 __all__ = [
@@ -69,7 +69,7 @@ def plot_feature_mosaic(
     >>> im.get_array().shape
     (5, 5)
     """
-    images = np.asarray(images, dtype=float)
+    images = check_real_array("images", images)
     h, w = shape
     if images.ndim != 2 or images.shape[1] != h * w:
         raise ValueError(
@@ -134,7 +134,7 @@ def k_plus_check_figure(
     >>> len(fig.axes)
     2
     """
-    p_exact = np.asarray(p_exact, dtype=float)
+    p_exact = check_real_array("p_exact", p_exact)
     if k_show is None:
         k_show = int(np.flatnonzero(p_exact > 1e-3).max())
     k = np.arange(k_show + 1)
@@ -147,12 +147,12 @@ def k_plus_check_figure(
     for r, (name, freq) in enumerate(frequencies.items()):
         colour = CYCLE[r % len(CYCLE)]
         offset = (r - (n_runs - 1) / 2) * 0.18
-        freq = np.asarray(freq, dtype=float)[: k_show + 1]
+        freq = check_real_array(f"frequencies[{name!r}]", freq)[: k_show + 1]
         left.plot(k + offset, freq, "o", ms=4, color=colour, label=name)
         diff = freq - p_exact[: k_show + 1]
         right.plot(k + offset, diff, "o-", ms=4, lw=1, color=colour, label=name)
         if standard_errors is not None and name in standard_errors:
-            band = 2 * np.asarray(standard_errors[name], dtype=float)[: k_show + 1]
+            band = 2 * check_real_array("standard_errors", standard_errors[name])[: k_show + 1]
             right.fill_between(k, -band, band, color=colour, alpha=0.15, lw=0)
     right.axhline(0, color=PALETTE["black"], lw=0.8)
     left.set(xlabel="K+", ylabel="probability", title="posterior of K+")
@@ -380,8 +380,8 @@ def recovery_figure(A_true, A_found, match, shape: tuple[int, int]) -> Figure:
     >>> len(recovery_figure(A, A[::-1], match_features(A, A[::-1]), (2, 2)).axes)
     4
     """
-    A_true = np.asarray(A_true, dtype=float)
-    A_found = np.asarray(A_found, dtype=float)
+    A_true = check_real_array("A_true", A_true)
+    A_found = check_real_array("A_found", A_found)
     unmatched = [k for k in range(A_found.shape[0]) if k not in set(match.index.tolist())]
     ncols = max(A_true.shape[0], 1) + len(unmatched)
     scale = float(max(np.abs(A_true).max(), np.abs(A_found).max() if A_found.size else 0.0)) or 1.0

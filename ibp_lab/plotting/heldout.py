@@ -5,6 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ibp_lab._checks import check_real_array
 from ibp_lab.plotting._style import CYCLE, INK_CMAP, PALETTE
 
 __all__ = ["ink_check_figure", "completion_figure"]
@@ -87,9 +88,9 @@ def completion_figure(X_raw, predictions: dict, observed, hidden, shape=(8, 6), 
     >>> len(fig.axes)
     4
     """
-    X_raw = np.asarray(X_raw, dtype=float)
+    X_raw = check_real_array("X_raw", X_raw)
     observed, hidden = np.asarray(observed), np.asarray(hidden)
-    offset = np.zeros(X_raw.shape[1]) if offset is None else np.asarray(offset, dtype=float)
+    offset = np.zeros(X_raw.shape[1]) if offset is None else check_real_array("offset", offset)
     rows = ["truth"] + list(predictions)
     n = X_raw.shape[0]
     fig, axes = plt.subplots(len(rows), n, figsize=(0.9 * n + 1.2, 1.25 * len(rows)), squeeze=False)

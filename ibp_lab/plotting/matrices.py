@@ -5,7 +5,14 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ibp_lab._checks import check_binary_matrix
+from ibp_lab._checks import (
+    check_binary_matrix,
+    check_count,
+    check_flag,
+    check_positive,
+    check_real_array,
+    check_size,
+)
 from ibp_lab.plotting._style import BINARY_CMAP, DIVERGING_CMAP, INK_CMAP
 from ibp_lab.prior import left_ordered
 
@@ -36,6 +43,9 @@ def plot_binary_matrix(Z, *, ax=None, left_order: bool = True, title: str | None
     'dish (feature)'
     """
     Z = check_binary_matrix("Z", Z)
+    left_order = check_flag("left_order", left_order)
+    check_size("Z", float(Z.size), hint="plot a smaller matrix")
+    _check_title("title", title)
     if left_order:
         Z = left_ordered(Z)
     if ax is None:
@@ -47,6 +57,45 @@ def plot_binary_matrix(Z, *, ax=None, left_order: bool = True, title: str | None
     if title is not None:
         ax.set_title(title)
     return ax
+
+
+#: Most images one grid draws (each is its own axes, about 10 ms apiece).
+MAX_IMAGES = 1000
+
+
+def _check_title(name: str, title) -> None:
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"{name} must be a string or None, got {type(title).__name__}")
+
+
+def _check_shape(shape) -> tuple[int, int]:
+    """``shape`` as ``(h, w)``, two integers >= 1."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 2:
+        raise ValueError(f"shape must be a pair (h, w) of integers >= 1, got {shape!r}")
+    return check_count("shape[0]", shape[0], minimum=1), check_count("shape[1]", shape[1], minimum=1)
+
+
+def _check_images(images, shape) -> tuple[np.ndarray, tuple[int, int]]:
+    """Check a stack of flattened images against an image shape; return both checked.
+
+    Examples
+    --------
+    >>> _check_images(np.eye(4), (2, 2))[0].shape
+    (4, 4)
+    >>> _check_images(np.eye(4), (3, 2))
+    Traceback (most recent call last):
+    ...
+    ValueError: images must have shape (m, 6) for shape (3, 2), got (4, 4)
+    """
+    shape = _check_shape(shape)
+    images = check_real_array("images", images)
+    if images.ndim != 2 or images.shape[1] != shape[0] * shape[1]:
+        raise ValueError(
+            f"images must have shape (m, {shape[0] * shape[1]}) for shape {shape}, got {images.shape}"
+        )
+    if not np.all(np.isfinite(images)):
+        raise ValueError("images must be finite (no NaN or infinite pixels)")
+    return images, shape
 
 
 def plot_image_grid(
@@ -65,7 +114,8 @@ def plot_image_grid(
     Parameters
     ----------
     images : array_like
-        ``(m, h * w)`` one flattened image per row.
+        ``(m, h * w)`` one flattened image per row, finite; at most
+        :data:`MAX_IMAGES`.
     shape : (int, int)
         ``(h, w)`` of one image.
     ncols : int, optional
@@ -92,11 +142,16 @@ def plot_image_grid(
     >>> len(fig.axes)
     4
     """
-    images = np.asarray(images, dtype=float)
-    if images.ndim != 2 or images.shape[1] != shape[0] * shape[1]:
-        raise ValueError(
-            f"images must have shape (m, {shape[0] * shape[1]}) for shape {shape}, got {images.shape}"
-        )
+    images, shape = _check_images(images, shape)
+    ncols = check_count("ncols", ncols, minimum=1)
+    diverging = check_flag("diverging", diverging)
+    if scale is not None:
+        scale = check_positive("scale", scale)
+    size = check_positive("size", size, upper=100.0)
+    _check_title("suptitle", suptitle)
+    check_size("images", float(images.shape[0]), limit=MAX_IMAGES, hint="draw fewer images")
+    if titles is not None and (isinstance(titles, (str, bytes)) or len(titles) != images.shape[0]):
+        raise ValueError(f"titles must hold one title per image ({images.shape[0]})")
     m = max(images.shape[0], 1)
     ncols = min(ncols, m)
     nrows = int(np.ceil(m / ncols))

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
+from ibp_lab._checks import check_real_array
 from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP
 
 __all__ = [
@@ -157,7 +158,7 @@ def feature_usage_figure(
     >>> len(fig.axes)  # heatmap and colour bar
     2
     """
-    probabilities = np.asarray(probabilities, dtype=float)
+    probabilities = check_real_array("probabilities", probabilities)
     labels = np.asarray(labels)
     if probabilities.ndim != 2 or labels.shape != (probabilities.shape[0],):
         raise ValueError(
@@ -203,8 +204,8 @@ def gradient_cost_figure(n_features, seconds, *, reference: int | None = None) -
     >>> fig.axes[0].get_yscale()
     'log'
     """
-    ks = np.asarray(n_features, dtype=float)
-    ms = 1e3 * np.asarray(seconds, dtype=float)
+    ks = check_real_array("n_features", n_features)
+    ms = 1e3 * check_real_array("seconds", seconds)
     ref = int(ks[-1]) if reference is None else reference
     ref_ms = ms[list(ks).index(ref)]
     fig = Figure(figsize=(5.6, 3.4), layout="constrained")

@@ -19,7 +19,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from ibp_lab._checks import check_count, check_positive
+from ibp_lab._checks import check_count, check_positive, check_real_array
 from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP
 from ibp_lab.recursive import (
     columns_needed,
@@ -251,7 +251,7 @@ def mse_figure(
     >>> fig.axes[0].get_xscale(), fig.axes[0].get_yscale()
     ('log', 'log')
     """
-    sizes = np.asarray(sample_sizes, dtype=float)
+    sizes = check_real_array("sample_sizes", sample_sizes)
     alphas = sorted({a for a, _ in errors})
     betas = sorted({b for _, b in errors})
     markers = ["o", "s", "^", "D", "v", "P"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ibp_lab._checks import check_real_array
 from ibp_lab.plotting._style import CYCLE, PALETTE
 
 __all__ = ["plot_log_ratios", "plot_k_plus_check", "plot_traces_by_time"]
@@ -71,8 +72,8 @@ def plot_k_plus_check(frequencies, p_exact, *, ax=None, label: str = "sampler"):
     >>> ax.get_xlabel()
     'K+'
     """
-    frequencies = np.asarray(frequencies, float)
-    p_exact = np.asarray(p_exact, float)
+    frequencies = check_real_array("frequencies", frequencies)
+    p_exact = check_real_array("p_exact", p_exact)
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.2))
     k = np.arange(len(p_exact))

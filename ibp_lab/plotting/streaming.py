@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
+from ibp_lab._checks import check_flag, check_real_array
 from ibp_lab.plotting._style import CYCLE, DIVERGING_CMAP, PALETTE
 
 __all__ = [
@@ -58,10 +59,11 @@ def feature_count_figure(
     >>> len(fig.axes[0].lines)
     2
     """
+    log_x = check_flag("log_x", log_x)
     fig = Figure(figsize=(6.4, 3.4), layout="constrained")
     ax = fig.subplots()
     for color, (label, values) in zip(CYCLE, histories.items()):
-        values = np.asarray(values, dtype=float)
+        values = check_real_array("values", values)
         ax.plot(np.arange(1, values.size + 1), values, color=color, label=label, lw=1.6)
     if true_count is not None:
         true_count = np.asarray(true_count)
@@ -98,7 +100,7 @@ def next_prior_figure(dish, prob, n_kept: int, *, title: str | None = None) -> F
     3
     """
     dish = np.asarray(dish)
-    prob = np.asarray(prob, dtype=float)
+    prob = check_real_array("prob", prob)
     fig = Figure(figsize=(6.4, 3.0), layout="constrained")
     ax = fig.subplots()
     kept = np.arange(dish.size) < n_kept
@@ -145,8 +147,8 @@ def matched_features_figure(learned, true, shape, match, correlation) -> Figure:
     >>> len(fig.axes)
     8
     """
-    learned = np.atleast_2d(np.asarray(learned, dtype=float))
-    true = np.atleast_2d(np.asarray(true, dtype=float))
+    learned = np.atleast_2d(check_real_array("learned", learned))
+    true = np.atleast_2d(check_real_array("true", true))
     k = true.shape[0]
     fig = Figure(figsize=(1.3 * k + 0.4, 3.2), layout="constrained")
     axes = fig.subplots(2, k, squeeze=False)
@@ -187,8 +189,8 @@ def feature_grid_figure(features, usage, shape, *, ncols: int = 10, max_features
     >>> [ax.get_title() for ax in fig.axes][:2]
     ['5.0', '2.0']
     """
-    features = np.atleast_2d(np.asarray(features, dtype=float))
-    usage = np.asarray(usage, dtype=float)
+    features = np.atleast_2d(check_real_array("features", features))
+    usage = check_real_array("usage", usage)
     order = np.argsort(-usage, kind="stable")[:max_features]
     m = max(order.size, 1)
     ncols = min(ncols, m)
@@ -229,7 +231,7 @@ def cost_figure(cost, *, time_fit=None) -> Figure:
     >>> len(cost_figure(c, time_fit=(50.0, 10.0)).axes)
     3
     """
-    n = np.asarray(cost.n, dtype=float)
+    n = check_real_array("cost.n", cost.n)
     fig = Figure(figsize=(10.5, 3.4), layout="constrained")
     ax_time, ax_mem = fig.subplots(1, 2)
     ax_time.plot(n, np.asarray(cost.seconds_per_obs) * 1e6, "o", color=PALETTE["blue"],
