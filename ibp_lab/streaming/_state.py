@@ -139,6 +139,20 @@ def decode_rng_state(value, depth: int = 0):
     return value
 
 
+# Entries of a generator's state that NumPy stores as given although only these ranges
+# make sense (a cached-word flag, a position in a word buffer).
+_POSITIONS = {"has_uint32": 1, "buffer_pos": 4, "pos": 624}
+
+
+def _check_word_positions(canonical: dict, depth: int = 0) -> None:
+    for key, value in canonical.items():
+        if isinstance(value, dict) and "__words__" not in value and depth < 4:
+            _check_word_positions(value, depth + 1)
+        elif key in _POSITIONS and not (isinstance(value, int)
+                                        and 0 <= value <= _POSITIONS[key]):
+            raise InvalidState(f"rng_state {key} must be in [0, {_POSITIONS[key]}], got {value!r}")
+
+
 def make_generator(kind, state) -> np.random.Generator:
     """A generator of the whitelisted ``kind`` in exactly the given ``state``."""
     if not isinstance(kind, str) or kind not in BIT_GENERATORS:
@@ -146,6 +160,7 @@ def make_generator(kind, state) -> np.random.Generator:
     if not isinstance(state, dict):
         raise InvalidState(f"rng_state must be a dict, got {type(state).__name__}")
     canonical = encode_rng_state(state)
+    _check_word_positions(canonical)
     bit_generator = BIT_GENERATORS[kind]()
     try:
         bit_generator.state = decode_rng_state(canonical)
@@ -181,8 +196,8 @@ def _array(state, key, kind: str, ndim: int) -> np.ndarray:
         raise InvalidState(f"{key} must be an array, got {type(value).__name__}") from None
     allowed = "f" if kind == "f" else "iu"
     if arr.dtype.kind not in allowed or arr.dtype.fields is not None:
-        wanted = "floating-point" if kind == "f" else "integer"
-        raise InvalidState(f"{key} must be a {wanted} array, got dtype {arr.dtype}")
+        wanted = "a floating-point" if kind == "f" else "an integer"
+        raise InvalidState(f"{key} must be {wanted} array, got dtype {arr.dtype}")
     if arr.ndim != ndim:
         raise InvalidState(f"{key} must be {ndim}-D, got shape {arr.shape}")
     if kind == "f":
@@ -297,6 +312,9 @@ def _slots(state, counts, sigma_a: float) -> dict:
 def _histories(state, counts, settings, k: int) -> dict:
     """Rate and slot histories, and the recorded posteriors."""
     n_seen = counts["n_seen"]
+    if settings["record_posteriors"] and n_seen > MAX_RECORDED_ROWS:
+        raise InvalidState(f"n_seen = {n_seen} exceeds {MAX_RECORDED_ROWS}, the most "
+                           "observations recorded with record_posteriors=True")
     rates = _array(state, "rate_history", "f", 1)
     slots = _array(state, "slots_history", "i", 1)
     length = n_seen if settings["keep_history"] else 0
@@ -315,9 +333,6 @@ def _histories(state, counts, settings, k: int) -> dict:
     if not rows.size == dishes.size == values.size:
         raise InvalidState("posterior_rows, posterior_dishes and posterior_values must have "
                            "the same length")
-    if settings["record_posteriors"] and n_seen > MAX_RECORDED_ROWS:
-        raise InvalidState(f"n_seen = {n_seen} exceeds {MAX_RECORDED_ROWS}, the most "
-                           "observations recorded with record_posteriors=True")
     if rows.size and not settings["record_posteriors"]:
         raise InvalidState("posteriors are recorded only with record_posteriors=True")
     if rows.size:
