@@ -40,8 +40,8 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 from scipy.stats import poisson
 
-from ibp_lab._checks import check_binary_matrix, check_count, check_data_matrix, check_positive
-from ibp_lab.linear_gaussian import _check_scales
+from ibp_lab._checks import check_binary_matrix, check_count, check_data_matrix, check_flag
+from ibp_lab._hyper import check_hyperparameters
 
 __all__ = [
     "MAX_ROWS",
@@ -347,12 +347,10 @@ def class_posterior(
     (6435, True)
     """
     X = check_data_matrix("X", X)
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    sigma_x = check_positive("sigma_x", sigma_x)
-    sigma_a = check_positive("sigma_a", sigma_a)
+    # the samplers' door: enumeration accepts exactly the settings the samplers accept,
+    # so that every sampler can be checked against it
+    alpha, sigma_x, sigma_a, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
     k_max = check_count("k_max", k_max)
-    _check_scales(X, sigma_x, sigma_a)
     n_rows, n_dims = X.shape
     _check_size(n_rows, k_max)
 
@@ -424,6 +422,7 @@ def k_plus_posterior(
     >>> bool(tail < 1e-3)  # the bound is conservative: the true tail is about 1e-6
     True
     """
+    return_tail = check_flag("return_tail", return_tail)
     post = class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
     p = np.bincount(post.k_plus, weights=post.probabilities, minlength=k_max + 1)
     return (p, post.tail_bound) if return_tail else p

@@ -85,13 +85,18 @@ Hyperparameters (in :func:`run_chain`, after each sweep): ``alpha`` has a
 conjugate update, since ``P([Z] | alpha)`` is proportional to
 ``alpha^K+ exp(-alpha H)`` with ``H = sum_{i=1}^N beta / (beta + i - 1)``: with
 a Gamma(a, b) prior (shape, rate) the posterior is Gamma(a + K+, b + H).
-``sigma_a`` and ``sigma_x`` have HalfNormal(1) priors and are moved by
+Every hyperparameter is kept inside the range that a fresh call accepts
+(:func:`ibp_lab._hyper.check_hyperparameters`): the priors are truncated to it.
+For ``alpha`` that is ``[1e-100, MAX_EXPECTED_FEATURES / H]``, and the conjugate
+draw comes from the truncated Gamma (a prior with a tiny shape would otherwise
+let ``alpha`` underflow to 0 while ``K+ = 0``, and a huge one ask for more
+features than the sampler holds). ``sigma_a`` and ``sigma_x`` have HalfNormal(1) priors and are moved by
 random-walk Metropolis on the log scale (the Jacobian ``sigma'/sigma`` enters
 the acceptance ratio); their step sizes adapt during the first ``burn`` sweeps
 only, so the kernel is fixed while samples are kept. Proposals with
 ``sigma_x / sigma_a < MIN_NOISE_RATIO`` (1e-3), where the rank-one algebra loses its
-precision, are rejected: the priors are truncated there, far from any posterior
-mass of real data.
+precision, or outside the range accepted for the data, are rejected: the priors
+are truncated there, far from any posterior mass of real data.
 """
 
 from __future__ import annotations
@@ -104,15 +109,28 @@ import numpy as np
 import xarray as xr
 from numba import njit
 
+from scipy.special import gammainc, gammaincc, gammaincinv, gammainccinv
+
 from ibp_lab._checks import (
-    MAX_PARAMETER,
-    check_binary_matrix,
+    MIN_PARAMETER,
     check_count,
     check_data_matrix,
+    check_flag,
     check_positive,
     check_rng,
 )
-from ibp_lab.linear_gaussian import MIN_SCALE, _check_scales, _loglik_from_stats
+from ibp_lab._hyper import (
+    MAX_EXPECTED_FEATURES,
+    MAX_FEATURES,
+    MIN_NOISE_RATIO,
+    DataScale,
+    alpha_upper,
+    check_feature_matrix,
+    check_hyperparameters,
+    harmonic,
+    scales_allowed,
+)
+from ibp_lab.linear_gaussian import _loglik_from_stats
 
 __all__ = ["ChainResult", "gibbs_sweep", "run_chain", "run_chains", "k_plus_trace"]
 
@@ -120,23 +138,24 @@ __all__ = ["ChainResult", "gibbs_sweep", "run_chain", "run_chains", "k_plus_trac
 _LOG_TAIL_TOLERANCE = -40.0
 # Largest number of rows for which k_plus_trace can record the class of each state.
 _MAX_ROWS_FOR_TYPES = 6
-#: Most features the sampler will hold. A row whose data lie far beyond the scales
-#: (|x| >> sigma_a, sigma_x) can ask for millions of new features; beyond this many the
-#: sweep raises a ValueError instead of exhausting memory.
-MAX_FEATURES = 2500
+# MAX_FEATURES (most features the sampler will hold: a row whose data lie far beyond the
+# scales can ask for millions of new features), MIN_NOISE_RATIO and MAX_EXPECTED_FEATURES
+# live in ibp_lab._hyper, shared with every sampler; they stay importable from here.
 _TOO_MANY_FEATURES = (
     "the sampler would need more than MAX_FEATURES = 2500 features: the data are far "
     "larger than sigma_a and sigma_x; rescale X or use larger scales"
 )
+#: Most sweeps one call runs: every sweep adds entries to the traces kept in memory.
+MAX_SWEEPS = 10**8
+# Most Metropolis steps per sweep for each scale (each costs a K x K factorisation).
+_MAX_SCALE_STEPS = 10_000
+#: Most chains one call of run_chains runs.
+MAX_CHAINS = 1000
+#: Most entries of the per-sweep class record of :func:`k_plus_trace` (4 bytes each).
+_MAX_TYPE_ENTRIES = 10**8
 # Below this denominator the rank-one removal of a row would amplify rounding errors by
 # more than 1e3; the row's M_-i^-1 is then recomputed from scratch.
 _MIN_DOWNDATE_DENOMINATOR = 1e-3
-#: Smallest sigma_x / sigma_a accepted: below it M^-1 and the predictive variances, updated
-#: by rank-one steps, cancel to nothing (scale proposals below it are rejected).
-MIN_NOISE_RATIO = 1e-3
-#: Largest prior expected number of features alpha * sum_i beta / (beta + i - 1) accepted:
-#: the sampler's cost grows like K^3 per sweep and its memory like K^2.
-MAX_EXPECTED_FEATURES = 1000
 
 
 # --------------------------------------------------------------------------------------
@@ -658,31 +677,12 @@ def _gibbs_sweep_reference(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0, rand
 
 
 def _check_hyper(X, alpha, sigma_x, sigma_a, beta):
-    """Check the hyperparameters against each other and against the (validated) data."""
-    alpha = check_positive("alpha", alpha)
-    sigma_x = check_positive("sigma_x", sigma_x)
-    sigma_a = check_positive("sigma_a", sigma_a)
-    beta = check_positive("beta", beta)
-    _check_scales(X, sigma_x, sigma_a)
-    if sigma_x / sigma_a < MIN_NOISE_RATIO:
-        raise ValueError(
-            f"sigma_x / sigma_a must be >= {MIN_NOISE_RATIO:g}, got {sigma_x / sigma_a:.3g}: "
-            "below it the sampler's rank-one updates lose all precision"
-        )
-    expected = alpha * float(np.sum(beta / (beta + np.arange(X.shape[0]))))
-    if expected > MAX_EXPECTED_FEATURES:
-        raise ValueError(
-            f"alpha = {alpha:g} makes the prior expect {expected:.3g} features for "
-            f"{X.shape[0]} rows, more than the sampler's limit of {MAX_EXPECTED_FEATURES}; "
-            "use a smaller alpha"
-        )
-    return alpha, sigma_x, sigma_a, beta
+    """The shared door (:func:`ibp_lab._hyper.check_hyperparameters`), unpacked."""
+    return tuple(check_hyperparameters(X, alpha, sigma_x, sigma_a, beta))
 
 
-def _scales_allowed(sigma_x: float, sigma_a: float) -> bool:
-    """Whether a Metropolis proposal of the scales stays where the sampler is accurate."""
-    return (sigma_x >= MIN_SCALE and sigma_a >= MIN_SCALE and sigma_x <= MAX_PARAMETER
-            and sigma_a <= MAX_PARAMETER and sigma_x / sigma_a >= MIN_NOISE_RATIO)
+def _check_sweeps(name: str, n_sweeps) -> int:
+    return check_count(name, n_sweeps, minimum=1, maximum=MAX_SWEEPS)
 
 
 def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.random.Generator,
@@ -723,7 +723,7 @@ def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.rand
     (dtype('int8'), 20, True)
     """
     X = check_data_matrix("X", X)
-    Z = check_binary_matrix("Z", Z, n_rows=X.shape[0])
+    Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
     alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
     rng = check_rng(rng)
     Z_new, _, _ = _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng)
@@ -776,17 +776,23 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     array([0.21, 0.36, 0.25, 0.12])
     """
     X = check_data_matrix("X", X)
-    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
+    n_sweeps = _check_sweeps("n_sweeps", n_sweeps)
     rng = check_rng(rng)
     alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
-    if scan_order not in ("random", "fixed"):
+    if not isinstance(scan_order, str) or scan_order not in ("random", "fixed"):
         raise ValueError(f"scan_order must be 'random' or 'fixed', got {scan_order!r}")
+    return_types = check_flag("return_types", return_types)
     if return_types and X.shape[0] > _MAX_ROWS_FOR_TYPES:
         raise ValueError(
             f"return_types needs X with at most {_MAX_ROWS_FOR_TYPES} rows "
             f"(2^N - 1 column types), got {X.shape[0]}"
         )
-    Z0 = np.ones((X.shape[0], 1), np.int8) if Z0 is None else check_binary_matrix(
+    if return_types and n_sweeps * (2 ** X.shape[0] - 1) > _MAX_TYPE_ENTRIES:
+        raise ValueError(
+            f"return_types records 2^N - 1 = {2 ** X.shape[0] - 1} counts per sweep: "
+            f"n_sweeps must be <= {_MAX_TYPE_ENTRIES // (2 ** X.shape[0] - 1)}, got {n_sweeps}"
+        )
+    Z0 = np.ones((X.shape[0], 1), np.int8) if Z0 is None else check_feature_matrix(
         "Z0", Z0, n_rows=X.shape[0])
     _, k_plus, types = _sweeps(X, Z0, alpha, sigma_x, sigma_a, beta, n_sweeps, rng,
                                random_scan=scan_order == "random", record_types=return_types)
@@ -840,6 +846,55 @@ def _log_prior_class(Z, alpha, beta):
     from ibp_lab.prior import log_prior  # imported on use, like every sibling module
 
     return log_prior(Z, alpha, beta=beta) if Z.shape[0] else 0.0
+
+
+def _check_alpha_prior(alpha_prior) -> tuple[float, float]:
+    """``(shape, rate)`` of the Gamma prior on alpha, each a positive number."""
+    if isinstance(alpha_prior, (str, bytes)) or not isinstance(alpha_prior, (Sequence, np.ndarray)) \
+            or len(alpha_prior) != 2:
+        raise ValueError(f"alpha_prior must be a (shape, rate) pair, got {alpha_prior!r}")
+    return (check_positive("alpha_prior[0] (shape)", alpha_prior[0]),
+            check_positive("alpha_prior[1] (rate)", alpha_prior[1]))
+
+
+def _truncated_gamma(u: float, shape: float, rate: float, lower: float, upper: float) -> float:
+    """The ``u``-quantile of Gamma(shape, rate) truncated to ``[lower, upper]``.
+
+    Inverts the regularised incomplete gamma function on whichever tail keeps
+    its digits: the lower one (``P``) when little mass lies below ``lower``, the
+    upper one (``Q``) otherwise, so that a posterior with almost all its mass
+    below ``lower`` (a tiny shape) is still resolved. If the range holds no mass
+    at all in double precision, the truncated density is monotone on the range
+    and falls off within a tiny fraction of it from the boundary next to the
+    mass: that boundary is returned.
+    """
+    x_lo, x_hi = rate * lower, rate * upper
+    p_lo = float(gammainc(shape, x_lo))
+    if p_lo < 0.5:
+        p_hi = float(gammainc(shape, x_hi))
+        x = gammaincinv(shape, p_lo + u * (p_hi - p_lo)) if p_hi > p_lo else x_hi
+    else:
+        q_lo, q_hi = float(gammaincc(shape, x_lo)), float(gammaincc(shape, x_hi))
+        x = gammainccinv(shape, q_hi + u * (q_lo - q_hi)) if q_lo > q_hi else x_lo
+    x = float(x) / rate
+    return min(max(x, lower), upper) if math.isfinite(x) else (lower if p_lo >= 0.5 else upper)
+
+
+def _draw_alpha(rng: np.random.Generator, shape: float, rate: float, upper: float) -> float:
+    """A draw of alpha from Gamma(shape, rate) truncated to ``[MIN_PARAMETER, upper]``.
+
+    The accepted range of :func:`ibp_lab._hyper.check_hyperparameters`: below
+    ``MIN_PARAMETER`` alpha underflows (a Gamma prior with a tiny shape puts most
+    of its mass there while ``K+ = 0``), above ``upper`` the prior expects more
+    features than the sampler holds. First an ordinary Gamma draw, kept if it is
+    in range (always, at the book's settings); otherwise an exact draw from the
+    truncated law by inversion. Both branches give the truncated law, so their
+    mixture does too (a rejection sampler with one try, then inversion).
+    """
+    alpha = float(rng.gamma(shape, 1.0 / rate))
+    if MIN_PARAMETER <= alpha <= upper:
+        return alpha
+    return _truncated_gamma(float(rng.random()), shape, rate, MIN_PARAMETER, upper)
 
 
 def _metropolis_scale(rng, value, log_step, log_lik_now, log_lik_at):
@@ -901,7 +956,8 @@ def run_chain(
     update_alpha, update_sigma_a, update_sigma_x : bool, optional
         Which hyperparameters to sample; the others stay fixed.
     alpha_prior : (float, float), optional
-        Shape and rate of the Gamma prior on ``alpha``.
+        Shape and rate of the Gamma prior on ``alpha``, each in ``[1e-100, 1e6]``;
+        the prior is truncated to the alphas a call accepts (module docstring).
     thin, burn : int, optional
         Keep ``Z`` every ``thin`` sweeps after the first ``burn``.
     n_scale_steps : int, optional
@@ -926,40 +982,41 @@ def run_chain(
     (50, 6, array([20, 25, 30]))
     """
     X = check_data_matrix("X", X)
-    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
+    n_sweeps = _check_sweeps("n_sweeps", n_sweeps)
     rng = check_rng(rng)
     alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
+    flags = {name: check_flag(name, value) for name, value in (
+        ("update_alpha", update_alpha), ("update_sigma_a", update_sigma_a),
+        ("update_sigma_x", update_sigma_x), ("progress", progress))}
     thin = check_count("thin", thin, minimum=1)
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
-    n_scale_steps = check_count("n_scale_steps", n_scale_steps)
-    if not isinstance(alpha_prior, Sequence) or len(alpha_prior) != 2:
-        raise ValueError(f"alpha_prior must be a (shape, rate) pair, got {alpha_prior!r}")
-    prior_shape = check_positive("alpha_prior[0] (shape)", alpha_prior[0])
-    prior_rate = check_positive("alpha_prior[1] (rate)", alpha_prior[1])
+    n_scale_steps = check_count("n_scale_steps", n_scale_steps, maximum=_MAX_SCALE_STEPS)
+    prior_shape, prior_rate = _check_alpha_prior(alpha_prior)
     N, D = X.shape
-    Z = np.ones((N, 1), np.int8) if Z0 is None else check_binary_matrix("Z0", Z0, n_rows=N)
-    Z = Z[:, Z.any(axis=0)]
+    Z = np.ones((N, 1), np.int8) if Z0 is None else check_feature_matrix("Z0", Z0, n_rows=N)
 
-    harmonic = float(np.sum(beta / (beta + np.arange(N))))
+    h_n = harmonic(N, beta)
+    alpha_max = alpha_upper(N, beta)
+    data_scale = DataScale.of(X)
     sum_sq = float(np.sum(X * X))
     names = ["k_plus", "alpha", "sigma_x", "sigma_a", "log_likelihood", "log_joint"]
     records = {name: np.empty(n_sweeps) for name in names}
     samples, sample_draws = [], []
-    scales = {"sigma_a": update_sigma_a, "sigma_x": update_sigma_x}
+    scales = {"sigma_a": flags["update_sigma_a"], "sigma_x": flags["update_sigma_x"]}
     log_steps = {name: math.log(0.1) for name in scales}
     accepted = {name: 0 for name in scales}
     tried = {name: 0 for name in scales}
 
     iterator = range(n_sweeps)
-    if progress:
+    if flags["progress"]:
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, desc="Gibbs sweeps")
     for t in iterator:
         Z, _, _ = _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng)
         k_plus = Z.shape[1]
-        if update_alpha:
-            alpha = float(rng.gamma(prior_shape + k_plus, 1.0 / (prior_rate + harmonic)))
+        if flags["update_alpha"]:
+            alpha = _draw_alpha(rng, prior_shape + k_plus, prior_rate + h_n, alpha_max)
         Zf = Z.astype(np.float64)
         ztz, ztx = Zf.T @ Zf, Zf.T @ X
         log_lik = _loglik_from_stats(ztz, ztx, sum_sq, N, D, sigma_x, sigma_a)
@@ -972,12 +1029,12 @@ def run_chain(
                     sigma_a, log_lik, ok = _metropolis_scale(
                         rng, sigma_a, math.exp(log_steps[name]), log_lik,
                         lambda s: (_loglik_from_stats(ztz, ztx, sum_sq, N, D, sigma_x, s)
-                                   if _scales_allowed(sigma_x, s) else -math.inf))
+                                   if scales_allowed(data_scale, sigma_x, s) else -math.inf))
                 else:
                     sigma_x, log_lik, ok = _metropolis_scale(
                         rng, sigma_x, math.exp(log_steps[name]), log_lik,
                         lambda s: (_loglik_from_stats(ztz, ztx, sum_sq, N, D, s, sigma_a)
-                                   if _scales_allowed(s, sigma_a) else -math.inf))
+                                   if scales_allowed(data_scale, s, sigma_a) else -math.inf))
                 if t < burn:
                     # Robbins-Monro: diminishing adaptation towards 44% acceptance, warm-up only
                     log_steps[name] += (float(ok) - 0.44) / math.sqrt(t + 1.0)
@@ -1050,7 +1107,7 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
     """
     import arviz as az  # imported on use: arviz is slow to import
 
-    n_chains = check_count("n_chains", n_chains, minimum=1)
+    n_chains = check_count("n_chains", n_chains, minimum=1, maximum=MAX_CHAINS)
     check_rng(rng)
     one_start = (Z0 is None or not isinstance(Z0, (list, tuple))
                  or (len(Z0) > 0 and np.ndim(Z0[0]) != 2))  # a matrix written as nested lists

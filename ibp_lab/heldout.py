@@ -33,12 +33,15 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from ibp_lab._checks import (
-    check_binary_matrix,
+    MAX_PARAMETER,
+    MIN_PARAMETER,
     check_count,
     check_data_matrix,
     check_positive,
+    check_real_array,
     check_rng,
 )
+from ibp_lab._hyper import MAX_FEATURES, check_feature_matrix, check_hyperparameters, check_scales
 
 __all__ = [
     "split_top_bottom",
@@ -52,6 +55,17 @@ __all__ = [
 ]
 
 _LOG_2PI = float(np.log(2 * np.pi))
+#: Most features :func:`finite_feature_heldout` sums over exactly (2^K patterns per digit).
+MAX_PATTERN_FEATURES = 14
+# Most (draw, digit, pattern) terms finite_feature_heldout evaluates: beyond it a call
+# would run for hours; refused up front rather than left to hang.
+_MAX_PATTERN_TERMS = 2 * 10**9
+# Most entries of one block of (digit, pattern, pixel) residuals held in memory at once.
+_BLOCK_ENTRIES = 2**22
+# Most log densities ibp_gibbs_heldout keeps (draws x kept sweeps x digits), 8 bytes each.
+_MAX_HELDOUT_TERMS = 5 * 10**7
+# Largest sum((x / sigma)^2) over a digit's residuals: beyond it the densities overflow.
+_MAX_SCALED_RESIDUAL = 1e250
 
 
 def split_top_bottom(shape: tuple[int, int] = (8, 6), *, n_top_rows: int = 4) -> tuple[np.ndarray, np.ndarray]:
@@ -84,9 +98,20 @@ def _check_split(X, observed, hidden):
             raise ValueError(f"{name} must be a non-empty 1-D array of pixel indices")
         if idx.min() < 0 or idx.max() >= X.shape[1]:
             raise ValueError(f"{name} indices must lie in [0, {X.shape[1] - 1}]")
+    for name, idx in (("observed", observed), ("hidden", hidden)):
+        if np.unique(idx).size != idx.size:
+            raise ValueError(f"{name} must not repeat a pixel index")
     if np.intersect1d(observed, hidden).size:
         raise ValueError("observed and hidden pixels must not overlap")
     return X, observed, hidden
+
+
+def _check_training(X) -> np.ndarray:
+    X = check_data_matrix("X", X, min_rows=2)
+    if np.abs(X).max() > 1e50:
+        # the sample covariance would overflow
+        raise ValueError(f"X is too large to fit (max |x| = {np.abs(X).max():.3g}); rescale it")
+    return X
 
 
 @dataclass(frozen=True)
@@ -107,10 +132,19 @@ class HeldoutResult:
 
     def rmse(self, X_hidden) -> float:
         """Root mean squared error of the predicted mean against the true hidden pixels."""
-        X_hidden = np.asarray(X_hidden, dtype=float)
+        X_hidden = check_real_array("X_hidden", X_hidden)
         if X_hidden.shape != self.mean.shape:
             raise ValueError(f"X_hidden must have shape {self.mean.shape}, got {X_hidden.shape}")
-        return float(np.sqrt(np.mean((X_hidden - self.mean) ** 2)))
+        if not np.all(np.isfinite(X_hidden)) or (X_hidden.size and np.abs(X_hidden).max() > 1e50):
+            raise ValueError("X_hidden must be finite, with |x| <= 1e50")
+        err = X_hidden - self.mean
+        with np.errstate(over="ignore"):
+            rmse = float(np.sqrt(np.mean(err**2)))
+        if not np.isfinite(rmse):
+            # squares overflowed: scale by the largest error first (same value, no overflow)
+            top = float(np.max(np.abs(err)))
+            rmse = top * float(np.sqrt(np.mean((err / top) ** 2))) if np.isfinite(top) else top
+        return rmse
 
 
 def gaussian_conditional(mean, cov, X, observed, hidden) -> tuple[np.ndarray, np.ndarray]:
@@ -145,8 +179,8 @@ def gaussian_conditional(mean, cov, X, observed, hidden) -> tuple[np.ndarray, np
     (array([[1.]]), array([[0.75]]))
     """
     X, observed, hidden = _check_split(X, observed, hidden)
-    mean = np.asarray(mean, dtype=float)
-    cov = np.asarray(cov, dtype=float)
+    mean = check_real_array("mean", mean)
+    cov = check_real_array("cov", cov)
     D = X.shape[1]
     if mean.shape != (D,) or cov.shape != (D, D):
         raise ValueError(f"mean must have shape ({D},) and cov ({D}, {D}), got {mean.shape} and {cov.shape}")
@@ -166,7 +200,13 @@ def gaussian_conditional(mean, cov, X, observed, hidden) -> tuple[np.ndarray, np
 
 def _gaussian_heldout(mean, cov, X, observed, hidden) -> HeldoutResult:
     cond_mean, cond_cov = gaussian_conditional(mean, cov, X, observed, hidden)
-    L = np.linalg.cholesky(cond_cov)
+    try:
+        L = np.linalg.cholesky(cond_cov)
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            "the covariance of the hidden pixels given the observed ones is numerically "
+            "singular (a hidden pixel is fixed by the observed ones); use a larger ridge"
+        ) from None
     white = np.linalg.solve(L, (X[:, hidden] - cond_mean).T)
     log_det = 2.0 * np.sum(np.log(np.diag(L)))
     log_density = -0.5 * (hidden.size * _LOG_2PI + log_det + np.sum(white**2, axis=0))
@@ -195,9 +235,18 @@ class FullGaussian:
         self.ridge = check_positive("ridge", ridge, allow_zero=True)
 
     def fit(self, X) -> "FullGaussian":
-        X = check_data_matrix("X", X, min_rows=2)
-        self.mean_ = X.mean(axis=0)
-        self.covariance_ = np.cov(X, rowvar=False, bias=True) + self.ridge * np.eye(X.shape[1])
+        X = _check_training(X)
+        mean = X.mean(axis=0)
+        covariance = np.cov(X, rowvar=False, bias=True) + self.ridge * np.eye(X.shape[1])
+        try:
+            np.linalg.cholesky(covariance)
+        except np.linalg.LinAlgError:
+            # refused here, not later in heldout: a constant pixel with ridge = 0, say
+            raise ValueError(
+                f"the fitted covariance is singular with ridge = {self.ridge:g} (a pixel is "
+                "constant or a linear combination of others); use ridge > 0"
+            ) from None
+        self.mean_, self.covariance_ = mean, covariance
         return self
 
     def heldout(self, X, observed, hidden) -> HeldoutResult:
@@ -228,7 +277,7 @@ class PPCA:
         self.n_components = check_count("n_components", n_components, minimum=1)
 
     def fit(self, X) -> "PPCA":
-        X = check_data_matrix("X", X, min_rows=2)
+        X = _check_training(X)
         D = X.shape[1]
         if self.n_components >= D:
             raise ValueError(f"n_components must be < the number of pixels {D}, got {self.n_components}")
@@ -236,7 +285,9 @@ class PPCA:
         eigenvalues, eigenvectors = np.linalg.eigh(np.cov(X, rowvar=False, bias=True))
         eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]
         q = self.n_components
-        self.noise_variance_ = float(max(eigenvalues[q:].mean(), 1e-12))
+        # floored relative to the largest variance too, so that W W^T + s^2 I stays
+        # numerically positive definite at any scale of the data
+        self.noise_variance_ = float(max(eigenvalues[q:].mean(), 1e-12, 1e-12 * eigenvalues[0]))
         scale = np.sqrt(np.maximum(eigenvalues[:q] - self.noise_variance_, 0.0))
         self.components_ = eigenvectors[:, :q] * scale
         self.covariance_ = self.components_ @ self.components_.T + self.noise_variance_ * np.eye(D)
@@ -297,44 +348,84 @@ def finite_feature_heldout(
     [1.0, 0.0]
     """
     X, observed, hidden = _check_split(X, observed, hidden)
-    probs = np.atleast_2d(np.asarray(probabilities, dtype=float))
-    A = np.asarray(features, dtype=float)
-    if A.ndim == 2:
-        A = A[None]
+    probs, A, sx, var_k = _check_finite_model(X, probabilities, features, sigma_x,
+                                              feature_variances)
     S, K = probs.shape
-    if A.shape != (S, K, X.shape[1]):
-        raise ValueError(f"features must have shape ({S}, {K}, {X.shape[1]}), got {A.shape}")
-    if K > 14:
-        raise ValueError(f"at most 14 features can be summed over exactly (2^K patterns), got K = {K}")
-    if not np.all((probs >= 0) & (probs <= 1)):
-        raise ValueError("probabilities must lie in [0, 1]")
-    sx = np.broadcast_to(np.asarray(sigma_x, dtype=float), (S,))
-    if not np.all(np.isfinite(sx) & (sx > 0)):
-        raise ValueError("sigma_x must be finite and > 0")
-    var_k = np.zeros((S, K)) if feature_variances is None else np.asarray(feature_variances, dtype=float)
-    if var_k.shape != (S, K) or np.any(var_k < 0) or not np.all(np.isfinite(var_k)):
-        raise ValueError(f"feature_variances must be a finite (S, K) = ({S}, {K}) array >= 0")
-    if not np.all(np.isfinite(A)):
-        raise ValueError("features must be finite")
-
     patterns = np.array(list(itertools.product([0, 1], repeat=K)), dtype=float).reshape(-1, K)
     x_obs, x_hid = X[:, observed], X[:, hidden]
     log_bottom_draws, mean = [], np.zeros((X.shape[0], hidden.size))
     with np.errstate(divide="ignore"):
         log_p, log_q = np.log(probs), np.log1p(-probs)
+    # digits in blocks, so that the (digit, pattern, pixel) residuals stay a few MB
+    block = max(1, _BLOCK_ENTRIES // (patterns.shape[0] * X.shape[1]))
     for s in range(S):
         # np.where, not a product: 0 * log(0) would be NaN for a probability of 0 or 1
         log_prior = np.where(patterns == 1, log_p[s], log_q[s]).sum(axis=1)  # (P,)
         variance = sx[s] ** 2 + patterns @ var_k[s]  # (P,)
         means = patterns @ A[s]  # (P, D)
-        res_top = ((x_obs[:, None, :] - means[None, :, observed]) ** 2).sum(-1)  # (n, P)
-        res_bot = ((x_hid[:, None, :] - means[None, :, hidden]) ** 2).sum(-1)
-        log_top = log_prior + _isotropic_logpdf(res_top, variance, observed.size)
-        weights = log_top - logsumexp(log_top, axis=1, keepdims=True)  # p(z | top)
-        log_bottom = _isotropic_logpdf(res_bot, variance, hidden.size)
-        log_bottom_draws.append(logsumexp(weights + log_bottom, axis=1))
-        mean += np.exp(weights) @ means[:, hidden]
+        log_bottom = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], block):
+            rows = slice(start, start + block)
+            res_top = ((x_obs[rows, None, :] - means[None, :, observed]) ** 2).sum(-1)  # (n, P)
+            res_bot = ((x_hid[rows, None, :] - means[None, :, hidden]) ** 2).sum(-1)
+            log_top = log_prior + _isotropic_logpdf(res_top, variance, observed.size)
+            weights = log_top - logsumexp(log_top, axis=1, keepdims=True)  # p(z | top)
+            log_bottom[rows] = logsumexp(
+                weights + _isotropic_logpdf(res_bot, variance, hidden.size), axis=1)
+            mean[rows] += np.exp(weights) @ means[:, hidden]
+        log_bottom_draws.append(log_bottom)
     return HeldoutResult(_log_mean_exp(np.array(log_bottom_draws)), mean / S)
+
+
+def _check_finite_model(X, probabilities, features, sigma_x, feature_variances):
+    """Validate the draws of :func:`finite_feature_heldout`; returns them as float arrays."""
+    probs = check_real_array("probabilities", probabilities)
+    if probs.ndim == 1:
+        probs = probs[None]
+    if probs.ndim != 2 or probs.shape[1] == 0:
+        raise ValueError(f"probabilities must be a 2-D (draws, features) array, got shape {probs.shape}")
+    S, K = probs.shape
+    A = check_real_array("features", features)
+    if A.ndim == 2:
+        A = A[None]
+    if A.shape != (S, K, X.shape[1]):
+        raise ValueError(f"features must have shape ({S}, {K}, {X.shape[1]}), got {A.shape}")
+    if K > MAX_PATTERN_FEATURES:
+        raise ValueError(f"at most {MAX_PATTERN_FEATURES} features can be summed over exactly "
+                         f"(2^K patterns), got K = {K}")
+    if S * X.shape[0] * 2**K > _MAX_PATTERN_TERMS:
+        raise ValueError(
+            f"draws x digits x 2^K = {S} x {X.shape[0]} x {2**K} terms is more than "
+            f"{_MAX_PATTERN_TERMS:g}; use fewer draws, digits or features"
+        )
+    if not np.all((probs >= 0) & (probs <= 1)):
+        raise ValueError("probabilities must lie in [0, 1]")
+    if isinstance(sigma_x, (bool, np.bool_)) or getattr(sigma_x, "dtype", None) == bool:
+        raise TypeError("sigma_x must be a number or an array of numbers, not a bool")
+    sx = check_real_array("sigma_x", sigma_x)
+    if sx.ndim > 1 or sx.size not in (1, S):
+        raise ValueError(f"sigma_x must be one number or one per draw ({S}), got shape {sx.shape}")
+    sx = np.broadcast_to(sx.ravel(), (S,))
+    for s, value in enumerate(sx):
+        check_positive("sigma_x" if sx.size == 1 else f"sigma_x[{s}]", float(value))
+    var_k = np.zeros((S, K)) if feature_variances is None else check_real_array(
+        "feature_variances", feature_variances)
+    if var_k.shape != (S, K) or np.any(var_k < 0) or not np.all(np.isfinite(var_k)) \
+            or np.any(var_k > MAX_PARAMETER**2):
+        raise ValueError(f"feature_variances must be a finite (S, K) = ({S}, {K}) array in "
+                         f"[0, {MAX_PARAMETER**2:g}]")
+    if not np.all(np.isfinite(A)):
+        raise ValueError("features must be finite")
+    # every residual x - z A is at most max|x| + sum_k |A_k| per pixel; with the smallest
+    # variance sigma_x^2 that bounds the quadratic forms, which must not overflow
+    with np.errstate(over="ignore"):
+        reach = float(np.abs(X).max()) + float(np.abs(A).sum(axis=1).max())
+    if not reach / float(sx.min()) <= np.sqrt(_MAX_SCALED_RESIDUAL / X.shape[1]):
+        raise ValueError(
+            f"the data or features are too large for sigma_x = {float(sx.min()):g}: the "
+            "squared residuals over sigma_x^2 overflow; rescale the data and features"
+        )
+    return probs, A, sx, var_k
 
 
 def ibp_gibbs_heldout(
@@ -400,20 +491,20 @@ def ibp_gibbs_heldout(
     beta = check_positive("beta", beta)
     n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
-    max_new = check_count("max_new", max_new)
-    if len(samples) == 0:
-        raise ValueError("samples must hold at least one posterior draw (Z, sigma_x, sigma_a, alpha)")
+    max_new = check_count("max_new", max_new, maximum=MAX_FEATURES)
+    draws = _check_gibbs_draws(X_train, X_test, samples, beta)
+    n_terms = len(draws) * (n_sweeps - burn) * X_test.shape[0]
+    if n_terms > _MAX_HELDOUT_TERMS:
+        raise ValueError(
+            f"draws x kept sweeps x digits = {len(draws)} x {n_sweeps - burn} x {X_test.shape[0]} "
+            f"log densities is more than {_MAX_HELDOUT_TERMS:g} to keep; use fewer of them"
+        )
     N, n = X_train.shape[0], X_test.shape[0]
     x_obs, x_hid = X_test[:, observed], X_test[:, hidden]
     d_obs, d_hid = observed.size, hidden.size
     kn = np.arange(max_new + 1)
     log_terms, mean = [], np.zeros((n, d_hid))
-    for draw in samples:
-        Z, sigma_x, sigma_a, alpha = draw
-        Z = check_binary_matrix("Z", Z, n_rows=N)
-        sigma_x, sigma_a, alpha = (check_positive(name, v) for name, v in
-                                   (("sigma_x", sigma_x), ("sigma_a", sigma_a), ("alpha", alpha)))
-        Z = Z[:, Z.any(axis=0)]
+    for Z, (alpha, sigma_x, sigma_a, _) in draws:
         K = Z.shape[1]
         A_bar, cov = feature_posterior(X_train, Z, sigma_x, sigma_a)
         P = cov / sigma_x**2
@@ -456,6 +547,26 @@ def ibp_gibbs_heldout(
     return HeldoutResult(_log_mean_exp(log_terms), mean / log_terms.shape[0])
 
 
+def _check_gibbs_draws(X_train, X_test, samples, beta):
+    """Every posterior draw through the samplers' door; returns ``[(Z, Hyperparameters)]``."""
+    if isinstance(samples, (str, bytes, dict)) or not hasattr(samples, "__len__") \
+            or not hasattr(samples, "__iter__"):
+        raise TypeError("samples must be a list of posterior draws (Z, sigma_x, sigma_a, alpha)")
+    if len(samples) == 0:
+        raise ValueError("samples must hold at least one posterior draw (Z, sigma_x, sigma_a, alpha)")
+    draws = []
+    for s, draw in enumerate(samples):
+        if not isinstance(draw, (tuple, list)) or len(draw) != 4:
+            raise ValueError(f"samples[{s}] must be a tuple (Z, sigma_x, sigma_a, alpha)")
+        Z, sigma_x, sigma_a, alpha = draw
+        Z = check_feature_matrix(f"samples[{s}] Z", Z, n_rows=X_train.shape[0])
+        # the samplers' door: a draw is scored only at settings a sampler could produce
+        hyper = check_hyperparameters(X_train, alpha, sigma_x, sigma_a, beta)
+        check_scales(X_test, hyper.sigma_x, hyper.sigma_a)
+        draws.append((Z, hyper))
+    return draws
+
+
 def compare_heldout(results: dict, X_hidden, *, reference: str) -> list[dict]:
     """Table of held-out scores relative to a reference model.
 
@@ -485,9 +596,20 @@ def compare_heldout(results: dict, X_hidden, *, reference: str) -> list[dict]:
     >>> [row["difference"] for row in compare_heldout({"a": a, "b": b}, np.zeros((2, 1)), reference="b")]
     [1.0, 0.0]
     """
-    if reference not in results:
-        raise ValueError(f"reference must be one of {sorted(results)}, got {reference!r}")
+    if not isinstance(results, dict):
+        raise TypeError("results must be a dict: model name -> HeldoutResult")
+    for name, result in results.items():
+        if not isinstance(result, HeldoutResult):
+            raise TypeError(f"results[{name!r}] must be a HeldoutResult, got {type(result).__name__}")
+    if not isinstance(reference, str) or reference not in results:
+        raise ValueError(f"reference must be one of {sorted(map(str, results))}, got {reference!r}")
     base = results[reference].log_density
+    for name, result in results.items():
+        if result.log_density.shape != base.shape:
+            raise ValueError(
+                f"results[{name!r}] scores {result.log_density.size} digits, the reference "
+                f"{base.size}: the models must be scored on the same digits"
+            )
     rows = []
     for name, result in results.items():
         diff = result.log_density - base

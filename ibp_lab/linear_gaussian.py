@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_solve
 
+from ibp_lab import _hyper
 from ibp_lab._checks import (
     check_binary_matrix,
     check_count,
@@ -40,24 +41,10 @@ from ibp_lab._checks import (
 
 __all__ = ["collapsed_loglik", "feature_posterior", "simulate"]
 
-#: Smallest ``sigma_x`` or ``sigma_a`` accepted: below about 1e-154 a square underflows to 0.
-MIN_SCALE = 1e-100
-# Largest sum((X / sigma_x)^2) accepted: beyond it the quadratic forms overflow.
-_MAX_SCALED_SUM_SQ = 1e250
-
-
-def _check_scales(X: np.ndarray, sigma_x: float, sigma_a: float) -> None:
-    """Refuse scales whose squares underflow and data that overflow once divided by sigma_x."""
-    for name, value in (("sigma_x", sigma_x), ("sigma_a", sigma_a)):
-        if value < MIN_SCALE:
-            raise ValueError(f"{name} must be >= {MIN_SCALE:g}, got {value:g}")
-    with np.errstate(over="ignore", invalid="ignore"):
-        scaled = float(np.sum(np.square(X / sigma_x)))
-    if not scaled <= _MAX_SCALED_SUM_SQ:
-        raise ValueError(
-            f"X is too large for sigma_x = {sigma_x:g}: sum((X / sigma_x)^2) overflows; "
-            "rescale the data (for example divide X by its standard deviation)"
-        )
+# Limits shared with the samplers (ibp_lab._hyper); MIN_SCALE stays importable from here.
+MIN_SCALE = _hyper.MIN_SCALE
+# Largest n * d that simulate draws (800 MB of float64).
+_MAX_SIMULATED_ENTRIES = 10**8
 
 
 def _check_model_inputs(X, Z, sigma_x, sigma_a):
@@ -65,7 +52,12 @@ def _check_model_inputs(X, Z, sigma_x, sigma_a):
     Z = check_binary_matrix("Z", Z, n_rows=X.shape[0])
     sigma_x = check_positive("sigma_x", sigma_x)
     sigma_a = check_positive("sigma_a", sigma_a)
-    _check_scales(X, sigma_x, sigma_a)
+    _hyper.check_scales(X, sigma_x, sigma_a)
+    if Z.shape[1] > _hyper.MAX_FEATURES:
+        # M is K x K: a wide Z would ask for K^2 memory before any arithmetic
+        raise ValueError(
+            f"Z must have at most MAX_FEATURES = {_hyper.MAX_FEATURES} columns, got {Z.shape[1]}"
+        )
     return X, Z, sigma_x, sigma_a
 
 
@@ -261,6 +253,11 @@ def simulate(
 
     n = check_count("n", n, minimum=1)
     d = check_count("d", d, minimum=1)
+    if n * d > _MAX_SIMULATED_ENTRIES:
+        # refused before anything is drawn: n * d floats would not fit in memory
+        raise ValueError(
+            f"n * d must be <= {_MAX_SIMULATED_ENTRIES:g} entries of X, got {n} * {d} = {n * d:g}"
+        )
     sigma_x = check_positive("sigma_x", sigma_x)
     sigma_a = check_positive("sigma_a", sigma_a)
     rng = check_rng(rng)

@@ -122,13 +122,14 @@ import xarray as xr
 from numba import njit
 
 from ibp_lab._checks import (
-    check_binary_matrix,
     check_count,
     check_data_matrix,
     check_positive,
+    check_real_array,
     check_rng,
 )
-from ibp_lab.gibbs import _sample_new_dishes, gibbs_sweep
+from ibp_lab._hyper import check_feature_matrix, check_hyperparameters
+from ibp_lab.gibbs import MAX_SWEEPS, _sample_new_dishes, gibbs_sweep
 
 __all__ = [
     "random_split_merge",
@@ -146,6 +147,11 @@ _LOG3 = math.log(3.0)
 _IN_FIRST = np.array([1, 0, 1], np.int8)
 _IN_SECOND = np.array([0, 1, 1], np.int8)
 _MOVES = ("random", "sequential")
+#: Most proposals one call makes (each keeps six numbers in ``stats``).
+MAX_PROPOSALS = 10**7
+# seconds_per_step measures costs, it does not sample: a few thousand steps are plenty.
+_MAX_TIMING_ROUNDS = 1000
+_MAX_TIMED_STEPS = 100_000
 
 
 # --------------------------------------------------------------------------------------
@@ -657,15 +663,12 @@ def _metropolis_hastings(target, Z, rng, n_proposals, propose, stats, current=No
 
 def _check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, n_proposals, beta):
     X = check_data_matrix("X", X)
-    Z = check_binary_matrix("Z", Z, n_rows=X.shape[0])
-    alpha = check_positive("alpha", alpha)
-    sigma_x = check_positive("sigma_x", sigma_x)
-    sigma_a = check_positive("sigma_a", sigma_a)
-    beta = check_positive("beta", beta)
+    Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
+    # the same door as gibbs_sweep: moves and sweeps accept exactly the same settings
+    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
     rng = check_rng(rng)
-    n_proposals = check_count("n_proposals", n_proposals)
-    Z = np.ascontiguousarray(Z[:, Z.any(axis=0)], dtype=np.int8)
-    return X, Z, _LogJoint(X, alpha, sigma_x, sigma_a, beta), rng, n_proposals
+    n_proposals = check_count("n_proposals", n_proposals, maximum=MAX_PROPOSALS)
+    return X, Z, _LogJoint(X, *hyper), rng, n_proposals
 
 
 def random_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
@@ -922,6 +925,7 @@ class MoveChains:
 
 def _one_chain(X, Z, n_iterations, rng, hyper, beta, move, n_proposals):
     target = _LogJoint(X, *hyper, beta)
+    Z = np.ascontiguousarray(Z)
     k_plus = np.zeros(n_iterations, np.int64)
     log_joint = np.zeros(n_iterations)
     accepted = np.zeros(n_iterations, np.int64)
@@ -988,15 +992,18 @@ def run_chains_with_moves(X, Z0, n_iterations: int, rng: np.random.Generator, *,
     X = check_data_matrix("X", X)
     if not isinstance(Z0, (list, tuple)) or len(Z0) == 0:
         raise TypeError("Z0 must be a non-empty list of starting matrices, one per chain")
-    starts = [check_binary_matrix(f"Z0[{c}]", Z, n_rows=X.shape[0]) for c, Z in enumerate(Z0)]
-    n_iterations = check_count("n_iterations", n_iterations, minimum=1)
+    starts = [check_feature_matrix(f"Z0[{c}]", Z, n_rows=X.shape[0]) for c, Z in enumerate(Z0)]
+    n_iterations = check_count("n_iterations", n_iterations, minimum=1, maximum=MAX_SWEEPS)
     check_rng(rng)
-    hyper = (check_positive("alpha", alpha), check_positive("sigma_x", sigma_x),
-             check_positive("sigma_a", sigma_a))
-    beta = check_positive("beta", beta)
-    if move is not None and move not in _MOVES:
+    *hyper, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
+    if move is not None and (not isinstance(move, str) or move not in _MOVES):
         raise ValueError(f"move must be 'sequential', 'random' or None, got {move!r}")
     n_proposals = check_count("n_proposals", n_proposals)
+    if n_iterations * n_proposals > MAX_PROPOSALS:
+        raise ValueError(
+            f"n_iterations * n_proposals must be <= {MAX_PROPOSALS:g} proposals per chain, "
+            f"got {n_iterations} * {n_proposals}"
+        )
     results = [_one_chain(X, Z, n_iterations, child, hyper, beta, move, n_proposals)
                for child, Z in zip(rng.spawn(len(starts)), starts)]
     trace = xr.Dataset(
@@ -1035,10 +1042,12 @@ def seconds_per_step(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     ['gibbs_sweep', 'random', 'sequential']
     """
     X = check_data_matrix("X", X)
-    Z = check_binary_matrix("Z", Z, n_rows=X.shape[0])
-    n_rounds = check_count("n_rounds", n_rounds, minimum=1)
-    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
-    n_proposals = check_count("n_proposals", n_proposals, minimum=1)
+    Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
+    alpha, sigma_x, sigma_a, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
+    rng = check_rng(rng)
+    n_rounds = check_count("n_rounds", n_rounds, minimum=1, maximum=_MAX_TIMING_ROUNDS)
+    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1, maximum=_MAX_TIMED_STEPS)
+    n_proposals = check_count("n_proposals", n_proposals, minimum=1, maximum=_MAX_TIMED_STEPS)
     moves = {"random": random_split_merge, "sequential": sequential_split_merge}
     for move in moves.values():  # compile outside the timing
         move(X, Z, alpha, sigma_x, sigma_a, rng, 1, beta=beta)
@@ -1084,10 +1093,21 @@ def log_ratio_parts(stats: dict):
     if not isinstance(stats, dict) or any(name not in stats for name in ["kind", *parts]):
         raise TypeError("stats must be the dict returned by random_split_merge or "
                         "sequential_split_merge")
+    kinds = np.asarray(stats["kind"])
+    if kinds.ndim != 1 or kinds.dtype.kind not in "UO" or not np.isin(kinds, ["split", "merge"]).all():
+        raise ValueError("stats['kind'] must be a 1-D array of 'split' and 'merge'")
+    values = {}
+    for p in parts:
+        values[p] = check_real_array(f"stats[{p!r}]", stats[p])
+        if values[p].shape != kinds.shape:
+            raise ValueError(f"stats[{p!r}] must have one entry per proposal ({kinds.size}), "
+                             f"got shape {values[p].shape}")
+        if np.isnan(values[p]).any():
+            raise ValueError(f"stats[{p!r}] must not contain NaN")
     table = {}
     for kind in ("split", "merge"):
-        chosen = np.asarray(stats["kind"]) == kind
-        table[kind] = [float(np.median(np.asarray(stats[p])[chosen])) if chosen.any()
+        chosen = kinds == kind
+        table[kind] = [float(np.median(values[p][chosen])) if chosen.any()
                        else float("nan") for p in parts]
     return pd.DataFrame(table, index=["log-likelihood change", "log prior change",
                                       "log q(reverse) - log q(forward)",
@@ -1108,6 +1128,7 @@ def summarize_run(run: MoveChains, *, warmup_fraction: float = 0.5) -> dict:
         (all chains, warm-up included), ``accepted after warm-up``,
         ``R-hat K+``, ``R-hat log joint``, ``ESS K+``, ``ESS log joint`` and
         ``log joint per chain`` (the mean of each chain after warm-up, as text).
+        R-hat and ESS of a trace that never changes are NaN (nothing to diagnose).
 
     Examples
     --------
@@ -1127,10 +1148,17 @@ def summarize_run(run: MoveChains, *, warmup_fraction: float = 0.5) -> dict:
     if not isinstance(run, MoveChains):
         raise TypeError(f"run must be a MoveChains (from run_chains_with_moves), "
                         f"got {type(run).__name__}")
-    if not 0.0 <= warmup_fraction < 1.0:
+    warmup_fraction = check_positive("warmup_fraction", warmup_fraction, allow_zero=True)
+    if not warmup_fraction < 1.0:
         raise ValueError(f"warmup_fraction must be in [0, 1), got {warmup_fraction}")
     n_draws = run.trace.sizes["draw"]
     kept = run.trace.isel(draw=slice(int(warmup_fraction * n_draws), None))
+    if kept.sizes["draw"] < 4:
+        # R-hat splits each chain in two halves; fewer draws give NaN, not a diagnosis
+        raise ValueError(
+            f"need at least 4 draws per chain after warm-up for R-hat and ESS, got "
+            f"{kept.sizes['draw']} (of {n_draws}, warmup_fraction = {warmup_fraction})"
+        )
     values = {name: kept[name].values.astype(np.float64) for name in ("k_plus", "log_joint")}
     return {
         "CPU seconds": float(run.seconds.sum()),

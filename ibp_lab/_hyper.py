@@ -1,0 +1,250 @@
+"""The linear-Gaussian IBP's hyperparameters: one door for every sampler, move and scorer.
+
+The collapsed Gibbs sweep, the split-merge moves, the singleton update, exact
+enumeration and the held-out scorer all work with the same four numbers
+``alpha``, ``sigma_x``, ``sigma_a`` and ``beta`` against the same data ``X``.
+They accept and refuse exactly the same values because they all call
+:func:`check_hyperparameters`, and the Metropolis updates of the scales in
+:func:`ibp_lab.gibbs.run_chain` use the same rule (:func:`scales_allowed`), so
+a chain never wanders where a fresh call would be refused.
+
+The limits, and why:
+
+- every number finite, > 0 and within ``[MIN_PARAMETER, MAX_PARAMETER]``
+  (:func:`ibp_lab._checks.check_positive`);
+- ``sum((X / sigma_x)^2) <= 1e250``: beyond it the quadratic forms overflow;
+- ``sigma_x / sigma_a >= MIN_NOISE_RATIO``: below it the rank-one updates of
+  ``M^-1`` (``M = Z^T Z + (sigma_x / sigma_a)^2 I``) lose all their digits;
+- ``alpha * sum_i beta / (beta + i - 1) <= MAX_EXPECTED_FEATURES``: the prior
+  expected number of features, which sets the samplers' cost and memory.
+
+Feature matrices are bounded too (:func:`check_feature_matrix`): at most
+``MAX_FEATURES`` non-empty columns, since ``M`` is ``K x K``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import astuple, dataclass
+
+import numpy as np
+
+from ibp_lab._checks import MAX_PARAMETER, MIN_PARAMETER, check_binary_matrix, check_positive
+
+__all__ = [
+    "MIN_SCALE",
+    "MIN_NOISE_RATIO",
+    "MAX_EXPECTED_FEATURES",
+    "MAX_FEATURES",
+    "Hyperparameters",
+    "DataScale",
+    "harmonic",
+    "alpha_upper",
+    "check_scales",
+    "scales_allowed",
+    "check_hyperparameters",
+    "check_feature_matrix",
+]
+
+#: Smallest ``sigma_x`` or ``sigma_a`` accepted: below about 1e-154 a square underflows to 0.
+MIN_SCALE = MIN_PARAMETER
+#: Smallest sigma_x / sigma_a accepted: below it M^-1 and the predictive variances, updated
+#: by rank-one steps, cancel to nothing.
+MIN_NOISE_RATIO = 1e-3
+#: Largest prior expected number of features alpha * sum_i beta / (beta + i - 1) accepted:
+#: the samplers' cost grows like K^3 per sweep and their memory like K^2.
+MAX_EXPECTED_FEATURES = 1000
+#: Most features a sampler will hold (and the most columns a feature matrix may bring).
+MAX_FEATURES = 2500
+# Largest sum((X / sigma_x)^2) accepted: beyond it the quadratic forms overflow.
+_LOG_MAX_SCALED_SUM_SQ = math.log(1e250)
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """Validated ``alpha``, ``sigma_x``, ``sigma_a`` and ``beta``; unpacks in that order.
+
+    Examples
+    --------
+    >>> alpha, sigma_x, sigma_a, beta = Hyperparameters(1.0, 0.5, 1.0, 1.0)
+    >>> sigma_x
+    0.5
+    """
+
+    alpha: float
+    sigma_x: float
+    sigma_a: float
+    beta: float
+
+    def __iter__(self):
+        return iter(astuple(self))
+
+
+@dataclass(frozen=True)
+class DataScale:
+    """``max |x|`` and ``sum((X / max |x|)^2)``: enough to bound ``sum((X / s)^2)`` for any ``s``.
+
+    Scaling by the largest entry first means no square overflows, whatever ``X``.
+    """
+
+    max_abs: float
+    unit_sum_sq: float
+
+    @classmethod
+    def of(cls, X: np.ndarray) -> "DataScale":
+        max_abs = float(np.max(np.abs(X))) if X.size else 0.0
+        if max_abs == 0.0:
+            return cls(0.0, 0.0)
+        return cls(max_abs, float(np.sum(np.square(X / max_abs))))
+
+    def too_large_for(self, sigma_x: float) -> bool:
+        """Whether ``sum((X / sigma_x)^2)`` exceeds 1e250 (or overflows)."""
+        if self.max_abs == 0.0:
+            return False
+        log_scaled = math.log(self.unit_sum_sq) + 2.0 * (math.log(self.max_abs) - math.log(sigma_x))
+        return log_scaled > _LOG_MAX_SCALED_SUM_SQ
+
+
+def harmonic(n_rows: int, beta: float) -> float:
+    """``sum_{i=1}^N beta / (beta + i - 1)``: the prior's expected ``K+`` per unit of alpha.
+
+    Examples
+    --------
+    >>> harmonic(2, 1.0)
+    1.5
+    """
+    return float(np.sum(beta / (beta + np.arange(n_rows))))
+
+
+def alpha_upper(n_rows: int, beta: float) -> float:
+    """Largest ``alpha`` accepted for ``n_rows`` rows: ``MAX_EXPECTED_FEATURES / H``, at most
+    ``MAX_PARAMETER``.
+
+    Examples
+    --------
+    >>> alpha_upper(1, 1.0)
+    1000.0
+    """
+    return min(MAX_PARAMETER, MAX_EXPECTED_FEATURES / harmonic(n_rows, beta))
+
+
+def _scale_problem(scale: DataScale, sigma_x: float, sigma_a: float) -> str | None:
+    """Why the (already positive, finite) scales are refused for these data, or None."""
+    for name, value in (("sigma_x", sigma_x), ("sigma_a", sigma_a)):
+        if value < MIN_SCALE:
+            return f"{name} must be >= {MIN_SCALE:g}, got {value:g}"
+    if scale.too_large_for(sigma_x):
+        return (
+            f"X is too large for sigma_x = {sigma_x:g}: sum((X / sigma_x)^2) overflows; "
+            "rescale the data (for example divide X by its standard deviation)"
+        )
+    return None
+
+
+def check_scales(X: np.ndarray, sigma_x: float, sigma_a: float) -> None:
+    """Refuse scales whose squares underflow and data that overflow once divided by sigma_x.
+
+    ``X``, ``sigma_x`` and ``sigma_a`` must already be validated arrays and floats.
+
+    Examples
+    --------
+    >>> check_scales(np.array([[1e200]]), 1e-100, 1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: X is too large for sigma_x = 1e-100: sum((X / sigma_x)^2) overflows; rescale the data (for example divide X by its standard deviation)
+    """
+    problem = _scale_problem(DataScale.of(X), sigma_x, sigma_a)
+    if problem:
+        raise ValueError(problem)
+
+
+def _ratio_problem(sigma_x: float, sigma_a: float) -> str | None:
+    if sigma_x / sigma_a < MIN_NOISE_RATIO:
+        return (
+            f"sigma_x / sigma_a must be >= {MIN_NOISE_RATIO:g}, got {sigma_x / sigma_a:.3g}: "
+            "below it the sampler's rank-one updates lose all precision"
+        )
+    return None
+
+
+def scales_allowed(scale: DataScale, sigma_x: float, sigma_a: float) -> bool:
+    """Whether :func:`check_hyperparameters` would accept these scales for these data.
+
+    The Metropolis updates of the scales give a proposal outside this set zero
+    density: the scales' priors are truncated to where the samplers are accurate.
+
+    Examples
+    --------
+    >>> scale = DataScale.of(np.ones((2, 2)))
+    >>> scales_allowed(scale, 0.5, 1.0), scales_allowed(scale, 1e-4, 1.0)
+    (True, False)
+    """
+    return (
+        MIN_SCALE <= sigma_x <= MAX_PARAMETER
+        and MIN_SCALE <= sigma_a <= MAX_PARAMETER
+        and _scale_problem(scale, sigma_x, sigma_a) is None
+        and _ratio_problem(sigma_x, sigma_a) is None
+    )
+
+
+def check_hyperparameters(X: np.ndarray, alpha, sigma_x, sigma_a, beta=1.0) -> Hyperparameters:
+    """Check the model's hyperparameters against each other and the (validated) data ``X``.
+
+    The one door of every sampler, move, enumeration and held-out scorer of the
+    linear-Gaussian IBP (see the module docstring for the limits).
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        ``(N, D)`` data, already through :func:`ibp_lab._checks.check_data_matrix`.
+    alpha, sigma_x, sigma_a, beta
+        The hyperparameters.
+
+    Returns
+    -------
+    Hyperparameters
+
+    Examples
+    --------
+    >>> check_hyperparameters(np.zeros((3, 2)), 1.0, 0.5, 1.0)
+    Hyperparameters(alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0)
+    >>> check_hyperparameters(np.zeros((3, 2)), 1.0, 1e-4, 1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: sigma_x / sigma_a must be >= 0.001, got 0.0001: below it the sampler's rank-one updates lose all precision
+    """
+    alpha = check_positive("alpha", alpha)
+    sigma_x = check_positive("sigma_x", sigma_x)
+    sigma_a = check_positive("sigma_a", sigma_a)
+    beta = check_positive("beta", beta)
+    problem = _scale_problem(DataScale.of(X), sigma_x, sigma_a) or _ratio_problem(sigma_x, sigma_a)
+    if problem:
+        raise ValueError(problem)
+    expected = alpha * harmonic(X.shape[0], beta)
+    if expected > MAX_EXPECTED_FEATURES:
+        raise ValueError(
+            f"alpha = {alpha:g} makes the prior expect {expected:.3g} features for "
+            f"{X.shape[0]} rows, more than the sampler's limit of {MAX_EXPECTED_FEATURES}; "
+            "use a smaller alpha"
+        )
+    return Hyperparameters(alpha, sigma_x, sigma_a, beta)
+
+
+def check_feature_matrix(name: str, Z, *, n_rows: int) -> np.ndarray:
+    """A binary ``int8`` matrix with ``n_rows`` rows, its empty columns dropped, at most
+    ``MAX_FEATURES`` columns left.
+
+    Examples
+    --------
+    >>> check_feature_matrix("Z", [[1, 0], [1, 0]], n_rows=2)
+    array([[1],
+           [1]], dtype=int8)
+    """
+    Z = check_binary_matrix(name, Z, n_rows=n_rows)
+    Z = np.ascontiguousarray(Z[:, Z.any(axis=0)], dtype=np.int8)
+    if Z.shape[1] > MAX_FEATURES:
+        raise ValueError(
+            f"{name} must have at most MAX_FEATURES = {MAX_FEATURES} non-empty columns, "
+            f"got {Z.shape[1]}"
+        )
+    return Z
