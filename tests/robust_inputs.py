@@ -161,8 +161,8 @@ def _vector(base):
 
 
 def _binary(base):
-    """Junk for a binary feature matrix Z."""
-    base = np.asarray(base)
+    """Junk for a binary feature matrix Z (or an optional one: then from the fixture)."""
+    base = np.asarray(z_matrix() if base is None else base)
     two, half, nan, neg = (base.astype(float) for _ in range(4))
     two[0, 0], half[0, 0], nan[0, 0], neg[0, 0] = 2, 0.5, np.nan, -1
     return [

@@ -4,7 +4,7 @@ Property-based (hypothesis), like ``test_robustness.py``: for every public funct
 ``linear_gaussian``, ``gibbs``, ``exact`` and ``summaries``, arbitrary numbers, shapes
 and types give either a ``ValueError``/``TypeError`` with a message, or a finite result
 of the promised shape: never a NaN, an error from deep inside NumPy or numba, or a hang
-(examples are bounded in size; hypothesis enforces a deadline). Below the properties,
+(examples are bounded in size; no deadline, which flakes on a loaded machine). Below the properties,
 regression tests for the cases that used to fail: one row with a tiny ``beta`` (the
 ``beta + N - 1`` cancellation), a tiny ``sigma_x``, a huge ``alpha``, huge data, a huge
 ``k_max``.
@@ -25,7 +25,7 @@ from robust_inputs import anything, clear_error_or, not_a_count
 
 warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")
 
-SETTINGS = settings(max_examples=40, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 scale = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
@@ -91,7 +91,7 @@ def test_collapsed_loglik_is_finite_or_refuses(xz, sigma_x, sigma_a):
     clear_error_or(
         lambda ll: isinstance(ll, float) and math.isfinite(ll),
         lambda: linear_gaussian.collapsed_loglik(X, Z, sigma_x, sigma_a),
-    )
+        names=('X', 'Z', 'Z0', 'sigma_x', 'sigma_a'))
 
 
 @SETTINGS
@@ -104,7 +104,8 @@ def test_feature_posterior_is_finite_or_refuses(xz, sigma_x, sigma_a):
         assert mean.shape == (Z.shape[1], X.shape[1]) and cov.shape == (Z.shape[1],) * 2
         assert finite(mean) and finite(cov)
 
-    clear_error_or(check, lambda: linear_gaussian.feature_posterior(X, Z, sigma_x, sigma_a))
+    clear_error_or(check, lambda: linear_gaussian.feature_posterior(X, Z, sigma_x, sigma_a),
+                   names=('X', 'Z', 'Z0', 'sigma_x', 'sigma_a'))
 
 
 @SETTINGS
@@ -132,8 +133,7 @@ def test_simulate_is_finite_or_refuses(n, d, alpha, sigma_x, sigma_a, beta):
             sigma_a=sigma_a,
             d=d,
             beta=beta,
-        ),
-    )
+        ), names=('n', 'n_proposals', 'd', 'alpha', 'sigma_x', 'sigma_a', 'beta'))
 
 
 # --------------------------------------------------------------------------------------
@@ -157,8 +157,7 @@ def test_gibbs_sweep_is_valid_or_refuses(xz, alpha, sigma_x, sigma_a, beta):
         valid_sweep_result(X.shape[0]),
         lambda: gibbs.gibbs_sweep(
             X, Z, alpha, sigma_x, sigma_a, np.random.default_rng(1), beta=beta
-        ),
-    )
+        ), names=('X', 'Z', 'Z0', 'alpha', 'sigma_x', 'sigma_a', 'beta'))
 
 
 @SETTINGS
@@ -189,8 +188,7 @@ def test_k_plus_trace_is_valid_or_refuses(xz, n_sweeps, alpha, sigma_x, sigma_a,
             beta=beta,
             Z0=Z if Z.size else None,
             scan_order=scan_order,
-        ),
-    )
+        ), names=('X', 'Z', 'Z0', 'n_sweeps', 'alpha', 'sigma_x', 'sigma_a', 'beta', 'scan_order'))
 
 
 @SETTINGS
@@ -230,7 +228,7 @@ def test_run_chain_traces_are_finite_or_refuse(
             update_sigma_x=update_sigma_x,
             alpha_prior=alpha_prior,
         ),
-    )
+        names=('X', 'Z', 'Z0', 'n_sweeps', 'burn', 'thin', 'alpha', 'sigma_x', 'sigma_a', 'update_sigma_x', 'alpha_prior'))
 
 
 @SETTINGS
@@ -247,8 +245,7 @@ def test_run_chains_checks_its_starts(n_chains, starts):
         check,
         lambda: gibbs.run_chains(
             X, n_chains, 5, np.random.default_rng(4), Z0=Z0, sigma_x=0.5, sigma_a=1.0
-        ),
-    )
+        ), names=('n_chains', 'Z0'))
 
 
 # --------------------------------------------------------------------------------------
@@ -273,8 +270,8 @@ def test_k_plus_posterior_is_a_distribution_or_refuses(xz, alpha, sigma_x, sigma
         assert math.isclose(p.sum(), 1.0, rel_tol=1e-9)
 
     clear_error_or(
-        check, lambda: exact.k_plus_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
-    )
+        check, lambda: exact.k_plus_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max),
+        names=('X', 'Z', 'Z0', 'alpha', 'sigma_x', 'sigma_a', 'beta', 'k_max'))
 
 
 @SETTINGS
@@ -286,7 +283,7 @@ def test_count_classes_is_quick_and_exact_or_refuses(n_rows, k_max):
     def check(count):
         assert isinstance(count, int) and count >= 1
 
-    clear_error_or(check, lambda: exact.count_classes(n_rows, k_max))
+    clear_error_or(check, lambda: exact.count_classes(n_rows, k_max), names=('n_rows', 'k_max'))
 
 
 @SETTINGS
@@ -296,7 +293,7 @@ def test_count_classes_is_quick_and_exact_or_refuses(n_rows, k_max):
     )
 )
 def test_class_counts_rejects_what_it_cannot_count(Z):
-    clear_error_or(lambda counts: finite(counts), lambda: exact.class_counts(Z))
+    clear_error_or(lambda counts: finite(counts), lambda: exact.class_counts(Z), names=('Z',))
 
 
 # --------------------------------------------------------------------------------------
@@ -322,7 +319,7 @@ def test_co_ownership_is_finite_or_refuses(draws):
     def check(M):
         assert M.ndim == 2 and M.shape[0] == M.shape[1] and finite(M) and np.all(M >= 0)
 
-    clear_error_or(check, lambda: summaries.co_ownership(draws))
+    clear_error_or(check, lambda: summaries.co_ownership(draws), names=('samples', 'draws', 'A'))
 
 
 @SETTINGS
@@ -333,7 +330,7 @@ def test_feature_matching_is_finite_or_refuses(A, B):
         assert len(set(match.index.tolist())) == match.index.size  # one-to-one
         assert match.ref_index.size == min(A.shape[0], B.shape[0])
 
-    clear_error_or(check, lambda: summaries.match_features(A, B))
+    clear_error_or(check, lambda: summaries.match_features(A, B), names=('A', 'A_ref', 'B'))
 
 
 @SETTINGS
@@ -342,7 +339,8 @@ def test_reappearance_is_a_share_or_refuses(A, draws, threshold):
     def check(rates):
         assert rates.shape == (A.shape[0],) and np.all((rates >= 0) & (rates <= 1))
 
-    clear_error_or(check, lambda: summaries.reappearance(A, draws, threshold=threshold))
+    clear_error_or(check, lambda: summaries.reappearance(A, draws, threshold=threshold),
+                   names=('A', 'A_ref', 'samples', 'draws', 'threshold'))
 
 
 @SETTINGS
@@ -353,11 +351,12 @@ def test_reappearance_is_a_share_or_refuses(A, draws, threshold):
     n_rep=st.one_of(st.integers(-1, 200), not_a_count),
 )
 def test_total_variation_helpers_are_finite_or_refuse(p, q, n_eff, n_rep):
-    clear_error_or(lambda tv: 0 <= tv <= 1, lambda: summaries.total_variation(p, q))
+    clear_error_or(lambda tv: 0 <= tv <= 1, lambda: summaries.total_variation(p, q),
+                   names=('pi', 'p', 'probabilities', 'q', 'n_components', 'n_eff', 'n_rep'))
     clear_error_or(
         lambda tv: tv.shape == (n_rep,) and np.all((tv >= 0) & (tv <= 1)),
         lambda: summaries.total_variation_noise(p, n_eff, np.random.default_rng(0), n_rep=n_rep),
-    )
+        names=('pi', 'p', 'probabilities', 'q', 'n_components', 'n_eff', 'n_rep'))
 
 
 @SETTINGS
@@ -369,7 +368,8 @@ def test_k_plus_frequencies_sum_to_one_or_refuse(k, k_max):
     def check(freq):
         assert freq.shape == (k_max + 1,) and math.isclose(freq.sum(), 1.0)
 
-    clear_error_or(check, lambda: summaries.k_plus_frequencies(k, k_max))
+    clear_error_or(check, lambda: summaries.k_plus_frequencies(k, k_max),
+                   names=('n_features', 'k_max', 'k_plus', 'k'))
 
 
 @SETTINGS
@@ -380,7 +380,8 @@ def test_draw_feature_means_are_finite_or_refuse(xz, sigma_x, sigma_a):
     def check(means):
         assert len(means) == 1 and means[0].shape == (Z.shape[1], X.shape[1]) and finite(means[0])
 
-    clear_error_or(check, lambda: summaries.draw_feature_means(X, [Z], sigma_x, sigma_a))
+    clear_error_or(check, lambda: summaries.draw_feature_means(X, [Z], sigma_x, sigma_a),
+                   names=('X', 'Z', 'Z0', 'sigma_x', 'sigma_a'))
 
 
 # --------------------------------------------------------------------------------------
