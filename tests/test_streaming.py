@@ -37,6 +37,7 @@ from ibp_lab.streaming import (
     RecursiveIBP,
     bp_means_one_pass,
     filtering_prior,
+    log_fit,
     match_features,
     paper_prior,
     simulate_linear_gaussian,
@@ -643,3 +644,30 @@ def test_flags_must_be_bools(name, value):
     fitted = RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit(np.ones((2, 2)))
     with pytest.raises(TypeError, match="return_draws must be True or False"):
         fitted.predictive_logpdf(np.ones(2), return_draws=value)
+
+
+def test_helpers_route_their_arguments_through_the_checks():
+    with pytest.raises(TypeError, match="ossify must be True or False"):
+        bp_means_one_pass(np.zeros((2, 2)), 1.0, ossify="no")
+    with pytest.raises(TypeError, match="usage must hold real numbers, got dtype complex128"):
+        filtering_prior([1 + 1j], [0.0], [1], 2, 0.0, 1.0, 1.0)
+    with pytest.raises(TypeError, match="dish must hold integer dish numbers, got dtype float64"):
+        filtering_prior([0.0], [0.0], [1.5], 2, 0.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match=r"dish must hold integer dish numbers in \[1, 1000000\]"):
+        filtering_prior([0.0], [0.0], [10**12], 2, 0.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="alpha must be > 0"):
+        paper_prior([1.0], [1], 2, 1.0, -5.0, 0.1)
+    with pytest.raises(TypeError, match="usage must hold real numbers"):
+        paper_prior(["1"], [1], 2, 1.0, 5.0, 0.1)
+    with pytest.raises(TypeError, match="absolute must be True or False"):
+        match_features(np.eye(2), np.eye(2), absolute="no")
+    with pytest.raises(TypeError, match="learned must hold real numbers, got dtype complex128"):
+        match_features(np.eye(2) * 1j, np.eye(2))
+    with pytest.raises(ValueError, match="n and values must be 1-D of the same length"):
+        log_fit([1, 2, 3], [1.0, 2.0])
+    with pytest.raises(ValueError, match="n must be finite and > 0"):
+        log_fit([0, 2], [1.0, 2.0])
+    with pytest.raises(TypeError, match="model must be a RecursiveIBP"):
+        stream_cost("model", np.zeros((5, 2)), [3])
+    with pytest.raises(ValueError, match="would need more than"):
+        simulate_linear_gaussian(10**6, 10**3, 1.0, np.random.default_rng(0))

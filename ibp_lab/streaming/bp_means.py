@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ibp_lab._checks import check_count, check_data_matrix, check_positive
+from ibp_lab._checks import check_count, check_data_matrix, check_flag, check_positive
 
 __all__ = ["bp_means_one_pass"]
 
@@ -76,7 +76,8 @@ def bp_means_one_pass(
     """
     X = check_data_matrix("X", X)
     gamma = check_positive("gamma", gamma)
-    n_steps = check_count("n_steps", n_steps, minimum=1)
+    n_steps = check_count("n_steps", n_steps, minimum=1, maximum=10_000)
+    ossify = check_flag("ossify", ossify)
     features: list[np.ndarray] = []
     variance: list[float] = []  # posterior variance of each feature in units of sigma^2
     owners: list[int] = []

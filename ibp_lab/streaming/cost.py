@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ibp_lab._checks import check_count, check_data_matrix
+from ibp_lab._checks import check_count, check_data_matrix, check_real_array
 
 __all__ = ["StreamCost", "stream_cost", "log_fit"]
 
@@ -67,6 +67,10 @@ def stream_cost(
     >>> cost.n.tolist(), bool(np.all(cost.seconds_per_obs > 0))
     ([100, 300], True)
     """
+    from ibp_lab.streaming.model import RecursiveIBP
+
+    if not isinstance(model, RecursiveIBP):
+        raise TypeError(f"model must be a RecursiveIBP, got {type(model).__name__}")
     X = check_data_matrix("X", X)
     n_blocks = check_count("n_blocks", n_blocks, minimum=1)
     block_size = check_count("block_size", block_size, minimum=1)
@@ -117,7 +121,14 @@ def log_fit(n, values) -> tuple[float, float]:
     >>> round(intercept, 10), round(slope, 10)
     (1.0, 1.0)
     """
-    n = np.asarray(n, dtype=float)
-    values = np.asarray(values, dtype=float)
+    n = check_real_array("n", n)
+    values = check_real_array("values", values)
+    if n.ndim != 1 or n.shape != values.shape or n.size < 2:
+        raise ValueError(f"n and values must be 1-D of the same length >= 2, got shapes "
+                         f"{n.shape} and {values.shape}")
+    if not (np.all(np.isfinite(n)) and np.all(n > 0) and np.all(np.isfinite(values))):
+        raise ValueError("n must be finite and > 0, values finite")
+    if np.ptp(np.log(n)) == 0:
+        raise ValueError("n must take at least two different values")
     slope, intercept = np.polyfit(np.log(n), values, 1)
     return float(intercept), float(slope)

@@ -49,7 +49,11 @@ import numpy as np
 from numba import njit
 from scipy import special
 
-from ibp_lab._checks import check_count, check_positive
+from ibp_lab._checks import check_count, check_positive, check_real_array
+
+#: Largest dish number the checked front ends accept: the work and memory of the prior
+#: grow with it (one Poisson tail per dish number).
+MAX_DISH = 10**6
 
 __all__ = ["log_filtering_prior", "filtering_prior", "log_new_feature_fraction", "paper_prior"]
 
@@ -298,23 +302,34 @@ def filtering_prior(
     rate_before = check_positive("rate_before", rate_before, allow_zero=True)
     alpha = check_positive("alpha", alpha)
     beta = check_positive("beta", beta)
-    usage = np.asarray(usage, dtype=np.float64)
-    log_unowned = np.asarray(log_unowned, dtype=np.float64)
-    dish = np.asarray(dish)
+    usage = check_real_array("usage", usage)
+    log_unowned = check_real_array("log_unowned", log_unowned)
+    dish = _check_dish(dish)
     if not (usage.shape == log_unowned.shape == dish.shape and usage.ndim == 1):
         raise ValueError("usage, log_unowned and dish must be 1-D arrays of the same length")
     if usage.size and (usage.min() < 0 or usage.max() > n - 1):
         raise ValueError(f"usage entries must be in [0, n - 1] = [0, {n - 1}]")
-    if log_unowned.size and np.nanmax(log_unowned) > 0:
+    if not np.all(np.isfinite(usage)):
+        raise ValueError("usage entries must be finite")
+    if np.any(np.isnan(log_unowned)) or np.any(log_unowned > 0):
         raise ValueError("log_unowned entries must be <= 0 (logs of probabilities)")
-    if dish.size and (not np.issubdtype(dish.dtype, np.integer) or dish.min() < 1):
-        raise ValueError("dish must hold integer dish numbers >= 1")
     if last_used is not None:
         last_used = check_count("last_used", last_used)
     log_q, _ = log_filtering_prior(
         usage, log_unowned, dish, n, rate_before, np.log(alpha), beta, last_used=last_used
     )
     return np.exp(log_q)
+
+
+def _check_dish(dish) -> np.ndarray:
+    """Dish numbers: integers in ``[1, MAX_DISH]`` (no strings, floats or complex)."""
+    arr = check_real_array("dish", dish)
+    raw = np.asarray(dish)
+    if raw.dtype.kind not in "iu":
+        raise TypeError(f"dish must hold integer dish numbers, got dtype {raw.dtype}")
+    if raw.size and (raw.min() < 1 or raw.max() > MAX_DISH):
+        raise ValueError(f"dish must hold integer dish numbers in [1, {MAX_DISH}]")
+    return raw.astype(np.int64) if arr.size else np.zeros(raw.shape, np.int64)
 
 
 def paper_prior(usage, dish, n: int, rate_before: float, alpha: float, beta: float) -> np.ndarray:
@@ -336,7 +351,15 @@ def paper_prior(usage, dish, n: int, rate_before: float, alpha: float, beta: flo
     """
     from ibp_lab.recursive import new_dish_probabilities
 
-    usage = np.asarray(usage, dtype=np.float64)
-    dish = np.asarray(dish)
+    n = check_count("n", n, minimum=1)
+    rate_before = check_positive("rate_before", rate_before, allow_zero=True)
+    alpha = check_positive("alpha", alpha)
+    beta = check_positive("beta", beta)
+    usage = check_real_array("usage", usage)
+    dish = _check_dish(dish)
+    if usage.shape != dish.shape or usage.ndim != 1 or usage.size == 0:
+        raise ValueError("usage and dish must be non-empty 1-D arrays of the same length")
+    if not np.all(np.isfinite(usage) & (usage >= 0)):
+        raise ValueError("usage entries must be finite and >= 0")
     new = new_dish_probabilities(rate_before, alpha * beta / (beta + n - 1), int(dish.max()))
     return usage / (beta + n - 1) + new[dish - 1]

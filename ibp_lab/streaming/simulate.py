@@ -5,9 +5,16 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy import special
 from scipy.optimize import linear_sum_assignment
 
-from ibp_lab._checks import check_count, check_positive, check_rng
+from ibp_lab._checks import (
+    check_count,
+    check_flag,
+    check_positive,
+    check_real_array,
+    check_rng,
+)
 from ibp_lab.prior import sample_ibp
 
 __all__ = ["SimulatedStream", "simulate_linear_gaussian", "match_features"]
@@ -69,6 +76,14 @@ def simulate_linear_gaussian(
     beta = check_positive("beta", beta)
     sigma_x = check_positive("sigma_x", sigma_x)
     sigma_a = check_positive("sigma_a", sigma_a)
+    from ibp_lab.streaming.model import MAX_ENTRIES  # the estimator's bound on allocations
+
+    expected = alpha * beta * (special.digamma(beta + n) - special.digamma(beta))
+    if n * dim > MAX_ENTRIES or expected * (n + dim) > MAX_ENTRIES:
+        raise ValueError(
+            f"n = {n}, dim = {dim} and about {expected:.3g} features would need more than "
+            f"{MAX_ENTRIES} numbers (MAX_ENTRIES): lower n, dim or alpha"
+        )
     Z = sample_ibp(alpha, n, rng, beta=beta)
     A = sigma_a * rng.standard_normal((Z.shape[1], dim))
     if sigma_w is None:
@@ -113,8 +128,14 @@ def match_features(learned, true, *, absolute: bool = False) -> tuple[np.ndarray
     """
     from ibp_lab.summaries import feature_correlations  # one definition of feature correlation
 
-    learned = np.atleast_2d(np.asarray(learned, dtype=float))
-    true = np.atleast_2d(np.asarray(true, dtype=float))
+    absolute = check_flag("absolute", absolute)
+    learned = np.atleast_2d(check_real_array("learned", learned))
+    true = np.atleast_2d(check_real_array("true", true))
+    for name, arr in (("learned", learned), ("true", true)):
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (features x D), got {arr.ndim} dimension(s)")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite")
     if learned.shape[1] != true.shape[1]:
         raise ValueError(
             f"learned and true features must have the same dimension, got {learned.shape[1]} "
