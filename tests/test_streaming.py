@@ -593,6 +593,12 @@ def test_large_alpha_is_refused_before_any_work():
         model.fit(np.zeros((2, 3)))
     with pytest.raises(AttributeError, match="call fit"):  # nothing was processed
         model.features_
+    # a refused refit leaves the previous fit in place
+    small = RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit(np.ones((3, 2)))
+    features = small.features_
+    with pytest.raises(ValueError, match="X entries must be at most"):
+        small.fit(np.full((2, 2), 1e200))
+    assert small.n_seen_ == 3 and np.array_equal(small.features_, features)
     # the cap counts the whole stream: a long stream at a moderate alpha is refused too
     with pytest.raises(ValueError, match="model='factor_analysis' supports at most 400"):
         RecursiveIBP(150.0, 1.0, 0.5, 1.0, model="factor_analysis").fit(np.zeros((10, 2)))

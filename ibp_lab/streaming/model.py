@@ -380,16 +380,20 @@ class RecursiveIBP:
             ``self``.
         """
         X = check_data_matrix("X", X)
+        self._check_work(X, n_before=0)  # refuse before forgetting the previous fit
         self._reset()
         return self.partial_fit(X)
 
-    def _check_work(self, X: np.ndarray) -> None:
-        """Refuse, before any work, a batch whose memory or work would be out of bounds."""
+    def _check_work(self, X: np.ndarray, n_before: int | None = None) -> None:
+        """Refuse, before any work, a batch whose memory or work would be out of bounds.
+
+        ``n_before``: observations already seen when the batch starts (default: ``n_seen``).
+        """
         largest = float(np.max(np.abs(X)))
         if largest > MAX_DATA_MAGNITUDE:
             raise ValueError(f"X entries must be at most {MAX_DATA_MAGNITUDE:g} in magnitude "
                              f"(squared norms overflow), got {largest:g}")
-        n_total = self._n_seen + X.shape[0]
+        n_total = (self._n_seen if n_before is None else n_before) + X.shape[0]
         if self.record_posteriors and n_total > MAX_RECORDED_ROWS:
             raise ValueError(f"record_posteriors=True keeps one entry per observation: at most "
                              f"{MAX_RECORDED_ROWS} observations, got {n_total}")
