@@ -59,13 +59,53 @@ def test_class_probabilities_sum_to_one_with_a_negligible_tail(alpha, sigma_x, s
     np.testing.assert_allclose(p, np.bincount(post.k_plus, post.probabilities, minlength=13))
 
 
-def test_tail_bound_bounds_the_mass_beyond_k_max():
-    """The true P(K+ > 6), computed with k_max = 12, is below the bound reported at k_max = 6."""
-    p_long = exact.k_plus_posterior(X3, 1.3, 0.6, 1.2, k_max=12)
-    _, tail = exact.k_plus_posterior(X3, 1.3, 0.6, 1.2, k_max=6, return_tail=True)
-    assert p_long[7:].sum() <= tail
-    p_short = exact.k_plus_posterior(X3, 1.3, 0.6, 1.2, k_max=6)
-    np.testing.assert_allclose(p_short, p_long[:7] / p_long[:7].sum(), rtol=1e-10)
+TAIL_CASES = [
+    # X, alpha, sigma_x, sigma_a, beta, k_short, k_long
+    pytest.param(X3, 1.3, 0.6, 1.2, 1.0, 6, 12, id="loose"),
+    # data at the noise level and tiny features: every class has nearly the largest
+    # likelihood, so the bound is within a small factor of the true tail
+    pytest.param(0.01 * X3, 2.0, 1.0, 0.05, 1.0, 3, 12, id="near-tight"),
+    pytest.param(0.01 * X3, 2.0, 1.0, 0.05, 3.0, 2, 12, id="near-tight-beta3"),
+    pytest.param(X3, 0.7, 0.4, 2.0, 0.4, 2, 12, id="beta0.4-k2"),
+    pytest.param(np.array([[0.3, -0.2, 0.1]]), 3.0, 0.5, 1.0, 1.0, 4, 40, id="one row"),
+    pytest.param(np.array([[0.9, -1.4], [1.1, 0.2]]), 2.5, 0.3, 1.5, 2.0, 3, 20, id="two rows"),
+    pytest.param(np.array([[0.1], [0.0], [-0.1], [0.05]]), 1.0, 1.0, 0.1, 0.7, 2, 6,
+                 id="four rows"),
+]
+
+
+@pytest.mark.parametrize("X, alpha, sigma_x, sigma_a, beta, k_short, k_long", TAIL_CASES)
+def test_tail_bound_bounds_the_mass_beyond_k_max(X, alpha, sigma_x, sigma_a, beta, k_short,
+                                                 k_long):
+    """The true P(K+ > k_short), computed up to k_long, is below the bound reported at k_short.
+
+    The long enumeration misses its own tail, at most ``tail_long``: the true tail
+    beyond k_short is at least ``p_long[k_short + 1:].sum() * (1 - tail_long)``.
+    """
+    p_long, tail_long = exact.k_plus_posterior(X, alpha, sigma_x, sigma_a, beta=beta,
+                                               k_max=k_long, return_tail=True)
+    p_short, tail = exact.k_plus_posterior(X, alpha, sigma_x, sigma_a, beta=beta,
+                                           k_max=k_short, return_tail=True)
+    true_tail = p_long[k_short + 1:].sum() * (1 - tail_long)
+    assert true_tail > 1e-4 and tail_long < 0.05 * true_tail  # a tail that matters
+    assert true_tail <= tail < 1.0
+    np.testing.assert_allclose(p_short, p_long[:k_short + 1] / p_long[:k_short + 1].sum(),
+                               rtol=1e-10)
+
+
+def test_tail_bound_is_within_a_small_factor_where_the_likelihood_is_flat():
+    """Flat likelihood: the bound is the prior's Poisson tail, up to the likelihood's spread.
+
+    Here the true tail is 0.496 and the bound 0.500; a bound that used the wrong
+    Poisson tail (k_max + 1 instead of k_max: 0.30) or dropped the likelihood's
+    maximum would be off by far more than the 5% allowed.
+    """
+    X = 0.01 * X3
+    p_long, tail_long = exact.k_plus_posterior(X, 2.0, 1.0, 0.05, k_max=12, return_tail=True)
+    _, tail = exact.k_plus_posterior(X, 2.0, 1.0, 0.05, k_max=3, return_tail=True)
+    true_low = p_long[4:].sum() * (1 - tail_long)
+    true_high = p_long[4:].sum() + tail_long
+    assert true_low <= tail < 1.05 * true_high
 
 
 @pytest.mark.parametrize("n_rows, k_max, beta",
