@@ -634,7 +634,8 @@ def test_bounded_allocations_are_refused_with_messages():
     ],
 )
 def test_non_real_data_are_refused(X, message):
-    for call in (RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit, RecursiveIBP(1.0, 1.0, 0.5, 1.0).partial_fit):
+    for call in (RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit,
+                 RecursiveIBP(1.0, 1.0, 0.5, 1.0).partial_fit):
         with pytest.raises(TypeError, match=message):
             call(X)
     fitted = RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit(np.ones((2, 2)))

@@ -57,7 +57,8 @@ def same_state(a: dict, b: dict) -> bool:
         return False
     for key in a:
         if isinstance(a[key], np.ndarray) or isinstance(b[key], np.ndarray):
-            if not np.array_equal(a[key], b[key]) or np.asarray(a[key]).dtype != np.asarray(b[key]).dtype:
+            same_dtype = np.asarray(a[key]).dtype == np.asarray(b[key]).dtype
+            if not (same_dtype and np.array_equal(a[key], b[key])):
                 return False
         elif key == "rng_state":
             if _state.encode_rng_state(a[key]) != _state.encode_rng_state(b[key]):
@@ -222,20 +223,21 @@ EDITS = [
     ("rate_history", _first("rate_history", np.inf), "rate_history must hold finite rates"),
     ("rate_history", _last("rate_history", 0.0), "the histories must end at the current"),
     ("rate_history", lambda s: s["rate_history"][:, None], "rate_history must be 1-D"),
-    ("slots_history", lambda s: s["slots_history"].astype(float), "slots_history must be an integer"),
+    ("slots_history", lambda s: s["slots_history"].astype(float), "slots_history must be an"),
     ("slots_history", _last("slots_history", 0), "the histories must end at the current"),
     ("slots_history", _first("slots_history", 10**6), "the histories must end at the current"),
     ("slots_history", lambda s: s["slots_history"][1:], "must have 40 entries"),
     ("posterior_rows", _last("posterior_rows", 40), "posterior_rows must be sorted rows"),
     ("posterior_rows", _swap("posterior_rows"), "posterior_rows must be sorted rows"),
     ("posterior_rows", lambda s: s["posterior_rows"][:-1], "must have the same length"),
-    ("posterior_rows", lambda s: s["posterior_rows"].astype(float), "posterior_rows must be an integer"),
+    ("posterior_rows", lambda s: s["posterior_rows"].astype(float), "posterior_rows must be an"),
     ("posterior_dishes", _first("posterior_dishes", 0), "posterior_dishes increasing"),
     ("posterior_dishes", _last("posterior_dishes", 10**6), "posterior_dishes increasing"),
     ("posterior_values", _first("posterior_values", 1.5), "posterior_values must be probabilities"),
     ("posterior_values", _first("posterior_values", 0.0), "posterior_values must be probabilities"),
-    ("posterior_values", _first("posterior_values", np.nan), "posterior_values must be probabilities"),
-    ("posterior_values", lambda s: s["posterior_values"].astype(np.int64), "posterior_values must be a floating"),
+    ("posterior_values", _first("posterior_values", np.nan), "posterior_values must be prob"),
+    ("posterior_values", lambda s: s["posterior_values"].astype(np.int64),
+     "posterior_values must be a floating"),
 ]
 
 
@@ -399,7 +401,7 @@ def test_edited_arrays_in_a_file_are_refused(saved):
     refused(saved, "dish must be an integer array")
 
 
-# --- atomic saves ----------------------------------------------------------------------------------
+# --- atomic saves ---------------------------------------------------------------------------
 
 def test_failed_save_keeps_the_previous_checkpoint(saved, data, monkeypatch):
     good = saved.read_bytes()

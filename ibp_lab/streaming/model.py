@@ -13,7 +13,8 @@ One pass over the data; each observation is seen once and then discarded. For ob
    features leave unexplained; the proposal is kept only if it increases the local
    objective and leaves the slot on (``b >= 1/2``; see below);
 4. stores the feature posteriors (optionally the usage-weighted, "ossified", average of
-   supplement B.2), adds ``b_nk`` to the running sums and ``log(1 - b_nk)`` to the running log-products, and updates the Poisson rate
+   supplement B.2), adds ``b_nk`` to the running sums and ``log(1 - b_nk)`` to the running
+   log-products, and updates the Poisson rate
    ``rho_n = sum_k (1 - prod_{n' <= n} (1 - b_{n'k}))`` of the number of features
    (supplement A).
 
@@ -35,6 +36,14 @@ that the Poisson rate of the number of features never loses it. Memory is
 linear-Gaussian model (``O(n_steps (K^2 D + K_a^3))`` for factor analysis, ``K_a`` the
 slots the observation may own), with ``K`` growing like the expected number of features,
 ``alpha beta log(1 + n / beta)`` (measured in ``benchmarks/streaming.py``).
+
+Bounds. Before any work, :meth:`RecursiveIBP.partial_fit` refuses a batch after which the
+IBP prior expects more than :data:`MAX_EXPECTED_FEATURES` features, or whose features
+would need more than :data:`MAX_ENTRIES` numbers, or whose entries exceed
+:data:`MAX_DATA_MAGNITUDE`; a large ``alpha`` is refused with a message instead of
+running for hours. Checkpoints (:meth:`~RecursiveIBP.save`, :meth:`~RecursiveIBP.load`,
+:meth:`~RecursiveIBP.set_state`) are checked completely and written atomically
+(``ibp_lab.streaming._state``).
 
 Derived here, not in the paper: the existence factor ``Pi_k`` in the filtering prior (so
 that it is a probability by construction; :mod:`ibp_lab.streaming.filtering`), the birth
@@ -416,7 +425,8 @@ class RecursiveIBP:
 
         Examples
         --------
-        >>> round(RecursiveIBP(2.0, 1.0, 0.5, 1.0).expected_prior_features(3), 4)  # 2 (1 + 1/2 + 1/3)
+        >>> model = RecursiveIBP(2.0, 1.0, 0.5, 1.0)
+        >>> round(model.expected_prior_features(3), 4)  # 2 (1 + 1/2 + 1/3)
         3.6667
         """
         n = check_count("n", n)
