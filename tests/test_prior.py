@@ -1,11 +1,13 @@
 """The IBP prior: its laws checked by simulation and by exact enumeration.
 
 Statistical tolerances: a mean of ``n`` draws is compared with its expectation
-within 4.5 standard errors (two-sided probability of a false alarm 7e-6 per
-check, so the whole file with a few dozen such checks fails by chance with
-probability < 1e-3); histograms are compared with a chi-square goodness-of-fit
-test at level 1e-4. Seeds are fixed, so a run is deterministic anyway: the
-tolerances say how far from the truth a correct implementation can be.
+within 4.5 standard errors (two-sided probability of a false alarm 6.8e-6 per
+check, by the CLT: n >= 4000 independent draws of light-tailed counts);
+histograms are compared with a chi-square goodness-of-fit test at level 1e-4
+(cells with expected count < 5 pooled, so the chi-square approximation holds).
+Each statistical test (marked ``statistical``) states its false-alarm rate, a
+union bound over its checks; its seeds come from ``tests/seeds.py`` so that
+``tools/fresh_seeds.py`` can rerun it on fresh ones.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from ibp_lab.prior import (
     simulate_feature_counts,
     stick_truncation_level,
 )
+from tests.seeds import stat_rng
 
 Z_SCORE = 4.5
+statistical = pytest.mark.statistical
 
 
 def chi_square_pvalue(counts, probs, min_expected=5.0):
@@ -46,10 +50,12 @@ def chi_square_pvalue(counts, probs, min_expected=5.0):
 
 # --- the three facts of chapter 1 --------------------------------------------------------
 
+@statistical
 @pytest.mark.parametrize("alpha, beta", [(2.5, 1.0), (1.5, 0.4), (3.0, 4.0)])
 def test_each_row_owns_poisson_alpha_features(alpha, beta):
+    """False alarm: 6 means + 6 variances at 4.5 SE, 12 * 6.8e-6 = 8e-5 per case."""
     n_draws, n = 4000, 6
-    _, per_row = simulate_feature_counts(alpha, n, n_draws, np.random.default_rng(11), beta=beta)
+    _, per_row = simulate_feature_counts(alpha, n, n_draws, stat_rng(11), beta=beta)
     se = np.sqrt(alpha / n_draws)  # Poisson variance = alpha
     assert np.all(np.abs(per_row.mean(axis=0) - alpha) < Z_SCORE * se)
     # variance of a Poisson sample variance: (lambda + 2 lambda^2) / n
@@ -57,10 +63,12 @@ def test_each_row_owns_poisson_alpha_features(alpha, beta):
     assert np.all(np.abs(per_row.var(axis=0) - alpha) < Z_SCORE * se_var)
 
 
+@statistical
 @pytest.mark.parametrize("alpha, beta", [(2.0, 1.0), (1.0, 0.5), (2.0, 3.0)])
 def test_k_plus_is_poisson_with_generalised_harmonic_mean(alpha, beta):
+    """False alarm: a mean at 4.5 SE and a chi-square at 1e-4: 1.1e-4 per case."""
     n_draws, n = 4000, 12
-    k_plus, _ = simulate_feature_counts(alpha, n, n_draws, np.random.default_rng(12), beta=beta)
+    k_plus, _ = simulate_feature_counts(alpha, n, n_draws, stat_rng(12), beta=beta)
     mean = expected_num_features(alpha, n, beta=beta)
     assert abs(k_plus.mean() - mean) < Z_SCORE * np.sqrt(mean / n_draws)
     k = np.arange(k_plus.max() + 1)
@@ -69,10 +77,14 @@ def test_k_plus_is_poisson_with_generalised_harmonic_mean(alpha, beta):
     assert chi_square_pvalue(np.bincount(k_plus), probs) > 1e-4
 
 
+@statistical
 @pytest.mark.parametrize("alpha, beta", [(2.0, 1.0), (3.0, 0.5), (2.0, 4.0)])
 def test_rows_are_exchangeable_shared_dishes(alpha, beta):
-    """Any two customers share alpha / (1 + beta) dishes on average, whatever their places."""
-    rng = np.random.default_rng(13)
+    """Any two customers share alpha / (1 + beta) dishes on average, whatever their places.
+
+    False alarm: 3 means at 4.5 estimated SE (6000 draws: t ~ normal), 2e-5 per case.
+    """
+    rng = stat_rng(13)
     n, n_draws = 7, 6000
     pairs = [(0, 1), (0, n - 1), (n - 2, n - 1)]
     shared = np.zeros((n_draws, len(pairs)))
@@ -112,9 +124,11 @@ def test_class_probabilities_sum_to_the_poisson_law_of_k_plus(alpha, beta):
     assert total + tail == pytest.approx(1.0, abs=1e-12)
 
 
+@statistical
 def test_class_probabilities_match_simulated_frequencies():
+    """False alarm: one chi-square test at 1e-4."""
     alpha, beta, n_rows, n_draws = 1.0, 1.5, 3, 20000
-    rng = np.random.default_rng(14)
+    rng = stat_rng(14)
     counts = {}
     for _ in range(n_draws):
         key = left_ordered(sample_ibp(alpha, n_rows, rng, beta=beta)).tobytes()
@@ -184,19 +198,23 @@ def test_sample_ibp_shape_and_no_empty_columns():
 
 # --- stick-breaking and the finite model --------------------------------------------------
 
+@statistical
 def test_stick_means_decay_geometrically():
+    """False alarm: 8 means at 4.5 estimated SE (20,000 draws), 8 * 6.8e-6 = 5e-5."""
     alpha, n_draws, truncation = 2.0, 20000, 8
-    rng = np.random.default_rng(17)
+    rng = stat_rng(17)
     pis = np.array([sample_stick_breaking(alpha, 1, rng, truncation=truncation)[1] for _ in range(n_draws)])
     k = np.arange(1, truncation + 1)
     se = pis.std(axis=0, ddof=1) / np.sqrt(n_draws)
     assert np.all(np.abs(pis.mean(axis=0) - expected_stick(alpha, k)) < Z_SCORE * se)
 
 
+@statistical
 def test_stick_breaking_k_plus_matches_the_ibp():
+    """False alarm: a chi-square at 1e-4 (the truncation moves at most 1e-4 of the mass)."""
     alpha, n, n_draws = 2.0, 10, 5000
     truncation = stick_truncation_level(alpha, n, tol=1e-4)
-    rng = np.random.default_rng(18)
+    rng = stat_rng(18)
     k_plus = np.array(
         [sample_stick_breaking(alpha, n, rng, truncation=truncation)[0].any(axis=0).sum() for _ in range(n_draws)]
     )
@@ -207,10 +225,12 @@ def test_stick_breaking_k_plus_matches_the_ibp():
     assert chi_square_pvalue(np.bincount(k_plus), probs) > 1e-4
 
 
+@statistical
 @pytest.mark.parametrize("beta", [1.0, 2.0])
 def test_finite_model_k_plus_law_is_exact(beta):
+    """False alarm: a chi-square at 1e-4 per case."""
     alpha, n, n_features, n_draws = 2.0, 8, 6, 8000
-    rng = np.random.default_rng(19)
+    rng = stat_rng(19)
     k_plus = np.array(
         [sample_finite_beta_bernoulli(alpha, n, n_features, rng, beta=beta).any(axis=0).sum() for _ in range(n_draws)]
     )

@@ -23,6 +23,7 @@ from ibp_lab.recursive import (
     next_row_prior,
     num_dishes_rate,
 )
+from tests.seeds import stat_rng
 
 # The paper's grid (Schaeffer et al. 2022, section 5.1) and two one-off points: beta = 1
 # (the one-parameter IBP) and beta < 1.
@@ -179,11 +180,13 @@ def test_next_row_prior_accepts_posterior_running_sums():
 # --------------------------------------------------------------------------------------
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("alpha, beta, k_max", MC_CASES)
 def test_analytic_marginals_match_monte_carlo_entry_by_entry(alpha, beta, k_max):
+    """False alarm <= FAMILY_LEVEL = 1e-3 per case (Bonferroni over the entries, below)."""
     n, n_samples = 50, 20_000
     exact = marginals(alpha, beta, n, k_max)
-    count = np.rint(monte_carlo_marginals(alpha, beta, n, k_max, n_samples, np.random.default_rng(
+    count = np.rint(monte_carlo_marginals(alpha, beta, n, k_max, n_samples, stat_rng(
         20220706)) * n_samples)
     # Bonferroni over all n * k_max entries (dependent or not): each entry may fail with
     # probability FAMILY_LEVEL / m, so the whole test fails with probability <= 1e-3 when the
@@ -204,15 +207,17 @@ def test_analytic_marginals_match_monte_carlo_entry_by_entry(alpha, beta, k_max)
     assert p_value.size == 0 or p_value.min() > FAMILY_LEVEL / m
 
 
+@pytest.mark.statistical
 def test_mean_squared_error_matches_its_binomial_expectation():
     # E[MSE] = mean over entries of p (1 - p) / n_samples exactly, whatever the correlation
     # between entries; its spread is not known in closed form (entries of one dish are
     # correlated across customers), so it is estimated from G independent replicates and the
-    # mean ratio MSE / E[MSE] is tested with a t statistic at the two-sided 1e-3 level.
+    # mean ratio MSE / E[MSE] is tested with a t statistic at the two-sided 1e-3 level
+    # (false alarm 1e-3: each ratio averages 40 x 50 entries, close to normal).
     alpha, beta, n, k_max, n_samples, groups = 10.78, 5.6, 50, 40, 1500, 20
     exact = marginals(alpha, beta, n, k_max)
     expected_mse = np.mean(exact * (1 - exact)) / n_samples
-    rng = np.random.default_rng(4)
+    rng = stat_rng(4)
     ratios = np.array([
         np.mean((monte_carlo_marginals(alpha, beta, n, k_max, n_samples, rng) - exact) ** 2)
         / expected_mse
@@ -222,18 +227,29 @@ def test_mean_squared_error_matches_its_binomial_expectation():
     assert abs(t) < stats.t.isf(FAMILY_LEVEL / 2, groups - 1), (ratios.mean(), t)
 
 
+@pytest.mark.statistical
 def test_agreement_check_passes_the_truth_and_flags_a_wrong_beta():
+    """False alarm: monte_carlo_agreement's own family level, 1e-3 (its default).
+
+    Its power at a 20% wrong beta is far beyond any seed: the worst z is many times
+    the limit.
+    """
     n, k_max, n_samples = 30, 30, 20_000
-    simulated = monte_carlo_marginals(2.0, 1.0, n, k_max, n_samples, np.random.default_rng(9))
+    simulated = monte_carlo_marginals(2.0, 1.0, n, k_max, n_samples, stat_rng(9))
     assert monte_carlo_agreement(marginals(2.0, 1.0, n, k_max), simulated, n_samples).ok
     wrong = monte_carlo_agreement(marginals(2.0, 1.2, n, k_max), simulated, n_samples)
     assert not wrong.ok and wrong.worst_z > wrong.z_limit
 
 
 def test_monte_carlo_mse_returns_one_error_per_size_and_the_mean_variance():
+    """Not only the shape: each entry is the MSE of one fresh estimate of that size."""
     mse, variance = monte_carlo_mse(2.0, 1.0, 5, 8, [50, 500], np.random.default_rng(2))
     exact = marginals(2.0, 1.0, 5, 8)
     assert mse.shape == (2,) and variance == pytest.approx(np.mean(exact * (1 - exact)))
+    rng = np.random.default_rng(2)  # the same stream, drawn in the documented order
+    expected = [np.mean((monte_carlo_marginals(2.0, 1.0, 5, 8, size, rng) - exact) ** 2)
+                for size in (50, 500)]
+    np.testing.assert_allclose(mse, expected, rtol=1e-12)
 
 
 def test_same_seed_gives_same_monte_carlo_draw():
