@@ -18,6 +18,7 @@ def pytest_configure(config):
     # selects these tests with `-m statistical` and reruns them with IBP_SEED_OFFSET=k.
     config.addinivalue_line(
         "markers",
-        "statistical: a test of random output whose seeds come from tests/seeds.py; its "
-        "false-alarm rate is computed in a comment beside it (rerun: tools/fresh_seeds.py)",
+        "statistical(rate=r): a test of random output whose seeds come from tests/seeds.py; "
+        "r is its computed false-alarm rate (None if it has none), derived in a comment "
+        "beside it (rerun on fresh seeds: tools/fresh_seeds.py)",
     )

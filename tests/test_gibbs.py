@@ -31,7 +31,6 @@ X_DESIGN = np.random.default_rng(1).normal(0.0, 2.0, size=(3, 2))
 N_SIGMA = 4.5
 #: two-sided normal tail beyond N_SIGMA: the false-alarm rate of one CLT check of a mean
 MEAN_LEVEL = math.erfc(N_SIGMA / math.sqrt(2))
-statistical = pytest.mark.statistical
 
 
 def ess_mean(values: np.ndarray) -> float:
@@ -208,7 +207,7 @@ def test_sweep_on_a_single_row_only_has_singletons():
     assert Z.shape[0] == 1 and (Z == 1).all()
 
 
-@statistical
+@pytest.mark.statistical(rate=1.4e-5)
 def test_many_new_dishes_at_once():
     """One row and a large alpha: about 100 singletons per draw, each drawn exactly.
 
@@ -267,7 +266,7 @@ FIXED_CASES = [
 ]
 
 
-@statistical
+@pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("X, alpha, sigma_x, sigma_a, beta, k_max", FIXED_CASES)
 def test_k_plus_distribution_matches_enumeration(X, alpha, sigma_x, sigma_a, beta, k_max):
     """Histogram of K+ against enumeration; false alarm <= 1e-3 per case.
@@ -297,7 +296,7 @@ def class_labels(types, post, classes):
     return position[exact_index][labels.ravel()]
 
 
-@statistical
+@pytest.mark.statistical(rate=1e-3)
 def test_class_distribution_matches_enumeration():
     """Not only K+: the probability of each class (multiset of columns) is right too.
 
@@ -332,7 +331,7 @@ def k_plus_tv_test(X, n_sweeps, scan_order, alpha=1.3, sigma_x=0.6, sigma_a=1.2,
     return tv, threshold, tail
 
 
-@statistical
+@pytest.mark.statistical(rate=1e-4)
 @pytest.mark.slow
 def test_long_chain_resolves_a_bias_of_0005():
     """DESIGN: 600,000 sweeps on the 3 x 2 case, total variation against the exact K+ posterior.
@@ -425,7 +424,7 @@ def assert_k_plus_matches(k_plus, p_k, n_means):
                              level=TEST_LEVEL - n_means * MEAN_LEVEL, what="K+ bins")
 
 
-@statistical
+@pytest.mark.statistical(rate=1e-3)
 def test_alpha_and_sigma_a_updates_match_exact_marginals():
     """Conjugate alpha update (beta = 2, so H is not the harmonic number) and the sigma_a walk.
 
@@ -445,7 +444,7 @@ def test_alpha_and_sigma_a_updates_match_exact_marginals():
     assert (post.sigma_x == 0.6).all()
 
 
-@statistical
+@pytest.mark.statistical(rate=1e-3)
 def test_sigma_x_update_matches_exact_marginal():
     """False alarm <= 1e-3: 12 K+ bins and one mean, Bonferroni (as above)."""
     options = dict(alpha=1.3, sigma_a=1.2, beta=1.0)

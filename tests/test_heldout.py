@@ -122,7 +122,7 @@ def exact_ibp_heldout(x, observed, hidden, X_train, Z, sigma_x, sigma_a, alpha, 
     return logsumexp(log_joint) - logsumexp(log_top)
 
 
-@pytest.mark.statistical
+@pytest.mark.statistical(rate=2.4e-4)
 @pytest.mark.parametrize("beta", [1.0, 2.5, 0.4])
 def test_ibp_gibbs_heldout_is_unbiased_against_enumeration(beta):
     """Replicates of the Gibbs estimate average to the exact predictive density, at any beta.

@@ -73,7 +73,7 @@ def test_feature_posterior_without_features_is_empty():
     assert mean.shape == (0, 4) and cov.shape == (0, 0)
 
 
-@pytest.mark.statistical
+@pytest.mark.statistical(rate=1e-6)
 def test_simulate_draws_the_model():
     """False alarm: two sample sds at 5 SE, 2 * 5.7e-7 ~ 1e-6 (normal approximation)."""
     X, Z, A = simulate(4000, stat_rng(5), alpha=3.0, sigma_x=0.5, sigma_a=2.0, d=3)

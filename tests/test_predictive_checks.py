@@ -10,7 +10,7 @@ from ibp_lab.predictive_checks import ink_statistics, replicate_digits
 from tests.seeds import stat_rng
 
 
-@pytest.mark.statistical
+@pytest.mark.statistical(rate=2.4e-4)
 def test_replicates_have_the_posterior_predictive_moments():
     """Each replicated entry is Normal(z Abar, sigma_x^2 (1 + z P z^T)).
 
@@ -32,7 +32,7 @@ def test_replicates_have_the_posterior_predictive_moments():
     assert np.all(np.abs(reps.var(0) - expected_var) < 4.5 * expected_var * np.sqrt(2 / n_rep))
 
 
-@pytest.mark.statistical
+@pytest.mark.statistical(rate=1e-5)
 def test_no_features_gives_pure_noise():
     """False alarm: one sample sd of 200 normal draws at 4.5 SE, about 1e-5."""
     X = np.zeros((50, 4))

@@ -34,7 +34,6 @@ from ibp_lab.prior import (
 from tests.seeds import stat_rng
 
 Z_SCORE = 4.5
-statistical = pytest.mark.statistical
 
 
 def chi_square_pvalue(counts, probs, min_expected=5.0):
@@ -50,7 +49,7 @@ def chi_square_pvalue(counts, probs, min_expected=5.0):
 
 # --- the three facts of chapter 1 --------------------------------------------------------
 
-@statistical
+@pytest.mark.statistical(rate=8e-5)
 @pytest.mark.parametrize("alpha, beta", [(2.5, 1.0), (1.5, 0.4), (3.0, 4.0)])
 def test_each_row_owns_poisson_alpha_features(alpha, beta):
     """False alarm: 6 means + 6 variances at 4.5 SE, 12 * 6.8e-6 = 8e-5 per case."""
@@ -63,7 +62,7 @@ def test_each_row_owns_poisson_alpha_features(alpha, beta):
     assert np.all(np.abs(per_row.var(axis=0) - alpha) < Z_SCORE * se_var)
 
 
-@statistical
+@pytest.mark.statistical(rate=1.1e-4)
 @pytest.mark.parametrize("alpha, beta", [(2.0, 1.0), (1.0, 0.5), (2.0, 3.0)])
 def test_k_plus_is_poisson_with_generalised_harmonic_mean(alpha, beta):
     """False alarm: a mean at 4.5 SE and a chi-square at 1e-4: 1.1e-4 per case."""
@@ -77,7 +76,7 @@ def test_k_plus_is_poisson_with_generalised_harmonic_mean(alpha, beta):
     assert chi_square_pvalue(np.bincount(k_plus), probs) > 1e-4
 
 
-@statistical
+@pytest.mark.statistical(rate=2e-5)
 @pytest.mark.parametrize("alpha, beta", [(2.0, 1.0), (3.0, 0.5), (2.0, 4.0)])
 def test_rows_are_exchangeable_shared_dishes(alpha, beta):
     """Any two customers share alpha / (1 + beta) dishes on average, whatever their places.
@@ -124,7 +123,7 @@ def test_class_probabilities_sum_to_the_poisson_law_of_k_plus(alpha, beta):
     assert total + tail == pytest.approx(1.0, abs=1e-12)
 
 
-@statistical
+@pytest.mark.statistical(rate=1e-4)
 def test_class_probabilities_match_simulated_frequencies():
     """False alarm: one chi-square test at 1e-4."""
     alpha, beta, n_rows, n_draws = 1.0, 1.5, 3, 20000
@@ -198,7 +197,7 @@ def test_sample_ibp_shape_and_no_empty_columns():
 
 # --- stick-breaking and the finite model --------------------------------------------------
 
-@statistical
+@pytest.mark.statistical(rate=5e-5)
 def test_stick_means_decay_geometrically():
     """False alarm: 8 means at 4.5 estimated SE (20,000 draws), 8 * 6.8e-6 = 5e-5."""
     alpha, n_draws, truncation = 2.0, 20000, 8
@@ -209,7 +208,7 @@ def test_stick_means_decay_geometrically():
     assert np.all(np.abs(pis.mean(axis=0) - expected_stick(alpha, k)) < Z_SCORE * se)
 
 
-@statistical
+@pytest.mark.statistical(rate=1e-4)
 def test_stick_breaking_k_plus_matches_the_ibp():
     """False alarm: a chi-square at 1e-4 (the truncation moves at most 1e-4 of the mass)."""
     alpha, n, n_draws = 2.0, 10, 5000
@@ -225,7 +224,7 @@ def test_stick_breaking_k_plus_matches_the_ibp():
     assert chi_square_pvalue(np.bincount(k_plus), probs) > 1e-4
 
 
-@statistical
+@pytest.mark.statistical(rate=1e-4)
 @pytest.mark.parametrize("beta", [1.0, 2.0])
 def test_finite_model_k_plus_law_is_exact(beta):
     """False alarm: a chi-square at 1e-4 per case."""

@@ -180,7 +180,7 @@ def test_next_row_prior_accepts_posterior_running_sums():
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.statistical
+@pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("alpha, beta, k_max", MC_CASES)
 def test_analytic_marginals_match_monte_carlo_entry_by_entry(alpha, beta, k_max):
     """False alarm <= FAMILY_LEVEL = 1e-3 per case (Bonferroni over the entries, below)."""
@@ -207,7 +207,7 @@ def test_analytic_marginals_match_monte_carlo_entry_by_entry(alpha, beta, k_max)
     assert p_value.size == 0 or p_value.min() > FAMILY_LEVEL / m
 
 
-@pytest.mark.statistical
+@pytest.mark.statistical(rate=1e-3)
 def test_mean_squared_error_matches_its_binomial_expectation():
     # E[MSE] = mean over entries of p (1 - p) / n_samples exactly, whatever the correlation
     # between entries; its spread is not known in closed form (entries of one dish are
@@ -227,7 +227,7 @@ def test_mean_squared_error_matches_its_binomial_expectation():
     assert abs(t) < stats.t.isf(FAMILY_LEVEL / 2, groups - 1), (ratios.mean(), t)
 
 
-@pytest.mark.statistical
+@pytest.mark.statistical(rate=1e-3)
 def test_agreement_check_passes_the_truth_and_flags_a_wrong_beta():
     """False alarm: monte_carlo_agreement's own family level, 1e-3 (its default).
 

@@ -123,7 +123,7 @@ def test_allocation_probability_matches_full_likelihoods(seed):
         reference_allocation_log_q(X, Z_rest, i, j, order, drawn, 0.7, 1.1, 1.5), rel=1e-10)
 
 
-@pytest.mark.statistical
+@pytest.mark.statistical(rate=1e-3)
 def test_allocation_draws_with_the_probabilities_it_reports():
     """Two rows to allocate: 9 outcomes, 20,000 independent draws.
 
@@ -316,7 +316,7 @@ CHAIN_CASES = [
 ]
 
 
-@pytest.mark.statistical
+@pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("move, companion, beta, n_iterations", CHAIN_CASES)
 def test_chain_with_move_matches_exact_posterior(move, companion, beta, n_iterations):
     """K+ histogram, its total variation and every class above 1% against enumeration.
