@@ -14,8 +14,10 @@ from ibp_lab.prior import expected_num_features, sample_ibp, simulate_feature_co
 __all__ = ["plot_counts_vs_poisson", "buffet_explorer_figure"]
 
 
-#: Most histogram bins (one per integer) a count plot draws.
-MAX_BINS = 10_000
+#: Most histogram bins a count plot draws (one per integer while they suffice).
+MAX_BINS = 200
+#: Largest Poisson mean a count plot accepts: counts stay exact in float64.
+MAX_MEAN = 1e15
 
 
 def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blue"], label: str = ""):
@@ -48,23 +50,24 @@ def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blu
         raise ValueError("counts must hold at least one count, got none")
     if not np.all((counts >= 0) & (counts == np.floor(counts))):  # also refuses NaN, inf
         raise ValueError("counts must be non-negative integers")
-    mean = check_positive("mean", mean, allow_zero=True, upper=None)
+    mean = check_positive("mean", mean, allow_zero=True, upper=MAX_MEAN)
     if not isinstance(label, str):
         raise TypeError(f"label must be a string, got {type(label).__name__}")
-    # One bin per integer only over the range where there is something to see: the counts
-    # and the bulk of the Poisson law (a mean of 1e12 would otherwise ask for 1e12 bins).
     law = stats.poisson(mean)
     top = int(max(counts.max(), law.ppf(0.999))) + 1
-    low = 0 if top <= MAX_BINS else int(min(counts.min(), law.ppf(0.001)))
-    if top - low > MAX_BINS:
-        raise ValueError(
-            f"counts and Poisson({mean:g}) span {top - low} integers, more than MAX_BINS = "
-            f"{MAX_BINS} bins; plot a narrower range"
-        )
-    k = np.arange(low, top + 1)
-    ax.hist(counts, bins=np.arange(low - 0.5, top + 1.5), density=True, color=color, alpha=0.35,
+    if top <= MAX_BINS:  # one bin per integer from 0, as the book's figures show
+        low, width = 0, 1
+    else:
+        # Only the range where there is something to see, in at most MAX_BINS bins of
+        # equal integer width: a mean of 1e12 would otherwise ask for 1e12 bins.
+        low = int(min(counts.min(), law.ppf(0.001)))
+        width = -(-(top - low + 1) // MAX_BINS)
+    edges = np.arange(low, top + width + 1, width) - 0.5
+    ax.hist(counts, bins=edges, density=True, color=color, alpha=0.35,
             label=f"{label}simulated (mean {counts.mean():.2f})")
-    ax.plot(k, stats.poisson(mean).pmf(k), "o-", ms=3, lw=1, color=color,
+    # density=True divides by the bin width, so the histogram is per integer like the pmf
+    k = np.unique(np.linspace(low, top, min(top - low + 1, 4 * MAX_BINS)).round())
+    ax.plot(k, law.pmf(k), "o-" if width == 1 else "-", ms=3, lw=1, color=color,
             label=f"{label}Poisson({mean:.2f})")
     ax.set_ylabel("probability")
     ax.legend(fontsize=7, frameon=False)
