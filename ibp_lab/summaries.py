@@ -49,6 +49,7 @@ from ibp_lab._checks import (
     check_count,
     check_data_matrix,
     check_positive,
+    check_real_array,
     check_rng,
 )
 
@@ -71,6 +72,12 @@ __all__ = [
 
 #: Variables of :class:`ibp_lab.gibbs.ChainResult` traces that ignore feature labels.
 LABEL_FREE_VARIABLES = ("k_plus", "log_likelihood", "log_joint", "alpha")
+# Largest N for co_ownership's N x N result (800 MB of float64).
+_MAX_CO_OWNERSHIP_ROWS = 10_000
+# Largest k_max of k_plus_frequencies (the histogram has k_max + 1 bins).
+_MAX_K_BINS = 10**6
+# Most multinomial counts total_variation_noise draws at once (n_rep x len(p), 8 bytes each).
+_MAX_NOISE_ENTRIES = 10**8
 
 
 # --------------------------------------------------------------------------------------
@@ -86,21 +93,16 @@ def _check_draws(samples) -> list[np.ndarray]:
         raise TypeError(f"samples must be a list of binary matrices, got {type(samples).__name__}")
     if len(samples) == 0:
         raise ValueError("samples must hold at least one draw, got an empty list")
-    first = check_binary_matrix("samples[0]", samples[0])
+    first = check_binary_matrix("samples[0] (a Z)", samples[0])
     draws = [first]
     for s, Z in enumerate(samples[1:], start=1):
-        draws.append(check_binary_matrix(f"samples[{s}]", Z, n_rows=first.shape[0]))
+        draws.append(check_binary_matrix(f"samples[{s}] (a Z)", Z, n_rows=first.shape[0]))
     return draws
 
 
 def _check_images(name: str, A, n_dims: int | None = None) -> np.ndarray:
     """A finite 2-D float array of feature images (zero rows allowed)."""
-    try:
-        arr = np.asarray(A, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{name} must be a 2-D array of feature images (features x pixels)"
-        ) from exc
+    arr = check_real_array(name, A)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D (features x pixels), got {arr.ndim} dimension(s)")
     if arr.shape[1] < 1:
@@ -113,10 +115,7 @@ def _check_images(name: str, A, n_dims: int | None = None) -> np.ndarray:
 
 
 def _check_probabilities(name: str, p) -> np.ndarray:
-    try:
-        arr = np.asarray(p, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a 1-D array of probabilities") from exc
+    arr = check_real_array(name, p)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(
             f"{name} must be a non-empty 1-D array of probabilities, got shape {arr.shape}"
@@ -159,6 +158,11 @@ def co_ownership(samples) -> np.ndarray:
            [0.5, 1. ]])
     """
     draws = _check_draws(samples)
+    if draws[0].shape[0] > _MAX_CO_OWNERSHIP_ROWS:
+        raise ValueError(
+            f"samples must have at most {_MAX_CO_OWNERSHIP_ROWS} rows for an N x N "
+            f"co-ownership matrix, got {draws[0].shape[0]}"
+        )
     total = np.zeros((draws[0].shape[0],) * 2)
     for Z in draws:
         Zf = Z.astype(np.float64)
@@ -198,6 +202,9 @@ def chain_summaries(chains, *, labels: Sequence[str] | None = None):
     chains = _check_chains(chains)
     if labels is None:
         labels = [f"chain {c}" for c in range(len(chains))]
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, (Sequence, np.ndarray)) \
+            or not all(isinstance(label, str) for label in labels):
+        raise TypeError("labels must be a list of strings, one name per chain")
     if len(labels) != len(chains):
         raise ValueError(f"labels must name each of the {len(chains)} chains, got {len(labels)}")
     rows = []
@@ -369,7 +376,7 @@ def k_plus_frequencies(k_plus, k_max: int) -> np.ndarray:
     array([0.25, 0.5 , 0.  , 0.25])
     """
     k = _check_counts("k_plus", k_plus)
-    k_max = check_count("k_max", k_max)
+    k_max = check_count("k_max", k_max, maximum=_MAX_K_BINS)
     return np.bincount(np.minimum(k, k_max), minlength=k_max + 1) / k.size
 
 
@@ -430,6 +437,11 @@ def total_variation_noise(
         raise ValueError(f"n_eff must be >= 1, got {n_eff}")
     rng = check_rng(rng)
     n_rep = check_count("n_rep", n_rep, minimum=1, maximum=10**7)
+    if n_rep * p.size > _MAX_NOISE_ENTRIES:
+        raise ValueError(
+            f"n_rep * len(p) must be <= {_MAX_NOISE_ENTRIES:g} (the histograms are held in "
+            f"memory), got {n_rep} * {p.size}"
+        )
     n = int(n_eff)
     counts = rng.multinomial(n, p / p.sum(), size=n_rep)
     return 0.5 * np.abs(counts / n - p).sum(axis=1)
@@ -449,18 +461,23 @@ def indicator_ess(values, categories) -> np.ndarray:
     >>> bool(np.all(ess[:3] > 3000)), bool(np.isnan(ess[3]))
     (True, True)
     """
-    values = np.asarray(values)
+    values = check_real_array("values", values)
     if values.ndim != 1 or values.size < 4:
         raise ValueError(
             f"values must be a 1-D trace of at least 4 draws, got shape {values.shape}"
         )
-    if not np.issubdtype(values.dtype, np.number) or not np.all(np.isfinite(values)):
+    if not np.all(np.isfinite(values)):
         raise ValueError("values must be a finite numeric trace")
-    categories = np.atleast_1d(np.asarray(categories))
+    categories = np.atleast_1d(check_real_array("categories", categories))
+    if categories.ndim != 1:
+        raise ValueError(f"categories must be 1-D, got shape {categories.shape}")
     az = _arviz()
     out = np.full(categories.shape, np.nan)
-    for j, c in enumerate(categories):
-        indicator = (values == c).astype(np.float64)
+    # only categories the trace takes need ArviZ (at most one per distinct value): a long
+    # list of absent categories costs one isin, not one pass over the trace each
+    seen = np.flatnonzero(np.isin(categories, values))
+    for j in seen:
+        indicator = (values == categories[j]).astype(np.float64)
         if 0 < indicator.sum() < indicator.size:
             out[j] = float(az.ess(indicator[None, :], method="mean"))
     return out
@@ -532,6 +549,12 @@ class FeatureMatch:
 
         A pair with correlation at or below ``threshold`` counts as no match.
         """
+        n_ref = check_count("n_ref", n_ref)
+        if n_ref <= (int(self.ref_index.max()) if self.ref_index.size else -1):
+            raise ValueError(f"n_ref must exceed every matched reference index, got {n_ref}")
+        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) \
+                or not -1.0 <= threshold < 1.0:
+            raise ValueError(f"threshold must be a correlation in [-1, 1), got {threshold!r}")
         out = np.full(n_ref, -1, dtype=np.int64)
         good = self.correlation > threshold
         out[self.ref_index[good]] = self.index[good]
@@ -607,7 +630,8 @@ def draw_feature_means(X, samples, sigma_x, sigma_a) -> list[np.ndarray]:
     draws = _check_draws(samples)
     if draws[0].shape[0] != X.shape[0]:
         raise ValueError(
-            f"samples must have {X.shape[0]} rows (one per data point), got {draws[0].shape[0]}"
+            f"each Z in samples must have {X.shape[0]} rows (one per row of X), "
+            f"got {draws[0].shape[0]}"
         )
     scales = []
     for name, value in (("sigma_x", sigma_x), ("sigma_a", sigma_a)):
@@ -722,6 +746,10 @@ def class_ownership(Z, labels) -> np.ndarray:
         raise ValueError(
             f"labels must give one class per row of Z ({Z.shape[0]}), got shape {labels.shape}"
         )
+    if labels.dtype.kind not in "biuUS":
+        # floats would let NaN make a class of its own with no rows (a silent NaN share),
+        # objects may not even sort
+        raise TypeError(f"labels must be integers or strings, got dtype {labels.dtype}")
     classes = np.unique(labels)
     Zf = Z.astype(np.float64)
     return np.stack([Zf[labels == c].mean(axis=0) for c in classes], axis=1).reshape(
