@@ -49,7 +49,16 @@ from scipy import stats
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
-from ibp_lab._checks import check_count, check_data_matrix, check_positive, check_rng
+from collections.abc import Mapping
+
+from ibp_lab._checks import (
+    check_count,
+    check_data_matrix,
+    check_flag,
+    check_positive,
+    check_real_array,
+    check_rng,
+)
 
 __all__ = [
     "MAX_FEATURES",
@@ -75,6 +84,14 @@ MAX_FEATURES = 12
 ALPHA_SHAPE, ALPHA_RATE = 1.0, 1.0  # alpha ~ Gamma(shape, rate)
 SIGMA_A_SCALE = 1.0  # sigma_A ~ HalfNormal(scale)
 SIGMA_X_SCALE = 1.0  # sigma_X ~ HalfNormal(scale), when free
+# Largest sum over a row of (residual / sigma_x)^2 accepted: beyond it the pattern sums
+# overflow to -inf for every pattern and the posteriors become NaN.
+_MAX_SCALED_SUM_SQ = 1e250
+# Most draws + tune steps per chain, and most chains, that sample_posterior runs.
+_MAX_STEPS_PER_CHAIN = 10**6
+_MAX_CHAINS = 64
+# Most timed evaluations in time_gradient.
+_MAX_REPEATS = 10_000
 
 
 def _check_n_features(n_features) -> int:
@@ -117,6 +134,23 @@ def pattern_matrix(n_features: int) -> np.ndarray:
 
 def _check_sigma_x_option(sigma_x) -> float | None:
     return None if sigma_x is None else check_positive("sigma_x", sigma_x)
+
+
+def _check_reach(X: np.ndarray, A: np.ndarray | None, sigma_x: float) -> None:
+    """Refuse data (and features) so large for ``sigma_x`` that every pattern's density overflows.
+
+    Every residual ``x - c A`` is at most ``max|x| + sum_k |A_k|`` per pixel, so
+    ``D (reach / sigma_x)^2`` bounds the quadratic form of any row and pattern.
+    """
+    with np.errstate(over="ignore"):
+        reach = float(np.abs(X).max())
+        if A is not None and A.size:
+            reach += float(np.abs(A).sum(axis=0).max())
+    if not reach / sigma_x <= np.sqrt(_MAX_SCALED_SUM_SQ / X.shape[1]):
+        raise ValueError(
+            f"X (or A) is too large for sigma_x = {sigma_x:g}: the squared residuals over "
+            "sigma_x^2 overflow; rescale the data (for example divide X by its standard deviation)"
+        )
 
 
 def build_model(
@@ -166,6 +200,8 @@ def build_model(
     X = check_data_matrix("X", X)
     n_features = _check_n_features(n_features)
     sigma_x = _check_sigma_x_option(sigma_x)
+    # with a free sigma_X, the data must at least be resolvable at sigma_X = 1
+    _check_reach(X, None, 1.0 if sigma_x is None else sigma_x)
     alpha_shape = check_positive("alpha_shape", alpha_shape)
     alpha_rate = check_positive("alpha_rate", alpha_rate)
     sigma_a_scale = check_positive("sigma_a_scale", sigma_a_scale)
@@ -283,7 +319,8 @@ def initial_point_from_data(
 
 def _model_layout(model) -> tuple[int, bool]:
     """Truncation level of a model made by :func:`build_model`, and whether sigma_X is free."""
-    if "feature" not in model.coords or "A" not in model.named_vars:
+    if not hasattr(model, "coords") or not hasattr(model, "named_vars") \
+            or "feature" not in model.coords or "A" not in model.named_vars:
         raise ValueError("model must be made by ibp_lab.pymc_models.build_model")
     free = {rv.name for rv in model.free_RVs}
     return len(model.coords["feature"]), "sigma_X" in free
@@ -347,12 +384,17 @@ def sample_posterior(
     """
     X = check_data_matrix("X", X)
     rng = check_rng(rng)
-    draws = check_count("draws", draws, minimum=1)
-    tune = check_count("tune", tune)
-    chains = check_count("chains", chains, minimum=1)
-    cores = check_count("cores", cores, minimum=1)
+    draws = check_count("draws", draws, minimum=1, maximum=_MAX_STEPS_PER_CHAIN)
+    tune = check_count("tune", tune, maximum=_MAX_STEPS_PER_CHAIN - draws)
+    chains = check_count("chains", chains, minimum=1, maximum=_MAX_CHAINS)
+    cores = check_count("cores", cores, minimum=1, maximum=_MAX_CHAINS)
     target_accept = check_positive("target_accept", target_accept, upper=1.0)
-    if start not in ("data", "default"):
+    if target_accept >= 1.0:
+        # NUTS would shrink its step size towards 0 and never finish a tree
+        raise ValueError(f"target_accept must be in (0, 1), got {target_accept}")
+    keep_warmup = check_flag("keep_warmup", keep_warmup)
+    quiet = check_flag("quiet", quiet)
+    if not isinstance(start, str) or start not in ("data", "default"):
         raise ValueError(f"start must be 'data' or 'default', got {start!r}")
     n_features, free_sigma_x = _model_layout(model)
 
@@ -379,15 +421,18 @@ def sample_posterior(
 
 def _check_parameters(X, pi, A, sigma_x):
     X = check_data_matrix("X", X)
-    pi = np.asarray(pi, dtype=np.float64)
-    if pi.ndim != 1:
+    pi = check_real_array("pi", pi)
+    if pi.ndim != 1 or pi.size == 0:
         raise ValueError(
-            f"pi must be 1-D (one probability per feature), got {pi.ndim} dimension(s)"
+            f"pi must be a non-empty 1-D array (one probability per feature), got shape {pi.shape}"
         )
-    n_features = _check_n_features(pi.size)
+    if pi.size > MAX_FEATURES:
+        raise ValueError(f"pi must have at most MAX_FEATURES = {MAX_FEATURES} entries "
+                         f"(2^K patterns per row), got {pi.size}")
+    n_features = pi.size
     if not np.all((pi >= 0) & (pi <= 1)):
         raise ValueError(f"pi must lie in [0, 1], got values from {pi.min()} to {pi.max()}")
-    A = np.asarray(A, dtype=np.float64)
+    A = check_real_array("A", A)
     if A.shape != (n_features, X.shape[1]):
         raise ValueError(
             f"A must have shape (n_features, D) = ({n_features}, {X.shape[1]}), got {A.shape}"
@@ -395,6 +440,7 @@ def _check_parameters(X, pi, A, sigma_x):
     if not np.all(np.isfinite(A)):
         raise ValueError("A must be finite")
     sigma_x = check_positive("sigma_x", sigma_x)
+    _check_reach(X, A, sigma_x)
     return X, pi, A, sigma_x
 
 
@@ -553,15 +599,39 @@ def _posterior_draws(idata, chain, n_draws):
         sigma_x = np.full(index.size, float(idata.constant_data["sigma_X"]))
     else:
         raise ValueError("idata holds no sigma_X (neither a posterior nor constant_data variable)")
+    return _check_draws(log_pi, A, sigma_x)
+
+
+def _check_draws(log_pi, A, sigma_x):
+    """Posterior draws read from ``idata``: a file or a hand-made sample may hold anything."""
+    log_pi = check_real_array("idata log_pi", log_pi)
+    A = check_real_array("idata A", A)
+    sigma_x = np.atleast_1d(check_real_array("idata sigma_X", sigma_x))
+    if log_pi.ndim != 2 or A.ndim != 3 or A.shape[:2] != log_pi.shape \
+            or sigma_x.shape != (log_pi.shape[0],):
+        raise ValueError(
+            f"idata must hold log_pi (draws, K), A (draws, K, D) and sigma_X (draws,), got "
+            f"shapes {log_pi.shape}, {A.shape} and {sigma_x.shape}"
+        )
+    if log_pi.shape[1] == 0 or log_pi.shape[1] > MAX_FEATURES:
+        raise ValueError(f"idata must have 1 to {MAX_FEATURES} features, got {log_pi.shape[1]}")
+    if np.isnan(log_pi).any() or (log_pi > 0).any():
+        raise ValueError("idata log_pi must be log probabilities: <= 0 and not NaN")
+    if not np.all(np.isfinite(A)):
+        raise ValueError("idata A must be finite")
+    for s, value in enumerate(sigma_x):
+        check_positive(f"idata sigma_X[{s}]", float(value))
     return log_pi, A, sigma_x
 
 
-def _check_rows(X, A):
+def _check_rows(X, A, sigma_x):
     X = check_data_matrix("X", X)
     if X.shape[1] != A.shape[2]:
         raise ValueError(
             f"X must have {A.shape[2]} columns (pixels) like the model's A, got {X.shape[1]}"
         )
+    for s in range(A.shape[0]):
+        _check_reach(X, A[s], float(sigma_x[s]))
     return X
 
 
@@ -599,7 +669,7 @@ def recover_z(idata, X, *, chain: int | None = None, n_draws: int | None = None)
     [1, 0]
     """
     log_pi, A, sigma_x = _posterior_draws(idata, chain, n_draws)
-    X = _check_rows(X, A)
+    X = _check_rows(X, A, sigma_x)
     n_features = log_pi.shape[1]
     pattern_probs = np.zeros((X.shape[0], 2**n_features))
     for s in range(log_pi.shape[0]):
@@ -642,7 +712,7 @@ def sample_z(idata, X, rng: np.random.Generator, *, chain: int | None = None,
     """
     rng = check_rng(rng)
     log_pi, A, sigma_x = _posterior_draws(idata, chain, n_draws)
-    X = _check_rows(X, A)
+    X = _check_rows(X, A, sigma_x)
     patterns = pattern_matrix(log_pi.shape[1])
     out = np.empty((log_pi.shape[0], X.shape[0], log_pi.shape[1]), dtype=np.int8)
     for s in range(log_pi.shape[0]):
@@ -650,6 +720,35 @@ def sample_z(idata, X, rng: np.random.Generator, *, chain: int | None = None,
         cdf = np.cumsum(np.exp(joint - logsumexp(joint, axis=1, keepdims=True)), axis=1)
         picks = (cdf < rng.random((X.shape[0], 1))).sum(axis=1)
         out[s] = patterns[np.minimum(picks, patterns.shape[0] - 1)]
+    return out
+
+
+def _check_values(values, *, free_sigma_x: bool, n_features: int | None = None) -> dict:
+    """The untransformed parameter values of a :func:`build_model` model, checked.
+
+    ``alpha``, ``sigma_A`` (and ``sigma_X`` when free) positive numbers, ``nu`` a
+    1-D array in (0, 1), ``A`` a finite ``(K, D)`` array with ``K = len(nu)``.
+    """
+    if not isinstance(values, Mapping):
+        raise TypeError(f"values must be a dict of parameter values, got {type(values).__name__}")
+    needed = ["alpha", "nu", "sigma_A", "A"] + (["sigma_X"] if free_sigma_x else [])
+    missing = [name for name in needed if name not in values]
+    if missing:
+        raise ValueError(f"values must contain {needed}; missing {missing}")
+    out = {name: check_positive(name, values[name])
+           for name in ("alpha", "sigma_A", "sigma_X") if name in needed}
+    nu = check_real_array("nu", values["nu"])
+    if nu.ndim != 1 or nu.size == 0 or not np.all((nu > 0) & (nu < 1)):
+        raise ValueError("nu must be a non-empty 1-D array of values in (0, 1)")
+    if nu.size > MAX_FEATURES or (n_features is not None and nu.size != n_features):
+        raise ValueError(f"nu must have one entry per feature "
+                         f"({n_features if n_features is not None else f'at most {MAX_FEATURES}'}), "
+                         f"got {nu.size}")
+    A = check_real_array("A", values["A"])
+    if A.ndim != 2 or A.shape[0] != nu.size or not np.all(np.isfinite(A)):
+        raise ValueError(f"A must be a finite ({nu.size}, D) array (one image per feature), "
+                         f"got shape {A.shape}")
+    out.update(nu=nu, A=A)
     return out
 
 
@@ -694,19 +793,15 @@ def numpy_logp(
     """
     X = check_data_matrix("X", X)
     sigma_x = _check_sigma_x_option(sigma_x)
-    needed = ["alpha", "nu", "sigma_A", "A"] + (["sigma_X"] if sigma_x is None else [])
-    missing = [name for name in needed if name not in values]
-    if missing:
-        raise ValueError(f"values must contain {needed}; missing {missing}")
-    alpha = check_positive("alpha", values["alpha"])
-    sigma_a = check_positive("sigma_A", values["sigma_A"])
-    noise = check_positive("sigma_X", values["sigma_X"]) if sigma_x is None else sigma_x
-    nu = np.asarray(values["nu"], dtype=np.float64)
-    if nu.ndim != 1 or not np.all((nu > 0) & (nu < 1)):
-        raise ValueError("nu must be a 1-D array of values in (0, 1)")
-    _check_n_features(nu.size)
+    alpha_shape = check_positive("alpha_shape", alpha_shape)
+    alpha_rate = check_positive("alpha_rate", alpha_rate)
+    sigma_a_scale = check_positive("sigma_a_scale", sigma_a_scale)
+    sigma_x_scale = check_positive("sigma_x_scale", sigma_x_scale)
+    checked = _check_values(values, free_sigma_x=sigma_x is None)
+    alpha, nu, sigma_a = checked["alpha"], checked["nu"], checked["sigma_A"]
+    noise = checked["sigma_X"] if sigma_x is None else sigma_x
     pi = np.cumprod(nu)
-    X, pi, A, noise = _check_parameters(X, pi, values["A"], noise)
+    X, pi, A, noise = _check_parameters(X, pi, checked["A"], noise)
 
     log_density = stats.gamma(alpha_shape, scale=1.0 / alpha_rate).logpdf(alpha)
     log_density += stats.beta(alpha, 1.0).logpdf(nu).sum()
@@ -753,10 +848,11 @@ def feature_gradient(model, values: dict) -> np.ndarray:
     True
     """
     n_features, free_sigma_x = _model_layout(model)
-    needed = ["alpha", "nu", "sigma_A", "A"] + (["sigma_X"] if free_sigma_x else [])
-    missing = [name for name in needed if name not in values]
-    if missing:
-        raise ValueError(f"values must contain {needed}; missing {missing}")
+    values = _check_values(values, free_sigma_x=free_sigma_x, n_features=n_features)
+    n_pixels = len(model.coords["pixel"])
+    if values["A"].shape[1] != n_pixels:
+        raise ValueError(f"A must have {n_pixels} columns (the model's pixels), "
+                         f"got {values['A'].shape[1]}")
 
     import pymc as pm
 
@@ -796,7 +892,9 @@ def time_gradient(X, n_features: int, *, sigma_x: float = 0.25, repeats: int = 2
     True
     """
     X = check_data_matrix("X", X)
-    repeats = check_count("repeats", repeats, minimum=1)
+    repeats = check_count("repeats", repeats, minimum=1, maximum=_MAX_REPEATS)
+    if sigma_x is None:
+        raise TypeError("sigma_x must be a number (time_gradient times the fixed-noise model)")
     model = build_model(X, n_features, sigma_x=sigma_x)
     start = initial_point_from_data(X, n_features, np.random.default_rng(0), sigma_x=sigma_x)
     point = _transformed_point(model, start)
