@@ -131,16 +131,17 @@ def test_ibp_gibbs_heldout_is_unbiased_against_enumeration(beta):
     compared with the exact density within 4.5 standard errors of that mean
     (computed from the replicates' spread, which includes the autocorrelation).
     False alarm: P(|t_19| > 4.5) = 2.4e-4 per case (each replicate is a mean of 500
-    states, close to normal). A sampler that ignored beta (m / (1 + N), rate
-    alpha / (1 + N)) is many standard errors off at beta = 2.5 and 0.4.
+    states, close to normal). The test digit lies far out (3 x the training scale),
+    so that new dishes matter: a sampler that ignored beta (m / (1 + N), rate
+    alpha / (1 + N)) is 25% off at beta = 2.5 and 0.4, about 40 standard errors.
     """
     rng = np.random.default_rng(5)  # the data: fixed
     X_train = rng.normal(size=(6, 4))
     Z = np.array([[1, 0], [1, 1], [0, 1], [1, 0], [0, 0], [1, 1]], np.int8)
-    x = rng.normal(size=(1, 4))
+    x = 3.0 * rng.normal(size=(1, 4))
     observed, hidden = np.array([0, 1]), np.array([2, 3])
-    draw = (Z, 0.7, 1.1, 1.5)
-    exact = exact_ibp_heldout(x[0], observed, hidden, X_train, Z, 0.7, 1.1, 1.5, max_new=6,
+    draw = (Z, 0.5, 2.0, 3.0)
+    exact = exact_ibp_heldout(x[0], observed, hidden, X_train, Z, 0.5, 2.0, 3.0, max_new=6,
                               beta=beta)
     estimates = np.array([
         np.exp(ibp_gibbs_heldout(X_train, [draw], x, observed, hidden, stat_rng(100 + r),
