@@ -875,7 +875,8 @@ def _truncated_gamma(u: float, shape: float, rate: float, lower: float, upper: f
         x = gammaincinv(shape, p_lo + u * (p_hi - p_lo)) if p_hi > p_lo else x_hi
     else:
         q_lo, q_hi = float(gammaincc(shape, x_lo)), float(gammaincc(shape, x_hi))
-        x = gammainccinv(shape, q_hi + u * (q_lo - q_hi)) if q_lo > q_hi else x_lo
+        # Q falls as x grows: the u-quantile leaves a share u of the range's mass below it
+        x = gammainccinv(shape, q_lo - u * (q_lo - q_hi)) if q_lo > q_hi else x_lo
     x = float(x) / rate
     return min(max(x, lower), upper) if math.isfinite(x) else (lower if p_lo >= 0.5 else upper)
 

@@ -86,13 +86,20 @@ def split_top_bottom(shape: tuple[int, int] = (8, 6), *, n_top_rows: int = 4) ->
     return np.arange(cut), np.arange(cut, n_rows * n_cols)
 
 
+def _index_array(name: str, value) -> np.ndarray:
+    try:
+        return np.asarray(value)
+    except ValueError:  # ragged nested lists
+        raise ValueError(f"{name} must be a non-empty 1-D array of pixel indices") from None
+
+
 def _check_split(X, observed, hidden):
     X = check_data_matrix("X", X)
     if np.abs(X).max() > 1e50:
         # squared residuals would overflow and the log density become -inf
         raise ValueError(f"X is too large for a density (max |x| = {np.abs(X).max():.3g}); rescale it")
-    observed = np.asarray(observed)
-    hidden = np.asarray(hidden)
+    observed = _index_array("observed", observed)
+    hidden = _index_array("hidden", hidden)
     for name, idx in (("observed", observed), ("hidden", hidden)):
         if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
             raise ValueError(f"{name} must be a non-empty 1-D array of pixel indices")
@@ -199,6 +206,7 @@ def gaussian_conditional(mean, cov, X, observed, hidden) -> tuple[np.ndarray, np
 
 
 def _gaussian_heldout(mean, cov, X, observed, hidden) -> HeldoutResult:
+    X, observed, hidden = _check_split(X, observed, hidden)  # lists of indices become arrays
     cond_mean, cond_cov = gaussian_conditional(mean, cov, X, observed, hidden)
     try:
         L = np.linalg.cholesky(cond_cov)
@@ -484,15 +492,16 @@ def ibp_gibbs_heldout(
     from ibp_lab.linear_gaussian import feature_posterior
 
     X_train = check_data_matrix("X_train", X_train)
+    draws = _check_gibbs_draws(X_train, samples, beta)  # the samplers' door comes first
     X_test, observed, hidden = _check_split(X_test, observed, hidden)
     if X_test.shape[1] != X_train.shape[1]:
         raise ValueError(f"X_test must have {X_train.shape[1]} columns like X_train, got {X_test.shape[1]}")
+    for _, hyper in draws:
+        check_scales(X_test, hyper.sigma_x, hyper.sigma_a)
     rng = check_rng(rng)
-    beta = check_positive("beta", beta)
     n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
     max_new = check_count("max_new", max_new, maximum=MAX_FEATURES)
-    draws = _check_gibbs_draws(X_train, X_test, samples, beta)
     n_terms = len(draws) * (n_sweeps - burn) * X_test.shape[0]
     if n_terms > _MAX_HELDOUT_TERMS:
         raise ValueError(
@@ -547,7 +556,7 @@ def ibp_gibbs_heldout(
     return HeldoutResult(_log_mean_exp(log_terms), mean / log_terms.shape[0])
 
 
-def _check_gibbs_draws(X_train, X_test, samples, beta):
+def _check_gibbs_draws(X_train, samples, beta):
     """Every posterior draw through the samplers' door; returns ``[(Z, Hyperparameters)]``."""
     if isinstance(samples, (str, bytes, dict)) or not hasattr(samples, "__len__") \
             or not hasattr(samples, "__iter__"):
@@ -562,7 +571,6 @@ def _check_gibbs_draws(X_train, X_test, samples, beta):
         Z = check_feature_matrix(f"samples[{s}] Z", Z, n_rows=X_train.shape[0])
         # the samplers' door: a draw is scored only at settings a sampler could produce
         hyper = check_hyperparameters(X_train, alpha, sigma_x, sigma_a, beta)
-        check_scales(X_test, hyper.sigma_x, hyper.sigma_a)
         draws.append((Z, hyper))
     return draws
 

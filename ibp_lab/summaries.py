@@ -347,8 +347,15 @@ def _as_chain_dataset(chains):
 # --------------------------------------------------------------------------------------
 
 
+def _as_1d_array(name: str, values) -> np.ndarray:
+    try:
+        return np.asarray(values)
+    except ValueError:  # ragged nested lists
+        raise ValueError(f"{name} must be a 1-D array, got a ragged nested list") from None
+
+
 def _check_counts(name: str, values) -> np.ndarray:
-    arr = np.asarray(values)
+    arr = _as_1d_array(name, values)
     if arr.dtype == object or arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D array of counts, got shape {arr.shape}")
     whole = np.issubdtype(arr.dtype, np.integer) or (
@@ -549,7 +556,7 @@ class FeatureMatch:
 
         A pair with correlation at or below ``threshold`` counts as no match.
         """
-        n_ref = check_count("n_ref", n_ref)
+        n_ref = check_count("n_ref", n_ref, maximum=_MAX_K_BINS)
         if n_ref <= (int(self.ref_index.max()) if self.ref_index.size else -1):
             raise ValueError(f"n_ref must exceed every matched reference index, got {n_ref}")
         if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) \
@@ -741,7 +748,7 @@ def class_ownership(Z, labels) -> np.ndarray:
            [0.5, 1. ]])
     """
     Z = check_binary_matrix("Z", Z)
-    labels = np.asarray(labels)
+    labels = _as_1d_array("labels", labels)
     if labels.ndim != 1 or labels.shape[0] != Z.shape[0]:
         raise ValueError(
             f"labels must give one class per row of Z ({Z.shape[0]}), got shape {labels.shape}"
