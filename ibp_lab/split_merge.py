@@ -31,6 +31,11 @@ Public functions:
   median of each term of the acceptance ratio; R-hat, ESS, time and
   acceptances of a run of chains).
 
+Every move, chain and timing takes the model's hyperparameters through the same
+door as :func:`ibp_lab.gibbs.gibbs_sweep` (:func:`ibp_lab._hyper.check_hyperparameters`),
+so the moves accept and refuse exactly the settings the sweep does; in particular
+``sigma_x / sigma_a >= 1e-3``, where their rank-one downdates keep their digits.
+
 Times are the process's CPU time (:func:`time.process_time`), not wall time:
 on a shared machine, other programs slow the wall clock but hardly the CPU
 time of a single-threaded computation, which is what "equal compute" means.
