@@ -46,7 +46,9 @@ def test_ink_statistics_counts_blank_and_negative_ink():
     stats = ink_statistics(ink)
     np.testing.assert_allclose(stats["share_blank"], [0.75, 0.0])
     np.testing.assert_allclose(stats["share_negative"], [0.25, 0.0])
-    # per replicate and digit: the one digit of replicate 0 is 3/4 blank, of replicate 1 not
+    # per replicate and digit, on two digits that differ, so that each one's share is seen
+    two = ink_statistics(np.array([[[0.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 1.0]]]))
+    np.testing.assert_allclose(two["digit_share_blank"], [[0.5, 0.25]])
     np.testing.assert_allclose(stats["digit_share_blank"], [[0.75], [0.0]])
 
 
