@@ -142,3 +142,18 @@ def test_each_book_explorer_shows_the_live_picture_in_its_static_frame(render, s
     render = getattr(plotting, render) if isinstance(render, str) else render
     explorer = static_explorer(render, {name: [value] for name, value in setting.items()})
     assert explorer.frame_at(**setting) == figure_png(render(**setting))
+
+
+def test_live_explorer_draws_the_static_frame_of_each_setting():
+    """Moving a slider redraws the Image widget with exactly the static frame of that setting."""
+    pytest.importorskip("ipywidgets")
+    grid = {"alpha": [1.0, 6.0], "beta": [1.0, 3.0]}
+    box = live_explorer(small_buffet, grid, initial={"alpha": 1.0, "beta": 1.0})
+    static = static_explorer(small_buffet, grid)
+    sliders, image = box.children[0].children, box.children[1]
+    assert image.value == static.frame_at(alpha=1.0, beta=1.0)
+    sliders[0].value = 6.0
+    assert image.value == static.frame_at(alpha=6.0, beta=1.0)
+    sliders[1].value = 3.0
+    assert image.value == static.frame_at(alpha=6.0, beta=3.0)
+    plt.close("all")

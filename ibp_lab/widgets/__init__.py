@@ -231,8 +231,17 @@ def static_explorer(
     return StaticExplorer(frames, grid, start, title)
 
 
-def live_explorer(render: Callable, grid: Mapping[str, Sequence], *, initial=None):
+def live_explorer(render: Callable, grid: Mapping[str, Sequence], *, initial=None, dpi: int = 72):
     """Sliders over ``grid`` that re-run ``render`` in the kernel (needs ipywidgets).
+
+    The figure is drawn into an :class:`ipywidgets.Image` (the PNG bytes that
+    :func:`static_explorer` embeds for the same setting), not displayed inside an
+    ``Output`` widget. That choice is about reliability, not looks: when a notebook
+    runs headless (the book build, nbclient), output captured by an ``Output``
+    widget makes the client send the widget's new state to the kernel in the middle
+    of the cell, and in our stress runs that occasionally lost the cell's reply
+    until the build's time limit (``tools/stress_execution.py --probe
+    output-widget``). An ``Image`` widget only sends state from the kernel.
 
     Parameters
     ----------
@@ -243,34 +252,46 @@ def live_explorer(render: Callable, grid: Mapping[str, Sequence], *, initial=Non
         finer than the static explorer's grid.
     initial : dict, optional
         Starting values; by default the middle of each list.
+    dpi : int, default 72
+        Resolution of the drawn figure, as for :func:`figure_png`.
 
     Returns
     -------
     ipywidgets.VBox
-        Display it in JupyterLab or Binder.
+        The sliders above the figure; display it in JupyterLab or Binder.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> def render(a):
+    ...     fig, ax = plt.subplots(figsize=(2, 2)); ax.plot([0, a]); return fig
+    >>> box = live_explorer(render, {"a": [1, 2, 3]})
+    >>> [type(w).__name__ for w in box.children]
+    ['HBox', 'Image']
+    >>> box.children[1].value == figure_png(render(2))
+    True
     """
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     if not callable(render):
         raise TypeError(f"render must be a function returning a figure, got {type(render).__name__}")
     grid = _check_grid(grid)
     start = _start_indices(grid, initial)
+    dpi = check_count("dpi", dpi, minimum=1, maximum=MAX_DPI)
     sliders = {}
     for (name, values), index in zip(grid.items(), start):
-        value = values[index]
         sliders[name] = widgets.SelectionSlider(
-            options=values, value=value, description=name, continuous_update=False
+            options=values, value=values[index], description=name, continuous_update=False
         )
-    output = widgets.Output()
 
-    def redraw(**params):
-        output.clear_output(wait=True)
-        with output:
-            fig = render(**params)
-            display(fig)
-            plt.close(fig)
+    def current_png() -> bytes:
+        return figure_png(render(**{name: s.value for name, s in sliders.items()}), dpi=dpi)
 
-    widgets.interactive_output(redraw, sliders)
-    return widgets.VBox([widgets.HBox(list(sliders.values())), output])
+    image = widgets.Image(value=current_png(), format="png")
+
+    def redraw(change) -> None:
+        image.value = current_png()
+
+    for slider in sliders.values():
+        slider.observe(redraw, names="value")
+    return widgets.VBox([widgets.HBox(list(sliders.values())), image])
