@@ -24,6 +24,7 @@ import os
 import random
 import re
 import resource
+import shutil
 import tempfile
 import traceback
 from dataclasses import dataclass, field
@@ -51,6 +52,9 @@ FAILURES = (
 MEMORY_LIMIT = 4 * 2**30
 TIME_LIMIT = 10.0
 
+# The first get_state of a process imports lazily (0.1 s): pay it once here, not per child.
+np.random.get_state(legacy=False)
+
 
 @dataclass
 class Case:
@@ -64,6 +68,8 @@ class Case:
     check: Callable[[Any], str | None] | None = None
     allow_inf: bool = False
     time_limit: float = TIME_LIMIT
+    #: Exceptions that count as a refusal (OSError too, for a path that does not exist).
+    refusals: tuple = (ValueError, TypeError)
 
     @property
     def id(self) -> str:
@@ -166,7 +172,7 @@ def _judge_exception(case: Case, exc: BaseException) -> Verdict:
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, MemoryError):
         return Verdict("memory", text)
-    if not isinstance(exc, (ValueError, TypeError)):
+    if not isinstance(exc, case.refusals):
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         where = f" at {os.path.basename(frame.filename)}:{frame.lineno}"
         return Verdict("crash", text[:300] + where)
@@ -200,7 +206,8 @@ def _child(case: Case, conn, watched) -> None:
     try:
         gc.enable()
         resource.setrlimit(resource.RLIMIT_AS, (_vm_bytes() + MEMORY_LIMIT, resource.RLIM_INFINITY))
-        os.chdir(tempfile.mkdtemp(prefix="campaign-"))
+        workdir = tempfile.mkdtemp(prefix="campaign-")
+        os.chdir(workdir)
         before_np = np.random.get_state(legacy=False)
         before_py = random.getstate()
         before_files = _listing(watched)
@@ -214,6 +221,7 @@ def _child(case: Case, conn, watched) -> None:
         if changed:
             verdict = Verdict("files", f"touched {changed[:3]}")
         conn.send((verdict.kind, verdict.detail))
+        shutil.rmtree(workdir, ignore_errors=True)
     except BaseException as exc:  # noqa: BLE001 - the verdict itself failed to travel
         try:
             conn.send(("crash", f"harness: {type(exc).__name__}: {exc}"[:300]))
