@@ -44,6 +44,17 @@ __all__ = [
 ]
 
 
+def _scalar(value):
+    """A 0-d NumPy array as its scalar (``.item()``); anything else unchanged.
+
+    Posterior draws read from xarray or ArviZ come as 0-d arrays; they are
+    numbers, and the number checks below should judge them as such.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
 def check_positive(
     name: str, value, *, allow_zero: bool = False, upper: float | None = MAX_PARAMETER
 ) -> float:
@@ -60,7 +71,10 @@ def check_positive(
     Traceback (most recent call last):
     ...
     ValueError: alpha must be > 0, got -1.0
+    >>> check_positive("alpha", np.array(2.5))  # a 0-d array, as xarray's .to_numpy() gives
+    2.5
     """
+    value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     try:
@@ -100,6 +114,7 @@ def check_count(name: str, value, *, minimum: int = 0, maximum: int | None = MAX
     ...
     ValueError: n must be an integer <= 9007199254740992, got 100000000000000000000
     """
+    value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     value = int(value)

@@ -20,6 +20,7 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 from ibp_lab import exact, gibbs
+from ibp_lab._hyper import MIN_NOISE_RATIO
 from ibp_lab.linear_gaussian import collapsed_loglik
 from ibp_lab.prior import harmonic_rate, log_prior
 from tests.seeds import stat_rng
@@ -373,10 +374,18 @@ def exact_marginals(X, *, scale, alpha=None, alpha_prior=None, sigma_x=None, sig
         = b^a Gamma(a + K) / (Gamma(a) (b + H)^(a + K)).
     The scale (HalfNormal(1) prior) is integrated on a grid in log(scale),
     trapezoid rule, from 1e-3 to 6 (the prior mass outside is below 1e-3 and the
-    likelihood is bounded).
+    likelihood is bounded), cut where sigma_x / sigma_a would fall below the samplers'
+    MIN_NOISE_RATIO.
     """
     harmonic = harmonic_rate(len(X), beta=beta)
-    log_grid = np.linspace(np.log(1e-3), np.log(6.0), n_grid)
+    # The samplers (and exact enumeration) refuse sigma_x / sigma_a < MIN_NOISE_RATIO, so the
+    # chain's target is the posterior on that domain: integrate over the same one.
+    low, high = 1e-3, 6.0
+    if scale == "sigma_x":
+        low = max(low, MIN_NOISE_RATIO * sigma_a * (1 + 1e-9))  # clear of rounding at the edge
+    else:
+        high = min(high, sigma_x / MIN_NOISE_RATIO * (1 - 1e-9))
+    log_grid = np.linspace(np.log(low), np.log(high), n_grid)
     trapezoid = np.full(n_grid, 1.0)
     trapezoid[[0, -1]] = 0.5
     log_mass = np.empty((n_grid, k_max + 1))
