@@ -105,13 +105,14 @@ def scan_result(value, *, allow_inf: bool = False, depth: int = 0, where: str = 
         value = np.asarray(value)
     if isinstance(value, np.ndarray):
         return _scan_array(value, allow_inf, where)
-    if isinstance(value, dict):
+    # exact container types only: a PyMC model is a dict-like whose lookups can raise
+    if type(value) is dict:
         items = value.items()
-    elif isinstance(value, (list, tuple)):
+    elif type(value) in (list, tuple) or (isinstance(value, tuple) and hasattr(value, "_fields")):
         items = enumerate(value)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         items = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
-    elif hasattr(value, "data_vars"):  # an xarray Dataset
+    elif type(value).__module__.startswith("xarray") and type(value).__name__ == "Dataset":
         items = ((name, value[name].values) for name in value.data_vars)
     else:
         return None

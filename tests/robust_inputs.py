@@ -89,7 +89,7 @@ _COMMON_JUNK = [("str", "1.0", R), ("complex", 1 + 1j, R), ("array", np.array([1
 def _positive(base):
     return [("nan", float("nan"), R), ("inf", float("inf"), R),
             ("negative", -1.0, R), ("zero", 0.0, R), ("huge", 1e308, E), ("subnormal", 5e-324, E),
-            ("bool", True, R), ("np.float32", np.float32(base), A)] + _COMMON_JUNK
+            ("bool", True, R), ("np.float32", np.float32(1.5 if base is None else base), A)] + _COMMON_JUNK
 
 
 def _nonneg(base):
@@ -172,8 +172,8 @@ def _binary(base):
 def _choice(options):
     """Junk for a string option; every valid option must work."""
     def mutations(base):
-        out = [("nonsense", "nonsense", R), ("int", 3, R), ("None", None, R), ("bytes", b"x", R),
-               ("upper", str(base).upper() + "_", R)]
+        out = [("nonsense", "nonsense", R), ("int", 3, R), ("bytes", b"x", R),
+               ("upper", str(base).upper() + "_", R)] + ([] if None in options else [("None", None, R)])
         return out + [(f"option {o}", o, A) for o in options if o != base]
     return mutations
 
@@ -217,6 +217,18 @@ def _invoke(call, kwargs):
     return call(**kwargs)
 
 
+#: Arguments whose mismatch with X may be reported under their own name (Z has 6 rows, X 1).
+_PARTNERS = {"X": ("Z", "Z0", "samples", "checkpoints"), "X_train": ("samples", "Z")}
+#: Containers whose entries a message may name instead (samples[0] holds Z and sigma_x).
+_ENTRIES = {"samples": ("Z", "sigma_x", "sigma_a", "alpha"), "values": ("alpha", "nu", "sigma_A", "A")}
+
+
+def _default_names(arg, base) -> tuple:
+    partners = tuple(p for p in _PARTNERS.get(arg, ()) if p in base)
+    entries = tuple(e for name in (arg,) + partners for e in _ENTRIES.get(name, ()))
+    return (arg,) + partners + entries
+
+
 def spec_cases(spec: Spec) -> list[Case]:
     """The base case, one case per mutation of each argument, the extremes and extra junk."""
     def case(label, overrides, expect, names):
@@ -227,7 +239,7 @@ def spec_cases(spec: Spec) -> list[Case]:
     cases = [case("valid", {}, A, ())]
     for arg, kind in spec.kinds.items():
         mutate = MUTATIONS[kind] if isinstance(kind, str) else kind
-        names = spec.names.get(arg, (arg,))
+        names = spec.names.get(arg, _default_names(arg, spec.base))
         for label, value, expect in mutate(spec.base.get(arg)):
             cases.append(case(f"{arg}={label}", {arg: value}, expect, names))
     for label, overrides, expect in spec.extremes:
@@ -507,7 +519,7 @@ def specs_recursive():
                        ("alpha 1e4 beta 1e-3", dict(alpha=1e4, beta=1e-3, k_max=None), E)]),
         Spec("recursive.RecursiveMarginals.update", _rm_update,
              dict(probabilities=m.marginals(2.0, 1.0, 1, 6)[0], rate=None),
-             dict(probabilities="vector", **rate_opt), unit,
+             dict(probabilities="vector", rate="nonneg"), unit,
              extremes=[("probabilities above 1", dict(probabilities=np.full(6, 1.5)), R),
                        ("probabilities negative", dict(probabilities=np.full(6, -0.5)), R),
                        ("too long", dict(probabilities=np.full(9, 0.5)), E)]),
@@ -1063,8 +1075,9 @@ def specs_streaming():
                               (key,), expect))
         state_specs.extend(cases)
     for label, (key, value) in _state_edits(state).items():
+        names = (key, "rng_state") if key == "rng_kind" else (key,)  # a kind that does not fit its state
         state_specs.append((f"edit {label}", functools.partial(_set_state_untouched, {**state, key: value}),
-                            (key,), R))
+                            names, R))
     state_specs.append(("extra key", functools.partial(_set_state_untouched, {**state, "colour": "red"}),
                         ("colour",), R))
     state_specs += [(f"not a dict: {label}", functools.partial(_set_state_untouched, v), ("state",), R)
@@ -1091,6 +1104,9 @@ def specs_streaming():
              dict(X_new=nx, n_draws=C, rng="optional_rng", return_draws="flag"),
              names=dict(X_new=("X_new", "X"))),
         Spec("streaming.RecursiveIBP.get_state", lambda: fitted.get_state(), {}, {}),
+        Spec("streaming.RecursiveIBP.expected_prior_features",
+             lambda n: RecursiveIBP(2.0, 1.0, 0.5, 1.0).expected_prior_features(n), dict(n=3), dict(n=C),
+             is_nonnegative, extremes=[("alpha 1e6 n 1e12", dict(n=10**12), E)]),
         Spec("streaming.RecursiveIBP.properties", lambda: {
             name: getattr(fitted, name) for name in
             ("alpha", "log_alpha", "features_", "feature_variances_", "feature_usage_", "feature_existence_",
@@ -1138,7 +1154,7 @@ def specs_streaming():
              dict(model=RecursiveIBP(1.0, 1.0, 0.5, 1.0), X=np.random.default_rng(0).normal(size=(30, 3)),
                   checkpoints=[10, 20], n_blocks=2, block_size=2, n_traced=2),
              dict(model=lambda b: [("None", None, R), ("str", "model", R)], X="matrix",
-                  checkpoints=lambda b: [("beyond X", [100], R), ("decreasing", [20, 10], R), ("empty", [], R),
+                  checkpoints=lambda b: [("beyond X", [100], R), ("decreasing", [20, 10], R), ("empty", [], E),
                                          ("negative", [-1], R), ("str", "10", R)],
                   n_blocks=C, block_size=C, n_traced=C), time_limit=20),
         Spec("streaming.log_fit", m.log_fit, dict(n=[1, 10, 100], values=[1.0, 2.0, 3.0]),
@@ -1226,7 +1242,7 @@ def _path_cases():
     def case(label, call, names):
         return Case("streaming.RecursiveIBP.save" if "save" in label else "streaming.RecursiveIBP.load",
                     label, call, names, R, refusals=(ValueError, TypeError, OSError))
-    return [case("save: path is a directory", lambda: _fitted().save(os.getcwd()), ("path", "campaign-")),
+    return [case("save: path is a directory", lambda: _fitted().save(os.getcwd()), ("path", "Is a directory")),
             case("save: path in a missing directory", lambda: _fitted().save("no/such/dir/x.npz"),
                  ("path", "no/such")),
             case("load: missing file", _load_missing, ("no-such-file.npz",))]
@@ -1457,10 +1473,15 @@ _WARM = ("gibbs.", "split_merge.", "streaming.", "exact.", "heldout.ibp_gibbs", 
 
 
 def warm_up(cases) -> None:
-    for case in cases:
-        if case.label == "valid" and case.function.startswith(_WARM):
-            try:
-                case.call()
-            except Exception:  # noqa: BLE001 - the forked run reports it
-                pass
+    here = os.getcwd()
+    os.chdir(tempfile_dir())  # the save/load cases write into the working directory
+    try:
+        for case in cases:
+            if case.label == "valid" and case.function.startswith(_WARM):
+                try:
+                    case.call()
+                except Exception:  # noqa: BLE001 - the forked run reports it
+                    pass
+    finally:
+        os.chdir(here)
 
