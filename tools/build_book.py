@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 CACHE = BUILD / ".jupyter_cache"
 STAMP = BUILD / ".ibp_lab.sha256"
-#: Metadata key written by book/_ext/execution_status.py: a cell's wall-clock seconds.
-WALL_SECONDS_KEY = "ibp_wall_seconds"
+#: Notebook metadata written by book/_ext/execution_status.py: {cell index: wall seconds}.
+CELL_SECONDS_KEY = "ibp_cell_seconds"
 #: A cell that used this fraction of its limit stalled, whatever nbclient concluded.
 STALL_FRACTION = 0.9
 
@@ -95,17 +95,24 @@ def cell_limit(docname: str) -> int:
 
 
 def cell_times(docname: str) -> list[tuple[int, float, str]]:
-    """(index, wall seconds, first line) of each code cell of the chapter's cached execution."""
+    """(index, wall seconds, first line) of each timed cell of the chapter's cached execution.
+
+    Indices count every cell of the chapter (Markdown ones too), as nbclient does.
+    """
+    import jupytext
     from jupyter_cache import get_cache
 
-    nb = get_cache(str(CACHE)).get_cached_project_nb(str(ROOT / f"{docname}.md"))
-    if nb is None:
+    cache = get_cache(str(CACHE))
+    record = cache.get_cached_project_nb(str(ROOT / f"{docname}.md"))  # the cache record, if any
+    if record is None:
         return []
+    nb = cache.get_cache_bundle(record.pk).nb
+    cells = jupytext.read(ROOT / f"{docname}.md").cells
     times = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and WALL_SECONDS_KEY in cell.metadata:
-            first = next((ln for ln in cell.source.splitlines() if ln.strip() and not ln.startswith(":")), "")
-            times.append((index, float(cell.metadata[WALL_SECONDS_KEY]), first[:70]))
+    for index, seconds in sorted((int(i), float(t)) for i, t in (nb.metadata.get(CELL_SECONDS_KEY) or {}).items()):
+        source = cells[index].source if index < len(cells) else ""
+        first = next((ln for ln in source.splitlines() if ln.strip() and not ln.startswith(":")), "")
+        times.append((index, seconds, first[:70]))
     return times
 
 

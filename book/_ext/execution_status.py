@@ -7,8 +7,8 @@ data) with the status spelled out, and adds each chapter's per-cell time limit
 (``mystnb: execution_timeout`` in its front matter), so a reader sees what a
 stalled cell would have been allowed.
 
-It also makes every execution store each cell's wall-clock time in the cell's
-metadata (``ibp_wall_seconds``): ``tools/build_book.py`` reads them from the
+It also makes every execution store each cell's wall-clock time in the
+notebook's metadata (``ibp_cell_seconds``): ``tools/build_book.py`` reads them from the
 execution cache to fail a build in which a cell ran into its
 chapter's limit. That check is needed because nbclient, when its wait for a
 reply times out, makes one last non-blocking check for the reply; a reply whose
@@ -107,8 +107,10 @@ class ExecutionStatusPostTransform(SphinxPostTransform):
             node.replace_self(make_table(self.env.docname, records, Path(self.env.srcdir)))
 
 
-#: Cell metadata key holding the cell's wall-clock time as the build saw it.
-WALL_SECONDS_KEY = "ibp_wall_seconds"
+#: Notebook metadata key holding ``{cell index: wall-clock seconds}`` as the build saw them.
+#: Notebook-level, because jupyter-cache hashes every cell metadata key (a cell key would
+#: make the cached notebook never match its source) but only ``kernelspec`` of the notebook's.
+CELL_SECONDS_KEY = "ibp_cell_seconds"
 
 
 def _record_cell_timing() -> None:
@@ -122,18 +124,21 @@ def _record_cell_timing() -> None:
     if getattr(execute, "records_wall_time", False):
         return
 
-    def single_nb_execution_timed(*args, **kwargs):
+    def single_nb_execution_timed(nb, *args, **kwargs):
         started: dict[int, float] = {}
+        seconds: dict[str, float] = {}
 
         def on_cell_start(cell, cell_index):
             started[cell_index] = time.monotonic()
 
         def on_cell_executed(cell, cell_index, execute_reply):
-            cell.metadata[WALL_SECONDS_KEY] = round(time.monotonic() - started[cell_index], 3)
+            seconds[str(cell_index)] = round(time.monotonic() - started[cell_index], 3)
 
         kwargs.setdefault("on_cell_start", on_cell_start)
         kwargs.setdefault("on_cell_executed", on_cell_executed)
-        return execute(*args, **kwargs)
+        result = execute(nb, *args, **kwargs)
+        nb.metadata[CELL_SECONDS_KEY] = seconds
+        return result
 
     single_nb_execution_timed.records_wall_time = True
     mystnb_cache.single_nb_execution = single_nb_execution_timed
