@@ -116,6 +116,17 @@ def cell_times(docname: str) -> list[tuple[int, float, str]]:
     return times
 
 
+def stall_failures(docname: str, times: list[tuple[int, float, str]], limit: float) -> list[str]:
+    """One message per cell that used STALL_FRACTION of its limit, naming chapter and cell.
+
+    >>> stall_failures("book/x", [(3, 10.0, "a = 1"), (5, 119.9, "live(...)")], 120)
+    ["book/x: cell 5 ('live(...)') took 120 s of its 120 s limit: a stall, or a limit set too low"]
+    """
+    return [f"{docname}: cell {index} ({first!r}) took {seconds:.0f} s of its {limit} s limit: "
+            "a stall, or a limit set too low"
+            for index, seconds, first in times if seconds >= STALL_FRACTION * limit]
+
+
 def check_execution() -> list[dict]:
     env_path = BUILD / ".doctrees" / "environment.pickle"
     with env_path.open("rb") as handle:
@@ -149,10 +160,7 @@ def check_execution() -> list[dict]:
             failures.append(f"{docname}: execution failed: {data.get('error')}")
         if not times:
             failures.append(f"{docname}: no per-cell timings in the execution cache")
-        for index, seconds, first in times:
-            if seconds >= STALL_FRACTION * limit:
-                failures.append(f"{docname}: cell {index} ({first!r}) took {seconds:.0f} s of its "
-                                f"{limit} s limit: a stall, or a limit set too low")
+        failures += stall_failures(docname, times, limit)
     reports = sorted((BUILD / "html" / "reports").glob("**/*.log"))
     failures += [f"execution report present: {p.relative_to(ROOT)}" for p in reports]
     if failures:

@@ -1,0 +1,51 @@
+"""The build's own checks (tools/build_book.py), on made-up records: a stall cannot pass."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build_book = _load("build_book")
+
+
+def test_a_cell_that_used_its_limit_fails_the_build_by_name():
+    times = [(2, 1.0, "x = 1"), (7, 54.5, "live_explorer(f, grid)"), (9, 60.0, "y = 2")]
+    failures = build_book.stall_failures("book/03_recursive_ibp", times, 60)
+    assert len(failures) == 2
+    assert "book/03_recursive_ibp: cell 7 ('live_explorer(f, grid)')" in failures[0]
+    assert "cell 9" in failures[1]
+
+
+def test_cells_well_inside_their_limit_pass():
+    assert build_book.stall_failures("book/x", [(0, 53.9, "a"), (1, 0.0, "b")], 60) == []
+
+
+def test_every_chapter_has_a_limit_and_the_default_is_the_books():
+    for path in sorted((ROOT / "book").glob("0*.md")):
+        docname = f"book/{path.stem}"
+        assert build_book.cell_limit(docname) == build_book.front_matter(docname)["mystnb"]["execution_timeout"]
+    assert build_book.cell_limit("book/intro") == 120  # _config.yml's execute.timeout
+
+
+def test_a_cell_past_its_limit_raises_in_nbclient():
+    """The other half of the guarantee: a cell still running at the limit is an error."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("import time; time.sleep(30)")]
+    with pytest.raises(CellTimeoutError, match="time.sleep"):
+        NotebookClient(nb, timeout=2, kernel_name="python3").execute()
