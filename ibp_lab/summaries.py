@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ibp_lab._checks import (
+    MAX_COUNT,
     check_binary_matrix,
     check_count,
     check_data_matrix,
@@ -241,6 +242,17 @@ def _check_chains(chains) -> list:
     return list(chains)
 
 
+def _check_chain(chain):
+    """One :class:`ibp_lab.gibbs.ChainResult` (a function that reads a single chain)."""
+    from ibp_lab.gibbs import ChainResult
+
+    if not isinstance(chain, ChainResult):
+        raise TypeError(
+            f"chain must be one ibp_lab.gibbs.ChainResult (from run_chain), got {type(chain).__name__}"
+        )
+    return chain
+
+
 def _after_warmup(chain):
     return chain.trace.isel(draw=slice(int(chain.trace.attrs.get("burn", 0)), None))
 
@@ -367,6 +379,10 @@ def _check_counts(name: str, values) -> np.ndarray:
         raise ValueError(f"{name} must hold whole numbers (numbers of features)")
     if np.any(arr < 0):
         raise ValueError(f"{name} must be >= 0, found {arr.min()}")
+    # a whole float beyond 2**53 is no exact count, and beyond 2**63 the int64 cast
+    # below would wrap it to a negative number
+    if np.any(arr > MAX_COUNT):
+        raise ValueError(f"{name} must hold counts <= {MAX_COUNT}, found {arr.max():g}")
     return arr.astype(np.int64)
 
 
@@ -478,6 +494,9 @@ def indicator_ess(values, categories) -> np.ndarray:
     categories = np.atleast_1d(check_real_array("categories", categories))
     if categories.ndim != 1:
         raise ValueError(f"categories must be 1-D, got shape {categories.shape}")
+    if not np.all(np.isfinite(categories)):
+        # a NaN category can never be matched and would come back as a silent NaN ESS
+        raise ValueError("categories must be finite values of the trace (no NaN or inf)")
     az = _arviz()
     out = np.full(categories.shape, np.nan)
     # only categories the trace takes need ArviZ (at most one per distinct value): a long
@@ -519,6 +538,11 @@ def feature_correlations(A, B) -> np.ndarray:
     """
     A = _check_images("A", A)
     B = _check_images("B", B, n_dims=A.shape[1])
+    return _correlations(A, B)
+
+
+def _correlations(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """:func:`feature_correlations` of already validated images (callers name their own)."""
 
     def standardise(M):
         # correlation ignores scale: divide by each row's largest entry first, so that
@@ -596,7 +620,11 @@ def match_features(A_ref, A) -> FeatureMatch:
     """
     from scipy.optimize import linear_sum_assignment
 
-    corr = feature_correlations(A_ref, A)
+    # validated here under this function's own parameter names, so that a bad second
+    # argument is reported as ``A`` (not feature_correlations' ``B``)
+    A_ref = _check_images("A_ref", A_ref)
+    A = _check_images("A", A, n_dims=A_ref.shape[1])
+    corr = _correlations(A_ref, A)
     if corr.size == 0:
         empty = np.zeros(0, dtype=np.int64)
         return FeatureMatch(empty, empty.copy(), np.zeros(0))
@@ -665,7 +693,7 @@ def chain_feature_means(X, chain) -> list[np.ndarray]:
     >>> [A.shape[1] for A in chain_feature_means(X, chain)]
     [2, 2]
     """
-    (chain,) = _check_chains(chain)
+    chain = _check_chain(chain)
     kept = chain.posterior_trace
     return draw_feature_means(
         X, chain.samples, kept.sigma_x.values.tolist(), kept.sigma_a.values.tolist()
