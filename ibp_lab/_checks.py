@@ -41,7 +41,25 @@ __all__ = [
     "check_flag",
     "check_real_array",
     "check_size",
+    "NotFittedError",
 ]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """An estimator was asked for a result before it was fitted.
+
+    As scikit-learn's ``sklearn.exceptions.NotFittedError``, it subclasses both
+    :class:`ValueError` and :class:`AttributeError`: a method called too early
+    (``model.next_prior()``) is an invalid use, caught by ``except ValueError`` like
+    every other refusal of this package, while a fitted attribute read too early
+    (``model.features_``) is missing, so ``hasattr(model, "features_")`` is ``False``
+    before fitting, as scikit-learn's conventions expect.
+
+    Examples
+    --------
+    >>> issubclass(NotFittedError, ValueError), issubclass(NotFittedError, AttributeError)
+    (True, True)
+    """
 
 
 def _scalar(value):
@@ -125,24 +143,59 @@ def check_count(name: str, value, *, minimum: int = 0, maximum: int | None = MAX
     return value
 
 
-def check_size(what: str, n_entries: float, *, limit: float = MAX_ENTRIES, hint: str = "") -> None:
+def check_size(
+    what: str,
+    n_entries: float,
+    *,
+    names: str | tuple[str, ...] = (),
+    limit: float = MAX_ENTRIES,
+    hint: str = "",
+) -> None:
     """Refuse a request whose result or work would exceed ``limit`` entries.
 
     ``n_entries`` is the caller's estimate (an exact size, or an expectation
     plus a margin), computed in floating point so that it cannot overflow.
     Called before anything is allocated, so a huge request fails at once.
 
+    Parameters
+    ----------
+    what : str
+        What would be built ("Z", "the table of marginals").
+    n_entries : float
+        Estimated number of entries (or operations).
+    names : str or tuple of str, optional
+        The argument(s) that set the size. They are named in the message, so
+        that the caller knows which of their arguments to lower (the size is
+        not itself an argument).
+    limit : float, optional
+        Largest accepted estimate, :data:`MAX_ENTRIES` by default.
+    hint : str, optional
+        What to do instead, appended to the message.
+
+    Raises
+    ------
+    ValueError
+        If ``n_entries`` exceeds ``limit`` or is NaN.
+
     Examples
     --------
     >>> check_size("Z", 100.0 * 100)
-    >>> check_size("Z", 1e6 * 1e6, hint="use fewer rows")
+    >>> check_size("Z", 1e6 * 1e6, names=("n", "n_features"), hint="use fewer rows")
     Traceback (most recent call last):
     ...
-    ValueError: Z would need about 1e+12 entries, more than the limit of 1e+08; use fewer rows
+    ValueError: Z would need about 1e+12 entries (set by n and n_features), more than the limit of 1e+08; use fewer rows
     """
     if not n_entries <= limit:  # also refuses a NaN estimate
+        if isinstance(names, str):
+            names = (names,)
+        if len(names) > 1:
+            by = f" (set by {', '.join(names[:-1])} and {names[-1]})"
+        elif names:
+            by = f" (set by {names[0]})"
+        else:
+            by = ""
         raise ValueError(
-            f"{what} would need about {n_entries:.3g} entries, more than the limit of {limit:.3g}"
+            f"{what} would need about {n_entries:.3g} entries{by}, more than the limit of {limit:.3g}"
             + (f"; {hint}" if hint else "")
         )
 

@@ -245,7 +245,7 @@ def simulate_four_feature_data(
     n = check_count("n", n, minimum=1)
     sigma_x = check_positive("sigma_x", sigma_x)
     p_on = check_positive("p_on", p_on, allow_zero=True, upper=1.0)
-    check_size("X", n * 36.0, hint="simulate fewer images")
+    check_size("X", n * 36.0, names="n", hint="simulate fewer images")
     A = four_feature_images()
     Z = (rng.random((n, 4)) < p_on).astype(np.int8)
     X = Z @ A + sigma_x * rng.standard_normal((n, 36))

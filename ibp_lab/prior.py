@@ -164,17 +164,21 @@ def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 
     return Z
 
 
-def _check_matrix_size(alpha: float, n: int, beta: float, n_draws: int = 1) -> None:
+def _check_matrix_size(
+    alpha: float, n: int, beta: float, n_draws: int = 1, *, names: tuple[str, ...] = ("alpha", "n")
+) -> None:
     """Refuse IBP draws whose ``n x K+`` matrices would not fit in :data:`MAX_ENTRIES`.
 
     ``K+`` is Poisson with mean ``m = alpha * harmonic_rate(n)``; ``m + 10 sqrt(m) + 10``
     exceeds it with probability below 1e-20, so a request that passes cannot run out
-    of the bound by bad luck.
+    of the bound by bad luck. ``names`` are the caller's arguments that set the size,
+    named in the refusal.
     """
     mean = alpha * harmonic_rate(n, beta=beta)
     k_high = mean + 10.0 * np.sqrt(mean) + 10.0
     check_size(
         "the feature matrices", float(n_draws) * n * k_high,
+        names=names,
         hint="use a smaller alpha, fewer rows or fewer draws",
     )
 
@@ -308,7 +312,7 @@ def sample_stick_breaking(
     n = check_count("n", n)
     truncation = check_count("truncation", truncation, minimum=1)
     rng = check_rng(rng)
-    check_size("Z", float(n) * truncation, hint="use fewer rows or a lower truncation")
+    check_size("Z", float(n) * truncation, names=("n", "truncation"), hint="use fewer rows or a lower truncation")
     # log space: products of many sticks underflow long before they matter less than 1e-300
     pi = np.exp(np.cumsum(np.log(rng.beta(alpha, 1.0, size=truncation))))
     Z = (rng.random((n, truncation)) < pi).astype(np.int8)
@@ -373,7 +377,7 @@ def sample_finite_beta_bernoulli(
     n_features = check_count("n_features", n_features, minimum=1)
     beta = check_positive("beta", beta)
     rng = check_rng(rng)
-    check_size("Z", float(n) * n_features, hint="use fewer rows or fewer features")
+    check_size("Z", float(n) * n_features, names=("n", "n_features"), hint="use fewer rows or fewer features")
     pi = rng.beta(alpha * beta / n_features, beta, size=n_features)
     return (rng.random((n, n_features)) < pi).astype(np.int8)
 
@@ -420,9 +424,9 @@ def simulate_feature_counts(
     beta = check_positive("beta", beta)
     rng = check_rng(rng)
     # Every draw seats n customers one by one in Python: bound the rows in total too.
-    check_size("the draws", float(n) * n_draws, limit=MAX_ROWS * 10,
+    check_size("the draws", float(n) * n_draws, names=("n", "n_draws"), limit=MAX_ROWS * 10,
                hint="use fewer rows or fewer draws")
-    _check_matrix_size(alpha, n, beta, n_draws)
+    _check_matrix_size(alpha, n, beta, n_draws, names=("alpha", "n", "n_draws"))
     k_plus = np.empty(n_draws, dtype=np.int64)
     per_row = np.empty((n_draws, n), dtype=np.int64)
     for d in range(n_draws):

@@ -277,9 +277,27 @@ def _row_work(rate_before: float, rate_new: float, k_max: int) -> float:
     return width_before * width_new + _COLUMN_COST * k_max + _ROW_OVERHEAD
 
 
-def _check_work(what: str, work: float) -> None:
-    check_size(what, work, limit=MAX_WORK,
+def _check_work(what: str, work: float, names: tuple[str, ...] = ()) -> None:
+    """Refuse a call whose multiply-adds exceed :data:`MAX_WORK`, naming the arguments ``names``."""
+    check_size(what, work, names=names, limit=MAX_WORK,
                hint="these are multiply-adds; use a smaller alpha, fewer rows or fewer columns")
+
+
+def _check_table(n: int, k_max: int) -> None:
+    """Refuse an ``(n, k_max)`` table of marginals beyond :data:`MAX_ENTRIES`."""
+    check_size("the table of marginals", float(n) * k_max, names=("n", "k_max"),
+               hint="use fewer rows or columns")
+
+
+def _mc_work(n: int, k_max: int, n_samples: int) -> float:
+    """Work of one :func:`monte_carlo_marginals` run, in the units of :data:`MAX_WORK`.
+
+    Its samples are drawn in blocks of about ``_MC_BLOCK`` entries, each block costing a
+    fixed overhead per row on top of one multiply-add per entry.
+    """
+    block = max(1, _MC_BLOCK // k_max)
+    n_blocks = -(-n_samples // block)
+    return float(n) * (float(n_samples) * k_max + n_blocks * _MC_ROW_OVERHEAD)
 
 
 def _new_dish_probabilities(rate_before: float, rate_new: float, k_max: int) -> np.ndarray:
@@ -361,7 +379,8 @@ def new_dish_probabilities(rate_before: float, rate_new: float, k_max: int) -> n
     rate_before = check_positive("rate_before", rate_before, allow_zero=True)
     rate_new = check_positive("rate_new", rate_new, allow_zero=True)
     k_max = check_count("k_max", k_max, minimum=1, maximum=MAX_ENTRIES)
-    _check_work("new_dish_probabilities", _row_work(rate_before, rate_new, k_max))
+    _check_work("new_dish_probabilities", _row_work(rate_before, rate_new, k_max),
+                ("rate_before", "rate_new", "k_max"))
     return _new_dish_probabilities(rate_before, rate_new, k_max)
 
 
@@ -449,7 +468,8 @@ def next_row_prior(
     if k_max is None:
         k_max = max(running_sum.size, 1)
     k_max = check_count("k_max", k_max, minimum=max(running_sum.size, 1), maximum=MAX_ENTRIES)
-    _check_work("next_row_prior", _row_work(rate_before, new_dishes_rate(alpha, beta, n), k_max))
+    _check_work("next_row_prior", _row_work(rate_before, new_dishes_rate(alpha, beta, n), k_max),
+                ("rate_before", "alpha", "k_max"))
     return _next_row(running_sum, n, rate_before, alpha, beta, k_max)
 
 
@@ -661,9 +681,10 @@ def marginals(alpha: float, beta: float, n: int, k_max: int) -> np.ndarray:
     beta = check_positive("beta", beta)
     n = check_count("n", n, minimum=1)
     k_max = check_count("k_max", k_max, minimum=1)
-    check_size("the table of marginals", float(n) * k_max, hint="use fewer rows or columns")
+    _check_table(n, k_max)
     # Rates only grow along the rows, so the last row's Poisson law bounds every row's work.
-    _check_work("marginals", n * _row_work(num_dishes_rate(alpha, beta, n), alpha, k_max))
+    _check_work("marginals", n * _row_work(num_dishes_rate(alpha, beta, n), alpha, k_max),
+                ("alpha", "n", "k_max"))
     out = np.empty((n, k_max))
     running_sum = np.zeros(k_max)
     rate = 0.0
@@ -750,13 +771,9 @@ def monte_carlo_marginals(
     k_max = check_count("k_max", k_max, minimum=1)
     n_samples = check_count("n_samples", n_samples, minimum=1)
     rng = check_rng(rng)
-    check_size("the table of marginals", float(n) * k_max, hint="use fewer rows or columns")
+    _check_table(n, k_max)
+    _check_work("monte_carlo_marginals", _mc_work(n, k_max, n_samples), ("n", "k_max", "n_samples"))
     block = max(1, _MC_BLOCK // k_max)
-    n_blocks = -(-n_samples // block)
-    _check_work(
-        "monte_carlo_marginals",
-        float(n) * (float(n_samples) * k_max + n_blocks * _MC_ROW_OVERHEAD),
-    )
     totals = np.zeros((n, k_max), dtype=np.int64)
     for start in range(0, n_samples, block):
         totals += _simulate_counts(alpha, beta, n, k_max, min(block, n_samples - start), rng)
@@ -814,12 +831,20 @@ def monte_carlo_agreement(
     >>> report.ok, report.n_entries, round(report.z_limit, 2)
     (True, 200, 4.56)
     """
-    exact = check_real_array("exact", exact).ravel()
-    estimate = check_real_array("estimate", estimate).ravel()
+    exact = check_real_array("exact", exact)
+    estimate = check_real_array("estimate", estimate)
+    # A vector of entries or a table of marginals (rows x dishes); more axes is a mistake,
+    # for instance a stack of tables passed where one was meant.
+    for name, values in (("exact", exact), ("estimate", estimate)):
+        if values.ndim not in (1, 2):
+            raise ValueError(
+                f"{name} must be 1-D or 2-D (entries, or rows x dishes), got {values.ndim}-D"
+            )
     if exact.shape != estimate.shape:
         raise ValueError(
-            f"exact and estimate must have the same size, got {exact.size} and {estimate.size}"
+            f"exact and estimate must have the same shape, got {exact.shape} and {estimate.shape}"
         )
+    exact, estimate = exact.ravel(), estimate.ravel()
     if exact.size == 0:
         raise ValueError("exact and estimate must hold at least one entry, got none")
     for name, values in (("exact", exact), ("estimate", estimate)):
@@ -896,6 +921,15 @@ def monte_carlo_mse(
     if not sizes:
         raise ValueError("sample_sizes must hold at least one sample size, got none")
     rng = check_rng(rng)
+    alpha = check_positive("alpha", alpha)
+    beta = check_positive("beta", beta)
+    n = check_count("n", n, minimum=1)
+    k_max = check_count("k_max", k_max, minimum=1)
+    # Refuse up front, naming this function's arguments, rather than after the exact table
+    # and some of the runs (whose own refusal would name n_samples, not an argument here).
+    _check_table(n, k_max)
+    _check_work("monte_carlo_mse", sum(_mc_work(n, k_max, size) for size in sizes),
+                ("n", "k_max", "sample_sizes"))
     exact = marginals(alpha, beta, n, k_max)
     mse = np.array([
         np.mean((monte_carlo_marginals(alpha, beta, n, k_max, size, rng) - exact) ** 2)

@@ -4,6 +4,8 @@
   factor-analysis models with an IBP prior; scikit-learn-like (``partial_fit``, ``fit``,
   fitted attributes ending in ``_``), with ``get_state``/``set_state`` and
   ``save``/``load`` to interrupt and resume a stream.
+- :class:`NotFittedError`: raised by a method or fitted attribute of an unfitted
+  :class:`RecursiveIBP`; a ``ValueError`` and an ``AttributeError``, as in scikit-learn.
 - :func:`filtering_prior`, :func:`paper_prior`: the filtering prior of the next
   observation (``ibp_lab.streaming.filtering``).
 - :func:`bp_means_one_pass`: BP-means (Broderick, Kulis & Jordan 2013) in one pass, the
@@ -16,6 +18,7 @@
 The derivations are in the book's chapter "Streaming inference" (``book/08_streaming.md``).
 """
 
+from ibp_lab._checks import NotFittedError
 from ibp_lab.streaming.bp_means import bp_means_one_pass
 from ibp_lab.streaming.cost import StreamCost, log_fit, stream_cost
 from ibp_lab.streaming.filtering import filtering_prior, paper_prior
@@ -24,6 +27,7 @@ from ibp_lab.streaming.simulate import match_features, simulate_linear_gaussian
 
 __all__ = [
     "RecursiveIBP",
+    "NotFittedError",
     "filtering_prior",
     "paper_prior",
     "bp_means_one_pass",

@@ -60,6 +60,7 @@ import numpy as np
 from scipy import special
 
 from ibp_lab._checks import (
+    NotFittedError,
     check_count,
     check_data_matrix,
     check_flag,
@@ -290,8 +291,13 @@ class RecursiveIBP:
     # ------------------------------------------------------------------------------------
 
     def _check_fitted(self, name: str) -> None:
+        """Raise :class:`~ibp_lab._checks.NotFittedError` if nothing has been seen yet.
+
+        It is both a ValueError (a method called too early is a misuse, refused like any
+        other) and an AttributeError (``hasattr(model, "features_")`` stays False).
+        """
         if self._n_seen == 0:
-            raise AttributeError(
+            raise NotFittedError(
                 f"{name} is not available before fitting: call fit(X) or partial_fit(x) first"
             )
 
@@ -622,6 +628,11 @@ class RecursiveIBP:
             Dish number of each slot.
         prob : numpy.ndarray
             ``q(z_{n+1,k} = 1 | o_{<=n})`` for each slot, in ``[0, 1]``.
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit` or :meth:`partial_fit` (a ``ValueError``).
         """
         self._check_fitted("next_prior")
         log_q, _, dish = self._prior_with_fresh(self._n_seen + 1)
@@ -663,6 +674,15 @@ class RecursiveIBP:
         numpy.ndarray or (numpy.ndarray, numpy.ndarray)
             ``(m,)`` log predictive densities (and the per-draw log-densities).
 
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit` or :meth:`partial_fit` (a ``ValueError``).
+        ValueError
+            If ``X_new`` is not finite, has the wrong width, has entries beyond
+            :data:`MAX_DATA_MAGNITUDE`, or lies so far from the features that its log
+            density overflows.
+
         Examples
         --------
         >>> rng = np.random.default_rng(0)
@@ -680,6 +700,12 @@ class RecursiveIBP:
             raise ValueError(
                 f"X_new must have {self._dim} columns (the fitted dimension), got {X_new.shape[1]}"
             )
+        # The same bound as for the data fitted: beyond it squared norms overflow and the
+        # log density would come out as -inf (or NaN) instead of a number.
+        largest = float(np.max(np.abs(X_new)))
+        if largest > MAX_DATA_MAGNITUDE:
+            raise ValueError(f"X_new entries must be at most {MAX_DATA_MAGNITUDE:g} in magnitude "
+                             f"(squared norms overflow), got {largest:g}")
         n_draws = check_count("n_draws", n_draws, minimum=1)
         return_draws = check_flag("return_draws", return_draws)
         rng = self.rng if rng is None else check_rng(rng)
@@ -707,6 +733,13 @@ class RecursiveIBP:
         )
         draws = -0.5 * self._dim * np.log(2 * np.pi * variances)[None, :] - 0.5 * sq / variances
         logp = special.logsumexp(draws, axis=1) - np.log(n_draws)
+        if not np.all(np.isfinite(logp)):
+            # Entries within the bound can still overflow against a tiny sigma_x: refuse
+            # rather than return -inf, which no log density is.
+            raise ValueError(
+                "X_new is too far from the fitted features for its log predictive density to "
+                f"be represented (squared distances over sigma_x^2 = {self.sigma_x**2:g} overflow)"
+            )
         return (logp, draws) if return_draws else logp
 
     # ------------------------------------------------------------------------------------

@@ -114,8 +114,10 @@ def match_features(learned, true, *, absolute: bool = False) -> tuple[np.ndarray
     Returns
     -------
     correlation : numpy.ndarray
-        ``(K_true,)`` correlation of each true feature with its match (NaN if there are
-        fewer learned features than true ones and it got none).
+        ``(K_true,)`` correlation of each true feature with its match. If there are fewer
+        learned features than true ones, a true feature left without a match gets 0, as
+        if matched to a blank (constant) feature, which
+        :func:`ibp_lab.summaries.feature_correlations` correlates 0 with everything.
     match : numpy.ndarray
         ``(K_true,)`` index of the matched learned feature (-1 if none).
 
@@ -125,6 +127,9 @@ def match_features(learned, true, *, absolute: bool = False) -> tuple[np.ndarray
     >>> corr, match = match_features(true[[2, 0, 1]] + 0.01, true)
     >>> match.tolist(), bool(np.all(corr > 0.99))
     ([1, 2, 0], True)
+    >>> corr, match = match_features(true[:1], true)  # one learned feature for three true
+    >>> corr.round(2).tolist(), match.tolist()
+    ([1.0, 0.0, 0.0], [0, -1, -1])
     """
     from ibp_lab.summaries import feature_correlations  # one definition of feature correlation
 
@@ -143,7 +148,9 @@ def match_features(learned, true, *, absolute: bool = False) -> tuple[np.ndarray
         )
     corr = feature_correlations(true, learned)
     score = np.abs(corr) if absolute else corr
-    correlation = np.full(true.shape[0], np.nan)
+    # 0, not NaN, for an unmatched true feature: a NaN would spread silently through a
+    # mean or a min, while 0 reads as "explained by nothing" and match = -1 says why.
+    correlation = np.zeros(true.shape[0])
     match = np.full(true.shape[0], -1)
     if learned.shape[0]:
         rows, cols = linear_sum_assignment(score, maximize=True)

@@ -56,6 +56,24 @@ def figure_png(fig, *, dpi: int = 72) -> bytes:
     return buffer.getvalue()
 
 
+def _render_png(render: Callable, params: dict, dpi: int) -> bytes:
+    """``render(**params)`` as PNG bytes, refusing a result that is not a Figure.
+
+    The check is made here rather than left to :func:`figure_png`, whose message names
+    its own argument ``fig``: the caller of an explorer passed ``render``, and should
+    be told that ``render`` (at these parameters) returned the wrong thing.
+    """
+    from matplotlib.figure import Figure
+
+    fig = render(**params)
+    if not isinstance(fig, Figure):
+        raise TypeError(
+            f"render must return a matplotlib Figure, got {type(fig).__name__} "
+            f"for the parameters {params!r:.200}"
+        )
+    return figure_png(fig, dpi=dpi)
+
+
 def _script_json(value) -> str:
     """``value`` as JSON that is safe inside an HTML ``<script>`` element.
 
@@ -227,7 +245,7 @@ def static_explorer(
     frames = {}
     for index in itertools.product(*(range(len(v)) for v in grid.values())):
         params = {name: grid[name][i] for name, i in zip(names, index)}
-        frames[index] = figure_png(render(**params), dpi=dpi)
+        frames[index] = _render_png(render, params, dpi)
     return StaticExplorer(frames, grid, start, title)
 
 
@@ -285,7 +303,7 @@ def live_explorer(render: Callable, grid: Mapping[str, Sequence], *, initial=Non
         )
 
     def current_png() -> bytes:
-        return figure_png(render(**{name: s.value for name, s in sliders.items()}), dpi=dpi)
+        return _render_png(render, {name: s.value for name, s in sliders.items()}, dpi)
 
     image = widgets.Image(value=current_png(), format="png")
 
