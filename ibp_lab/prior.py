@@ -313,8 +313,11 @@ def sample_stick_breaking(
     truncation = check_count("truncation", truncation, minimum=1)
     rng = check_rng(rng)
     check_size("Z", float(n) * truncation, names=("n", "truncation"), hint="use fewer rows or a lower truncation")
-    # log space: products of many sticks underflow long before they matter less than 1e-300
-    pi = np.exp(np.cumsum(np.log(rng.beta(alpha, 1.0, size=truncation))))
+    # log space: products of many sticks underflow long before they matter less than 1e-300.
+    # A tiny alpha can draw a stick of exactly 0; its log is -inf and every later pi is 0,
+    # which is the right value, so the divide-by-zero warning is noise.
+    with np.errstate(divide="ignore"):
+        pi = np.exp(np.cumsum(np.log(rng.beta(alpha, 1.0, size=truncation))))
     Z = (rng.random((n, truncation)) < pi).astype(np.int8)
     return Z, pi
 
@@ -485,6 +488,22 @@ def stick_truncation_level(alpha: float, n: int, *, tol: float = 0.01) -> int:
     Sticks beyond ``K`` hold ``sum_{k > K} E[pi_(k)] = alpha (alpha / (1 + alpha))^K``
     expected ownerships per row (:func:`expected_stick`), so ``n`` rows lose
     ``n alpha (alpha / (1 + alpha))^K`` in expectation.
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Rows, >= 1.
+    tol : float, optional
+        Largest expected number of ownerships lost over all ``n`` rows, > 0. It is an
+        expected count, not a probability, so values above 1 are meaningful (lose at most
+        1.5 ownerships on average); a ``tol`` of at least ``n * alpha`` gives 0.
+
+    Returns
+    -------
+    int
+        The truncation level ``K >= 0``.
 
     Examples
     --------
