@@ -6,7 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy import stats
 
-from ibp_lab._checks import check_count, check_positive, check_real_array
+from ibp_lab._checks import check_count, check_positive, check_real_array, check_size
+from ibp_lab.plotting._doors import check_axes
 from ibp_lab.plotting._style import PALETTE
 from ibp_lab.plotting.matrices import plot_binary_matrix
 from ibp_lab.prior import expected_num_features, sample_ibp, simulate_feature_counts
@@ -18,6 +19,8 @@ __all__ = ["plot_counts_vs_poisson", "buffet_explorer_figure"]
 MAX_BINS = 200
 #: Largest Poisson mean a count plot accepts: counts stay exact in float64.
 MAX_MEAN = 1e15
+#: Most customers (``n * n_draws``) the buffet explorer seats for one frame.
+MAX_CUSTOMERS = 10**6
 
 
 def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blue"], label: str = ""):
@@ -27,7 +30,7 @@ def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blu
     ----------
     ax : matplotlib.axes.Axes
     counts : array_like of int
-        Simulated counts.
+        Simulated counts: at least one, integers in ``[0, MAX_MEAN]``.
     mean : float
         Mean of the Poisson law to compare with.
     color : str, optional
@@ -50,6 +53,9 @@ def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blu
         raise ValueError("counts must hold at least one count, got none")
     if not np.all((counts >= 0) & (counts == np.floor(counts))):  # also refuses NaN, inf
         raise ValueError("counts must be non-negative integers")
+    if counts.max() > MAX_MEAN:  # beyond it the bin edges are no longer exact integers
+        raise ValueError(f"counts must be at most {MAX_MEAN:g}, got {counts.max():g}")
+    check_axes("ax", ax)
     mean = check_positive("mean", mean, allow_zero=True, upper=MAX_MEAN)
     if not isinstance(label, str):
         raise TypeError(f"label must be a string, got {type(label).__name__}")
@@ -80,7 +86,8 @@ def buffet_explorer_figure(alpha: float, beta: float, *, n: int = 50, n_draws: i
     Three panels: one left-ordered draw of ``Z`` with ``n`` customers; the
     histogram of ``K+`` over ``n_draws`` draws against its Poisson law; the
     number of dishes per customer (pooled over rows and draws) against
-    Poisson(``alpha``). The figure is a pure function of its arguments (the
+    Poisson(``alpha``); ``n * n_draws`` may be at most :data:`MAX_CUSTOMERS`.
+    The figure is a pure function of its arguments (the
     draws use ``np.random.default_rng(seed)``), so the static and the live
     explorer show the same picture at the same setting.
 
@@ -99,6 +106,9 @@ def buffet_explorer_figure(alpha: float, beta: float, *, n: int = 50, n_draws: i
     n = check_count("n", n, minimum=1)
     n_draws = check_count("n_draws", n_draws, minimum=1)
     seed = check_count("seed", seed, maximum=None)
+    # Every draw seats n customers one by one: a frame of the explorer must stay quick.
+    check_size("the explorer's draws (n x n_draws customers)", float(n) * n_draws,
+               limit=MAX_CUSTOMERS, hint="use fewer customers or fewer draws")
     rng = np.random.default_rng(seed)
     Z = sample_ibp(alpha, n, rng, beta=beta)
     k_plus, per_row = simulate_feature_counts(alpha, n, n_draws, rng, beta=beta)

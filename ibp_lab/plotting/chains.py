@@ -16,7 +16,19 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from ibp_lab._checks import check_real_array
+from ibp_lab._checks import check_binary_matrix, check_count, check_real_array, check_size
+from ibp_lab.plotting._doors import (
+    MAX_PANELS,
+    check_chains,
+    check_class_labels,
+    check_fraction,
+    check_images,
+    check_labels,
+    check_runs,
+    check_scale,
+    check_shape,
+    check_trace,
+)
 from ibp_lab.plotting._style import CYCLE, DIVERGING_CMAP, PALETTE, SEQUENTIAL_CMAP
 from ibp_lab.summaries import class_ownership
 
@@ -38,6 +50,7 @@ def chain_traces_figure(chains, labels: Sequence[str]) -> Figure:
     Parameters
     ----------
     chains : list of ibp_lab.gibbs.ChainResult
+        At least one chain (a single chain goes in a list).
     labels : list of str
         One legend entry per chain.
 
@@ -53,24 +66,33 @@ def chain_traces_figure(chains, labels: Sequence[str]) -> Figure:
     >>> len(chain_traces_figure([c], ["one"]).axes)
     2
     """
+    chains = check_chains("chains", chains)
+    labels = check_labels("labels", labels, len(chains), what="chain")
+    burns = []
+    for c, chain in enumerate(chains):
+        check_trace(f"chains[{c}].trace", chain.trace, ("k_plus", "log_joint"))
+        burns.append(check_count(f"chains[{c}].trace.attrs['burn']", chain.trace.attrs.get("burn", 0)))
     fig = Figure(figsize=(11, 3.6), layout="constrained")
     left, right = fig.subplots(1, 2)
     settled = []
-    for c, (chain, label) in enumerate(zip(chains, labels)):
+    for c, (chain, label, burn) in enumerate(zip(chains, labels, burns)):
         trace = chain.trace
         sweeps = np.arange(1, trace.sizes["draw"] + 1)
         colour = CYCLE[c % len(CYCLE)]
         left.plot(sweeps, trace.k_plus.values, color=colour, lw=1, label=label)
         right.plot(sweeps, trace.log_joint.values, color=colour, lw=0.8)
-        settled.append(trace.log_joint.values[int(trace.attrs.get("burn", 0)) :])
-    burn = int(chains[0].trace.attrs.get("burn", 0))
+        settled.append(trace.log_joint.values[burn:])
+    burn = burns[0]
     for ax in (left, right):
         if burn:
             ax.axvspan(0, burn, color=PALETTE["grey"], alpha=0.12, lw=0)
         ax.set_xlabel("sweep")
-    low = np.percentile(np.concatenate(settled), 0.5)
-    high = np.max(np.concatenate(settled))
-    right.set_ylim(low - 0.5 * (high - low), high + 0.1 * (high - low))
+    settled = np.concatenate(settled)
+    settled = settled[np.isfinite(settled)]
+    if settled.size:  # otherwise (all warm-up, or no finite value) matplotlib's own limits
+        low, high = np.percentile(settled, 0.5), np.max(settled)
+        spread = (high - low) or 1.0  # a flat trace still gets a visible band
+        right.set_ylim(low - 0.5 * spread, high + 0.1 * spread)
     left.set(ylabel="K+", title="number of features (shaded: warm-up)")
     right.set(ylabel="log p(X, Z | alpha, sigma)", title="log joint")
     left.legend(fontsize=8, frameon=False)
@@ -85,14 +107,14 @@ def co_ownership_figure(
     Parameters
     ----------
     matrices : dict
-        Panel title -> ``(N, N)`` co-ownership matrix
-        (:func:`ibp_lab.summaries.co_ownership`).
+        Panel title (str) -> ``(N, N)`` finite co-ownership matrix, entries >= 0
+        (:func:`ibp_lab.summaries.co_ownership`); the same ``N`` for every panel.
     labels : array_like
-        ``(N,)`` class of every row (for the digits, the digit: never used to fit,
-        only to sort), ticks at the middle of each class block.
+        ``(N,)`` class of every row, integers or strings (for the digits, the
+        digit: never used to fit, only to sort), ticks at the middle of each class block.
     vmax : float, optional
-        Top of the colour scale, shared by all panels (default: the largest
-        off-diagonal mean plus a margin).
+        Top of the colour scale (> 0), shared by all panels (default: the 99.5th
+        percentile of all entries).
 
     Returns
     -------
@@ -103,7 +125,19 @@ def co_ownership_figure(
     >>> len(co_ownership_figure({"a": np.eye(4)}, [1, 0, 1, 0]).axes)
     2
     """
-    labels = np.asarray(labels)
+    matrices = check_runs("matrices", matrices)
+    check_size("matrices (one panel each)", float(len(matrices)), limit=MAX_PANELS,
+               hint="draw fewer panels")
+    first = next(iter(matrices.values()))
+    n_rows = first.shape[0] if first.ndim == 2 else 0
+    for title, M in matrices.items():
+        if M.ndim != 2 or M.shape != (n_rows, n_rows) or n_rows == 0:
+            raise ValueError(f"matrices[{title!r}] must be a square (N, N) matrix with N >= 1, the same N "
+                             f"for every panel, got shape {M.shape}")
+        if np.any(M < 0):
+            raise ValueError(f"matrices[{title!r}] must be >= 0 (expected numbers of shared features)")
+    labels = check_class_labels("labels", labels, n_rows, partner="the matrices")
+    vmax = check_scale("vmax", vmax)
     order = np.argsort(labels, kind="stable")
     classes, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
     if vmax is None:
@@ -150,13 +184,19 @@ def feature_owners_figure(
     Parameters
     ----------
     A : array_like
-        ``(K, D)`` feature images.
+        ``(K, D)`` finite feature images, ``K >= 1``, ``D = h * w``.
     Z : array_like
-        ``(N, K)`` the draw they belong to.
+        ``(N, K)`` binary: the draw they belong to.
     labels : array_like
-        ``(N,)`` class of every row.
+        ``(N,)`` class of every row (integers or strings).
     shape : (int, int)
-        Shape of one image.
+        ``(h, w)`` of one image.
+    scale : float, optional
+        Symmetric colour limit, > 0 (default: the largest absolute value in ``A``).
+    ncols : int, optional
+        Images per row, >= 1.
+    min_share : float, optional
+        Share in [0, 1] of a class's rows above which the class is named in a title.
 
     Returns
     -------
@@ -169,9 +209,18 @@ def feature_owners_figure(
     >>> len(fig.axes) >= 3
     True
     """
-    A = check_real_array("A", A)
-    Z = np.asarray(Z)
-    labels = np.asarray(labels)
+    shape = check_shape("shape", shape)
+    A = check_images("A", A, shape)
+    Z = check_binary_matrix("Z", Z)
+    if A.shape[0] != Z.shape[1]:
+        raise ValueError(f"A must have one image per column of Z ({Z.shape[1]}), got {A.shape[0]}")
+    if A.shape[0] == 0:
+        raise ValueError("A and Z must hold at least one feature, got none")
+    check_size("A (one panel per feature)", float(A.shape[0]), limit=MAX_PANELS, hint="show fewer features")
+    labels = check_class_labels("labels", labels, Z.shape[0], partner="Z")
+    scale = check_scale("scale", scale)
+    ncols = check_count("ncols", ncols, minimum=1)
+    min_share = check_fraction("min_share", min_share)
     order = np.argsort(-Z.sum(axis=0), kind="stable")
     A, Z = A[order], Z[:, order]
     share = class_ownership(Z, labels)
@@ -221,10 +270,11 @@ def reappearance_figure(rates, chain_labels: Sequence[str], *, threshold: float 
     ----------
     rates : array_like
         ``(n_chains, K_ref)`` shares in [0, 1] (:func:`ibp_lab.summaries.reappearance`
-        per chain).
+        per chain), at least one chain; a 1-D array is one chain.
     chain_labels : list of str
+        One legend entry per chain.
     threshold : float, optional
-        The correlation used for matching, for the axis label.
+        The correlation in [-1, 1] used for matching, for the axis label.
 
     Returns
     -------
@@ -236,6 +286,14 @@ def reappearance_figure(rates, chain_labels: Sequence[str], *, threshold: float 
     1
     """
     rates = np.atleast_2d(check_real_array("rates", rates))
+    if rates.ndim != 2 or rates.shape[0] == 0:
+        raise ValueError(f"rates must be 2-D (n_chains, K_ref) with at least one chain, got shape {rates.shape}")
+    if not np.all((rates >= 0) & (rates <= 1)):  # also refuses NaN
+        raise ValueError("rates must hold shares in [0, 1] (no NaN)")
+    check_size("rates (one marker per chain and feature)", float(rates.size), limit=MAX_PANELS * 100,
+               hint="show fewer chains or features")
+    chain_labels = check_labels("chain_labels", chain_labels, rates.shape[0], what="chain (row of rates)")
+    threshold = check_fraction("threshold", threshold, low=-1.0)
     k = rates.shape[1]
     fig = Figure(figsize=(max(6.0, 0.45 * k + 2), 3.4), layout="constrained")
     ax = fig.subplots()

@@ -20,7 +20,17 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.figure import Figure
 
-from ibp_lab._checks import check_count, check_positive, check_real_array
+from ibp_lab._checks import check_count, check_positive, check_real_array, check_size
+from ibp_lab.plotting._doors import (
+    MAX_PANELS,
+    MAX_SCALE,
+    check_axes,
+    check_images,
+    check_runs,
+    check_scale,
+    check_shape,
+    check_trace,
+)
 from ibp_lab.plotting._style import CYCLE, DIVERGING_CMAP, PALETTE
 
 __all__ = [
@@ -48,15 +58,16 @@ def plot_feature_mosaic(
     ----------
     ax : matplotlib.axes.Axes
     images : array_like
-        ``(K, h * w)`` flattened images; ``K = 0`` draws an empty panel.
+        ``(K, h * w)`` finite flattened images; ``K = 0`` draws an empty panel.
     shape : (int, int)
-        ``(h, w)`` of one image.
+        ``(h, w)`` of one image, integers >= 1.
     ncols : int, optional
-        Images per row.
+        Images per row, >= 1.
     scale : float, optional
-        Symmetric colour limit; by default the largest absolute value.
+        Symmetric colour limit, > 0; by default the largest absolute value.
     gap : int, optional
-        Blank pixels between images.
+        Blank pixels between images, >= 0. The whole mosaic may hold at most
+        :data:`ibp_lab._checks.MAX_ENTRIES` pixels.
 
     Returns
     -------
@@ -69,15 +80,19 @@ def plot_feature_mosaic(
     >>> im.get_array().shape
     (5, 5)
     """
-    images = check_real_array("images", images)
+    check_axes("ax", ax)
+    shape = check_shape("shape", shape)
+    images = check_images("images", images, shape)
+    ncols = check_count("ncols", ncols, minimum=1)
+    scale = check_scale("scale", scale)
+    gap = check_count("gap", gap)
     h, w = shape
-    if images.ndim != 2 or images.shape[1] != h * w:
-        raise ValueError(
-            f"images must have shape (K, {h * w}) for shape {shape}, got {images.shape}"
-        )
     k = images.shape[0]
-    ncols = max(1, min(ncols, k))
+    ncols = min(ncols, max(k, 1))
     nrows = max(1, -(-k // ncols))
+    # The canvas is allocated whole: a huge gap or image shape would ask for exabytes.
+    check_size("the mosaic (images, shape, ncols and gap)",
+               float(nrows * (h + gap)) * float(ncols * (w + gap)), hint="use a smaller gap")
     canvas = np.full((nrows * (h + gap) - gap, ncols * (w + gap) - gap), np.nan)
     for j in range(k):
         r, c = divmod(j, ncols)
@@ -86,6 +101,9 @@ def plot_feature_mosaic(
         ].reshape(h, w)
     vmax = scale if scale is not None else float(np.abs(images).max()) if k else 1.0
     vmax = vmax or 1.0
+    if vmax > MAX_SCALE:  # -vmax..vmax would overflow the colour normalisation
+        raise ValueError(f"images must be at most {MAX_SCALE:g} in absolute value (or pass scale), "
+                         f"got {vmax:g}")
     im = ax.imshow(
         np.ma.masked_invalid(canvas),
         cmap=DIVERGING_CMAP,
@@ -98,6 +116,26 @@ def plot_feature_mosaic(
     for side in ax.spines.values():
         side.set_visible(False)
     return im
+
+
+def _check_probability_vector(name: str, p) -> np.ndarray:
+    """A non-empty, finite 1-D array of probabilities in [0, 1]."""
+    p = check_real_array(name, p)
+    if p.ndim != 1 or p.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of probabilities, got shape {p.shape}")
+    if not np.all((p >= 0) & (p <= 1)):  # also refuses NaN
+        raise ValueError(f"{name} must hold probabilities in [0, 1] (no NaN)")
+    return p
+
+
+def _check_on_support(name: str, values: np.ndarray, k_show: int, *, unit: bool) -> None:
+    """A 1-D array covering ``K+ = 0..k_show``, in [0, 1] (``unit``) or >= 0."""
+    if values.ndim != 1 or values.size < k_show + 1:
+        raise ValueError(f"{name} must be 1-D with at least k_show + 1 = {k_show + 1} entries "
+                         f"(one per K+ shown), got shape {values.shape}")
+    top = 1.0 if unit else np.inf
+    if not np.all((values >= 0) & (values <= top)):
+        raise ValueError(f"{name} must hold values in [0, {top:g}]")
 
 
 def k_plus_check_figure(
@@ -116,13 +154,15 @@ def k_plus_check_figure(
     Parameters
     ----------
     p_exact : array_like
-        Exact ``P(K+ = k)``, ``k = 0, 1, ...``.
+        Exact ``P(K+ = k)``, ``k = 0, 1, ...``: a non-empty 1-D array of numbers in [0, 1].
     frequencies : dict
-        Run name -> frequencies on the same support.
+        Run name (str) -> frequencies in [0, 1] on the same support (at least
+        ``k_show + 1`` of them); at least one run.
     standard_errors : dict, optional
-        Run name -> standard error of each frequency.
+        Run name -> standard error (>= 0) of each frequency.
     k_show : int, optional
-        Largest ``K+`` drawn (default: the last with probability above 1e-3).
+        Largest ``K+`` drawn, in ``[0, len(p_exact) - 1]`` (default: the last with
+        probability above 1e-3).
 
     Returns
     -------
@@ -134,9 +174,21 @@ def k_plus_check_figure(
     >>> len(fig.axes)
     2
     """
-    p_exact = check_real_array("p_exact", p_exact)
+    p_exact = _check_probability_vector("p_exact", p_exact)
     if k_show is None:
-        k_show = int(np.flatnonzero(p_exact > 1e-3).max())
+        shown = np.flatnonzero(p_exact > 1e-3)
+        k_show = int(shown.max()) if shown.size else p_exact.size - 1
+    else:
+        k_show = check_count("k_show", k_show, maximum=p_exact.size - 1)
+    frequencies = check_runs("frequencies", frequencies)
+    check_size("frequencies (one set of markers per run)", float(len(frequencies)), limit=MAX_PANELS,
+               hint="compare fewer runs")
+    for name, freq in frequencies.items():
+        _check_on_support(f"frequencies[{name!r}]", freq, k_show, unit=True)
+    if standard_errors is not None:
+        standard_errors = check_runs("standard_errors", standard_errors)
+        for name, se in standard_errors.items():
+            _check_on_support(f"standard_errors[{name!r}]", se, k_show, unit=False)
     k = np.arange(k_show + 1)
     fig = Figure(figsize=(10, 3.4), layout="constrained")
     left, right = fig.subplots(1, 2)
@@ -147,12 +199,12 @@ def k_plus_check_figure(
     for r, (name, freq) in enumerate(frequencies.items()):
         colour = CYCLE[r % len(CYCLE)]
         offset = (r - (n_runs - 1) / 2) * 0.18
-        freq = check_real_array(f"frequencies[{name!r}]", freq)[: k_show + 1]
+        freq = freq[: k_show + 1]
         left.plot(k + offset, freq, "o", ms=4, color=colour, label=name)
         diff = freq - p_exact[: k_show + 1]
         right.plot(k + offset, diff, "o-", ms=4, lw=1, color=colour, label=name)
         if standard_errors is not None and name in standard_errors:
-            band = 2 * check_real_array("standard_errors", standard_errors[name])[: k_show + 1]
+            band = 2 * standard_errors[name][: k_show + 1]
             right.fill_between(k, -band, band, color=colour, alpha=0.15, lw=0)
     right.axhline(0, color=PALETTE["black"], lw=0.8)
     left.set(xlabel="K+", ylabel="probability", title="posterior of K+")
@@ -168,7 +220,8 @@ def free_fit_figure(trace) -> Figure:
     Parameters
     ----------
     trace : xarray.Dataset
-        ``ChainResult.trace`` of :func:`ibp_lab.gibbs.run_chain`.
+        ``ChainResult.trace`` of :func:`ibp_lab.gibbs.run_chain`: real variables
+        ``k_plus``, ``sigma_x``, ``sigma_a`` and ``alpha`` along ``draw``.
 
     Returns
     -------
@@ -181,6 +234,7 @@ def free_fit_figure(trace) -> Figure:
     >>> len(free_fit_figure(t).axes)
     3
     """
+    check_trace("trace", trace, ("k_plus", "sigma_x", "sigma_a", "alpha"))
     sweeps = np.arange(1, trace.sizes["draw"] + 1)
     fig = Figure(figsize=(11, 3.2), layout="constrained")
     axes = fig.subplots(1, 3)
@@ -195,6 +249,18 @@ def free_fit_figure(trace) -> Figure:
     return fig
 
 
+def _check_settings(name: str, runs) -> dict:
+    """Setting (> 0) -> non-empty 1-D finite ``K+`` values >= 0, at most MAX_PANELS settings."""
+    runs = check_runs(name, runs, keys="positive")
+    check_size(f"{name} (one box per setting)", float(len(runs)), limit=MAX_PANELS,
+               hint="show fewer settings")
+    for key, values in runs.items():
+        if values.ndim != 1 or values.size == 0 or not np.all(values >= 0):
+            raise ValueError(f"{name}[{key!r}] must be a non-empty 1-D array of K+ values >= 0, "
+                             f"got shape {values.shape}")
+    return runs
+
+
 def sensitivity_figure(
     by_sigma_x: Mapping[float, np.ndarray],
     by_alpha: Mapping[float, np.ndarray],
@@ -207,6 +273,14 @@ def sensitivity_figure(
     given, the right panel's labels include the prior mean of ``K+``,
     ``alpha * H_N``.
 
+    Parameters
+    ----------
+    by_sigma_x, by_alpha : dict
+        Setting (a number > 0) -> the ``K+`` of the kept sweeps (a non-empty 1-D
+        array of finite numbers >= 0); at least one setting each.
+    n_rows : int, optional
+        Number of data points ``N`` >= 1, for the prior mean of ``K+``.
+
     Returns
     -------
     matplotlib.figure.Figure
@@ -217,13 +291,17 @@ def sensitivity_figure(
     >>> len(fig.axes)
     2
     """
+    by_sigma_x = _check_settings("by_sigma_x", by_sigma_x)
+    by_alpha = _check_settings("by_alpha", by_alpha)
+    if n_rows is not None:
+        n_rows = check_count("n_rows", n_rows, minimum=1)
     fig = Figure(figsize=(10, 3.4), layout="constrained")
     left, right = fig.subplots(1, 2, sharey=True)
     for ax, runs, colour in (
         (left, by_sigma_x, PALETTE["blue"]),
         (right, by_alpha, PALETTE["orange"]),
     ):
-        values = [np.asarray(v) for v in runs.values()]
+        values = list(runs.values())
         ax.boxplot(
             values,
             positions=range(len(values)),
@@ -357,17 +435,43 @@ def sigma_alpha_explorer_figure(
     return fig
 
 
+def _check_match(match, k_true: int, k_found: int) -> None:
+    """The pairs of a FeatureMatch must index rows of A_true and A_found, one-to-one."""
+    try:
+        ref = np.asarray(match.ref_index)
+        idx = np.asarray(match.index)
+        corr = np.asarray(match.correlation)
+    except Exception as exc:  # a FeatureMatch built by hand from junk
+        raise TypeError("match must hold arrays ref_index, index and correlation") from exc
+    if not (ref.ndim == idx.ndim == corr.ndim == 1 and ref.size == idx.size == corr.size) \
+            or ref.dtype.kind not in "iu" or idx.dtype.kind not in "iu" or corr.dtype.kind != "f":
+        raise ValueError("match must hold 1-D integer ref_index and index and float correlation "
+                         "of equal length")
+    if ref.size and (ref.min() < 0 or ref.max() >= k_true):
+        raise ValueError(f"match pairs true feature {int(ref.max())}, but A_true has {k_true} row(s): "
+                         "was match computed from these A_true and A_found?")
+    if idx.size and (idx.min() < 0 or idx.max() >= k_found):
+        raise ValueError(f"match pairs found feature {int(idx.max())}, but A_found has {k_found} row(s): "
+                         "was match computed from these A_true and A_found?")
+    if len(set(ref.tolist())) != ref.size or len(set(idx.tolist())) != idx.size:
+        raise ValueError("match must pair each feature at most once")
+    if not np.all(np.isfinite(corr)):
+        raise ValueError("match correlations must be finite")
+
+
 def recovery_figure(A_true, A_found, match, shape: tuple[int, int]) -> Figure:
     """True features of synthetic data (top) above the matched features found (bottom).
 
     Parameters
     ----------
     A_true, A_found : array_like
-        ``(K_true, D)`` and ``(K_found, D)`` images.
+        ``(K_true, D)`` and ``(K_found, D)`` finite images, ``D = h * w``,
+        ``K_true >= 1``.
     match : ibp_lab.summaries.FeatureMatch
-        From :func:`ibp_lab.summaries.match_features` ``(A_true, A_found)``.
+        From :func:`ibp_lab.summaries.match_features` ``(A_true, A_found)``: its
+        pairs must index rows of ``A_true`` and ``A_found``.
     shape : (int, int)
-        Shape of one image.
+        ``(h, w)`` of one image.
 
     Returns
     -------
@@ -380,9 +484,19 @@ def recovery_figure(A_true, A_found, match, shape: tuple[int, int]) -> Figure:
     >>> len(recovery_figure(A, A[::-1], match_features(A, A[::-1]), (2, 2)).axes)
     4
     """
-    A_true = check_real_array("A_true", A_true)
-    A_found = check_real_array("A_found", A_found)
-    unmatched = [k for k in range(A_found.shape[0]) if k not in set(match.index.tolist())]
+    from ibp_lab.summaries import FeatureMatch
+
+    shape = check_shape("shape", shape)
+    A_true = check_images("A_true", A_true, shape, min_rows=1)
+    A_found = check_images("A_found", A_found, shape)
+    if not isinstance(match, FeatureMatch):
+        raise TypeError("match must be an ibp_lab.summaries.FeatureMatch "
+                        f"(from match_features(A_true, A_found)), got {type(match).__name__}")
+    _check_match(match, A_true.shape[0], A_found.shape[0])
+    check_size("A_true and A_found (one panel per feature)",
+               float(A_true.shape[0] + A_found.shape[0]), limit=MAX_PANELS, hint="show fewer features")
+    matched = set(match.index.tolist())
+    unmatched = [k for k in range(A_found.shape[0]) if k not in matched]
     ncols = max(A_true.shape[0], 1) + len(unmatched)
     scale = float(max(np.abs(A_true).max(), np.abs(A_found).max() if A_found.size else 0.0)) or 1.0
     fig = Figure(figsize=(1.5 * ncols, 3.4), layout="constrained")

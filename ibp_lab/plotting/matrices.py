@@ -10,9 +10,9 @@ from ibp_lab._checks import (
     check_count,
     check_flag,
     check_positive,
-    check_real_array,
     check_size,
 )
+from ibp_lab.plotting._doors import check_axes, check_images, check_shape
 from ibp_lab.plotting._style import BINARY_CMAP, DIVERGING_CMAP, INK_CMAP
 from ibp_lab.prior import left_ordered
 
@@ -46,6 +46,8 @@ def plot_binary_matrix(Z, *, ax=None, left_order: bool = True, title: str | None
     left_order = check_flag("left_order", left_order)
     check_size("Z", float(Z.size), hint="plot a smaller matrix")
     _check_title("title", title)
+    if ax is not None:
+        check_axes("ax", ax)
     if left_order:
         Z = left_ordered(Z)
     if ax is None:
@@ -66,36 +68,6 @@ MAX_IMAGES = 1000
 def _check_title(name: str, title) -> None:
     if title is not None and not isinstance(title, str):
         raise TypeError(f"{name} must be a string or None, got {type(title).__name__}")
-
-
-def _check_shape(shape) -> tuple[int, int]:
-    """``shape`` as ``(h, w)``, two integers >= 1."""
-    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 2:
-        raise ValueError(f"shape must be a pair (h, w) of integers >= 1, got {shape!r}")
-    return check_count("shape[0]", shape[0], minimum=1), check_count("shape[1]", shape[1], minimum=1)
-
-
-def _check_images(images, shape) -> tuple[np.ndarray, tuple[int, int]]:
-    """Check a stack of flattened images against an image shape; return both checked.
-
-    Examples
-    --------
-    >>> _check_images(np.eye(4), (2, 2))[0].shape
-    (4, 4)
-    >>> _check_images(np.eye(4), (3, 2))
-    Traceback (most recent call last):
-    ...
-    ValueError: images must have shape (m, 6) for shape (3, 2), got (4, 4)
-    """
-    shape = _check_shape(shape)
-    images = check_real_array("images", images)
-    if images.ndim != 2 or images.shape[1] != shape[0] * shape[1]:
-        raise ValueError(
-            f"images must have shape (m, {shape[0] * shape[1]}) for shape {shape}, got {images.shape}"
-        )
-    if not np.all(np.isfinite(images)):
-        raise ValueError("images must be finite (no NaN or infinite pixels)")
-    return images, shape
 
 
 def plot_image_grid(
@@ -142,7 +114,8 @@ def plot_image_grid(
     >>> len(fig.axes)
     4
     """
-    images, shape = _check_images(images, shape)
+    shape = check_shape("shape", shape)
+    images = check_images("images", images, shape)
     ncols = check_count("ncols", ncols, minimum=1)
     diverging = check_flag("diverging", diverging)
     if scale is not None:

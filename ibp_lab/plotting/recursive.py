@@ -19,7 +19,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from ibp_lab._checks import check_count, check_positive, check_real_array
+from ibp_lab._checks import check_count, check_positive, check_real_array, check_size
 from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP
 from ibp_lab.recursive import (
     columns_needed,
@@ -51,6 +51,26 @@ def _heatmap(ax, table: np.ndarray):
         origin="upper",
         extent=(0.5, k_max + 0.5, n + 0.5, 0.5),
     )
+
+
+#: Most dishes drawn as separate bars; beyond, one filled step outline per series,
+#: since tens of thousands of bar patches take a minute to build.
+MAX_BARS = 500
+
+
+def _check_table(n: int, k_max: int) -> None:
+    """Refuse an ``(n, k_max)`` table of marginals beyond MAX_ENTRIES, naming both."""
+    check_size("the table of marginals (n x k_max)", float(n) * k_max,
+               hint="use fewer customers n or fewer dishes k_max")
+
+
+def _bars(ax, k: np.ndarray, height: np.ndarray, *, bottom=None, **kwargs):
+    """Bars at the dishes ``k = 1..k_max``; a filled outline when they are too many to draw."""
+    if k.size <= MAX_BARS:
+        return ax.bar(k, height, width=0.85, bottom=bottom, **kwargs)
+    base = np.zeros_like(height) if bottom is None else bottom
+    # fill_between is one polygon; stairs would cost as much as the bars (patch limits)
+    return ax.fill_between(k, base, base + height, step="mid", lw=0, **kwargs)
 
 
 def recursion_step_figure(alpha: float, beta: float, n: int, *, k_max: int | None = None) -> Figure:
@@ -86,6 +106,7 @@ def recursion_step_figure(alpha: float, beta: float, n: int, *, k_max: int | Non
     if k_max is None:
         k_max = columns_needed(alpha, beta, n, tail=1e-4)
     k_max = check_count("k_max", k_max, minimum=1)
+    _check_table(n, k_max)
     table = marginals(alpha, beta, n, k_max)
     running_sum = table[:-1].sum(axis=0)
     rate_before = num_dishes_rate(alpha, beta, n - 1)
@@ -96,7 +117,7 @@ def recursion_step_figure(alpha: float, beta: float, n: int, *, k_max: int | Non
 
     fig = Figure(figsize=(11.5, 3.4), layout="constrained")
     ax_sum, ax_count, ax_next = fig.subplots(1, 3)
-    ax_sum.bar(k, running_sum, width=0.85, color=PALETTE["blue"])
+    _bars(ax_sum, k, running_sum, color=PALETTE["blue"])
     ax_sum.set(xlabel="dish k", ylabel="running sum",
                title=f"$\\sum_{{n'<{n}}} p(z_{{n'k}}=1)$")
     counts = np.arange(0, k_max + 1)
@@ -107,9 +128,9 @@ def recursion_step_figure(alpha: float, beta: float, n: int, *, k_max: int | Non
     ax_count.set(xlabel="number of dishes", ylabel="probability",
                  title="distribution of the number of dishes")
     ax_count.legend(frameon=False, fontsize=8)
-    ax_next.bar(k, old, width=0.85, color=PALETTE["blue"], label="existing dish, taken again")
-    ax_next.bar(k, fresh, width=0.85, bottom=old, color=PALETTE["orange"],
-                label=f"dish created by customer {n}")
+    _bars(ax_next, k, old, color=PALETTE["blue"], label="existing dish, taken again")
+    _bars(ax_next, k, fresh, bottom=old, color=PALETTE["orange"],
+          label=f"dish created by customer {n}")
     ax_next.set(xlabel="dish k", ylabel="probability", title=f"$p(z_{{{n}k}}=1)$")
     ax_next.legend(frameon=False, fontsize=8)
     fig.suptitle(f"one step of the recursion: alpha = {alpha:g}, beta = {beta:g}, customer {n}")
@@ -146,9 +167,13 @@ def marginals_figure(
     >>> len(fig.axes)  # heatmap, colour bar, rows
     3
     """
+    alpha = check_positive("alpha", alpha)
+    beta = check_positive("beta", beta)
     n = check_count("n", n, minimum=1)
     if k_max is None:
         k_max = columns_needed(alpha, beta, n, tail=1e-3)
+    k_max = check_count("k_max", k_max, minimum=1)
+    _check_table(n, k_max)
     table = marginals(alpha, beta, n, k_max)
     fig = Figure(figsize=(10, 3.8), layout="constrained")
     ax_map, ax_rows = fig.subplots(1, 2, width_ratios=[1.6, 1])
