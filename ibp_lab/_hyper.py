@@ -128,23 +128,28 @@ def alpha_upper(n_rows: int, beta: float) -> float:
     return min(MAX_PARAMETER, MAX_EXPECTED_FEATURES / harmonic(n_rows, beta))
 
 
-def _scale_problem(scale: DataScale, sigma_x: float, sigma_a: float) -> str | None:
-    """Why the (already positive, finite) scales are refused for these data, or None."""
-    for name, value in (("sigma_x", sigma_x), ("sigma_a", sigma_a)):
+def _scale_problem(scale: DataScale, sigma_x: float, sigma_a: float, name: str = "X") -> str | None:
+    """Why the (already positive, finite) scales are refused for these data, or None.
+
+    ``name`` is the caller's name for the data (``X_train``, ``X_test``), so that the
+    message points at the argument the caller actually passed.
+    """
+    for scale_name, value in (("sigma_x", sigma_x), ("sigma_a", sigma_a)):
         if value < MIN_SCALE:
-            return f"{name} must be >= {MIN_SCALE:g}, got {value:g}"
+            return f"{scale_name} must be >= {MIN_SCALE:g}, got {value:g}"
     if scale.too_large_for(sigma_x):
         return (
-            f"X is too large for sigma_x = {sigma_x:g}: sum((X / sigma_x)^2) overflows; "
+            f"{name} is too large for sigma_x = {sigma_x:g}: sum(({name} / sigma_x)^2) overflows; "
             "rescale the data (for example divide X by its standard deviation)"
         )
     return None
 
 
-def check_scales(X: np.ndarray, sigma_x: float, sigma_a: float) -> None:
+def check_scales(X: np.ndarray, sigma_x: float, sigma_a: float, *, name: str = "X") -> None:
     """Refuse scales whose squares underflow and data that overflow once divided by sigma_x.
 
-    ``X``, ``sigma_x`` and ``sigma_a`` must already be validated arrays and floats.
+    ``X``, ``sigma_x`` and ``sigma_a`` must already be validated arrays and floats;
+    ``name`` is the caller's name for ``X``, used in the message.
 
     Examples
     --------
@@ -153,7 +158,7 @@ def check_scales(X: np.ndarray, sigma_x: float, sigma_a: float) -> None:
     ...
     ValueError: X is too large for sigma_x = 1e-100: sum((X / sigma_x)^2) overflows; rescale the data (for example divide X by its standard deviation)
     """
-    problem = _scale_problem(DataScale.of(X), sigma_x, sigma_a)
+    problem = _scale_problem(DataScale.of(X), sigma_x, sigma_a, name)
     if problem:
         raise ValueError(problem)
 
@@ -187,7 +192,9 @@ def scales_allowed(scale: DataScale, sigma_x: float, sigma_a: float) -> bool:
     )
 
 
-def check_hyperparameters(X: np.ndarray, alpha, sigma_x, sigma_a, beta=1.0) -> Hyperparameters:
+def check_hyperparameters(
+    X: np.ndarray, alpha, sigma_x, sigma_a, beta=1.0, *, name: str = "X"
+) -> Hyperparameters:
     """Check the model's hyperparameters against each other and the (validated) data ``X``.
 
     The one door of every sampler, move, enumeration and held-out scorer of the
@@ -199,6 +206,8 @@ def check_hyperparameters(X: np.ndarray, alpha, sigma_x, sigma_a, beta=1.0) -> H
         ``(N, D)`` data, already through :func:`ibp_lab._checks.check_data_matrix`.
     alpha, sigma_x, sigma_a, beta
         The hyperparameters.
+    name : str, optional
+        The caller's name for ``X`` (``"X_train"``, say), used in the messages.
 
     Returns
     -------
@@ -217,7 +226,7 @@ def check_hyperparameters(X: np.ndarray, alpha, sigma_x, sigma_a, beta=1.0) -> H
     sigma_x = check_positive("sigma_x", sigma_x)
     sigma_a = check_positive("sigma_a", sigma_a)
     beta = check_positive("beta", beta)
-    problem = _scale_problem(DataScale.of(X), sigma_x, sigma_a) or _ratio_problem(sigma_x, sigma_a)
+    problem = _scale_problem(DataScale.of(X), sigma_x, sigma_a, name) or _ratio_problem(sigma_x, sigma_a)
     if problem:
         raise ValueError(problem)
     expected = alpha * harmonic(X.shape[0], beta)

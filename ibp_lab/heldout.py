@@ -27,6 +27,7 @@ of log-densities: the predictive density is a mixture over draws.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,7 @@ from ibp_lab._checks import (
     check_positive,
     check_real_array,
     check_rng,
+    check_size,
 )
 from ibp_lab._hyper import MAX_FEATURES, check_feature_matrix, check_hyperparameters, check_scales
 
@@ -77,6 +79,9 @@ def split_top_bottom(shape: tuple[int, int] = (8, 6), *, n_top_rows: int = 4) ->
     >>> top.size, bottom.size, int(bottom[0])
     (24, 24, 24)
     """
+    # anything without a length (None, a number) is refused here, not by len()
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, (Sequence, np.ndarray)):
+        raise TypeError(f"shape must be a pair (rows, columns) of integers, got {shape!r}")
     if len(shape) != 2:
         raise ValueError(f"shape must be (rows, columns), got {shape!r}")
     n_rows = check_count("shape[0]", shape[0], minimum=2)
@@ -93,11 +98,13 @@ def _index_array(name: str, value) -> np.ndarray:
         raise ValueError(f"{name} must be a non-empty 1-D array of pixel indices") from None
 
 
-def _check_split(X, observed, hidden):
-    X = check_data_matrix("X", X)
+def _check_split(X, observed, hidden, *, name: str = "X"):
+    """The digits and the two pixel index sets; ``name`` is the caller's name for ``X``."""
+    X = check_data_matrix(name, X)
     if np.abs(X).max() > 1e50:
         # squared residuals would overflow and the log density become -inf
-        raise ValueError(f"X is too large for a density (max |x| = {np.abs(X).max():.3g}); rescale it")
+        raise ValueError(
+            f"{name} is too large for a density (max |x| = {np.abs(X).max():.3g}); rescale it")
     observed = _index_array("observed", observed)
     hidden = _index_array("hidden", hidden)
     for name, idx in (("observed", observed), ("hidden", hidden)):
@@ -193,6 +200,12 @@ def gaussian_conditional(mean, cov, X, observed, hidden) -> tuple[np.ndarray, np
         raise ValueError(f"mean must have shape ({D},) and cov ({D}, {D}), got {mean.shape} and {cov.shape}")
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
         raise ValueError("mean and cov must be finite")
+    # a covariance is symmetric; the formulas below read only some of its blocks, so an
+    # asymmetric matrix would otherwise give an answer for a Gaussian that does not exist
+    # (rounding-level asymmetry, as from W @ W.T, is allowed)
+    scale = float(np.abs(cov).max())
+    if float(np.abs(cov - cov.T).max()) > 1e-10 * max(scale, np.finfo(float).tiny):
+        raise ValueError("cov must be symmetric (a covariance matrix), got cov != cov.T")
     c_oo = cov[np.ix_(observed, observed)]
     c_ho = cov[np.ix_(hidden, observed)]
     try:
@@ -390,12 +403,18 @@ def _check_finite_model(X, probabilities, features, sigma_x, feature_variances):
     probs = check_real_array("probabilities", probabilities)
     if probs.ndim == 1:
         probs = probs[None]
-    if probs.ndim != 2 or probs.shape[1] == 0:
-        raise ValueError(f"probabilities must be a 2-D (draws, features) array, got shape {probs.shape}")
+    if probs.ndim != 2 or probs.shape[0] == 0 or probs.shape[1] == 0:
+        raise ValueError(
+            "probabilities must be a 2-D (draws, features) array with at least one draw and "
+            f"one feature, got shape {probs.shape}")
     S, K = probs.shape
     A = check_real_array("features", features)
-    if A.ndim == 2:
-        A = A[None]
+    # (S, K, D) exactly: a 2-D array is ambiguous (one draw's K x D images, or S x D
+    # images of one feature), so it is refused rather than guessed
+    if A.ndim != 3:
+        raise ValueError(
+            f"features must be a 3-D (draws, features, pixels) array of shape ({S}, {K}, "
+            f"{X.shape[1]}), got {A.ndim} dimension(s)")
     if A.shape != (S, K, X.shape[1]):
         raise ValueError(f"features must have shape ({S}, {K}, {X.shape[1]}), got {A.shape}")
     if K > MAX_PATTERN_FEATURES:
@@ -493,21 +512,22 @@ def ibp_gibbs_heldout(
 
     X_train = check_data_matrix("X_train", X_train)
     draws = _check_gibbs_draws(X_train, samples, beta)  # the samplers' door comes first
-    X_test, observed, hidden = _check_split(X_test, observed, hidden)
+    X_test, observed, hidden = _check_split(X_test, observed, hidden, name="X_test")
     if X_test.shape[1] != X_train.shape[1]:
         raise ValueError(f"X_test must have {X_train.shape[1]} columns like X_train, got {X_test.shape[1]}")
     for _, hyper in draws:
-        check_scales(X_test, hyper.sigma_x, hyper.sigma_a)
+        check_scales(X_test, hyper.sigma_x, hyper.sigma_a, name="X_test")
     rng = check_rng(rng)
     n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
     max_new = check_count("max_new", max_new, maximum=MAX_FEATURES)
-    n_terms = len(draws) * (n_sweeps - burn) * X_test.shape[0]
-    if n_terms > _MAX_HELDOUT_TERMS:
-        raise ValueError(
-            f"draws x kept sweeps x digits = {len(draws)} x {n_sweeps - burn} x {X_test.shape[0]} "
-            f"log densities is more than {_MAX_HELDOUT_TERMS:g} to keep; use fewer of them"
-        )
+    # float product: the estimate itself must not overflow
+    check_size(
+        f"the kept log densities (draws x kept sweeps x digits = {len(draws)} x "
+        f"{n_sweeps - burn} x {X_test.shape[0]})",
+        float(len(draws)) * float(n_sweeps - burn) * float(X_test.shape[0]),
+        names=("samples", "n_sweeps", "burn", "X_test"), limit=_MAX_HELDOUT_TERMS,
+        hint="use fewer draws, sweeps or test digits")
     N, n = X_train.shape[0], X_test.shape[0]
     x_obs, x_hid = X_test[:, observed], X_test[:, hidden]
     d_obs, d_hid = observed.size, hidden.size
@@ -570,7 +590,7 @@ def _check_gibbs_draws(X_train, samples, beta):
         Z, sigma_x, sigma_a, alpha = draw
         Z = check_feature_matrix(f"samples[{s}] Z", Z, n_rows=X_train.shape[0])
         # the samplers' door: a draw is scored only at settings a sampler could produce
-        hyper = check_hyperparameters(X_train, alpha, sigma_x, sigma_a, beta)
+        hyper = check_hyperparameters(X_train, alpha, sigma_x, sigma_a, beta, name="X_train")
         draws.append((Z, hyper))
     return draws
 
@@ -606,6 +626,11 @@ def compare_heldout(results: dict, X_hidden, *, reference: str) -> list[dict]:
     """
     if not isinstance(results, dict):
         raise TypeError("results must be a dict: model name -> HeldoutResult")
+    if not results:
+        # both arguments are at fault: no model to score, and none for reference to name
+        raise ValueError(
+            "results must hold at least one model (name -> HeldoutResult), got an empty dict: "
+            "reference must be one of its names")
     for name, result in results.items():
         if not isinstance(result, HeldoutResult):
             raise TypeError(f"results[{name!r}] must be a HeldoutResult, got {type(result).__name__}")
