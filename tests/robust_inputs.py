@@ -141,6 +141,11 @@ def _matrix(base):
     ]
 
 
+def _stack(base):
+    """Junk for data of shape (..., N, D): a matrix, or a stack of them (a 3-D array is valid)."""
+    return [(name, value, A if name == "3-D" else expect) for name, value, expect in _matrix(base)]
+
+
 def _vector(base):
     """Junk for a 1-D real array (the "list" case keeps the valid dtype: [1, 2] stays ints)."""
     as_list = np.asarray(base).tolist()
@@ -192,7 +197,7 @@ def _text(base):
 MUTATIONS = {
     "positive": _positive, "nonneg": _nonneg, "real": _real, "count": _count,
     "probability": _probability, "flag": _flag, "rng": _rng, "optional_rng": _optional_rng,
-    "matrix": _matrix, "vector": _vector, "binary": _binary, "shape": _shape, "text": _text,
+    "matrix": _matrix, "stack": _stack, "vector": _vector, "binary": _binary, "shape": _shape, "text": _text,
 }
 
 
@@ -433,7 +438,8 @@ def specs_prior():
              dict(alpha=P, n=C, n_features=C, beta=P), is_distribution,
              extremes=[("alpha 1e6", dict(alpha=1e6), E), ("alpha 1e-100", dict(alpha=1e-100), E)]),
         Spec("prior.stick_truncation_level", m.stick_truncation_level, dict(alpha=2.0, n=5, tol=0.01),
-             dict(alpha=P, n=C, tol="probability"),
+             # tol bounds an expected number of lost ownerships over all rows, not a probability
+             dict(alpha=P, n=C, tol=P),
              lambda k: None if isinstance(k, int) and k >= 0 else f"not a count: {k!r}",
              extremes=[("alpha 1e6", dict(alpha=1e6), E), ("tol 1e-300", dict(tol=1e-300), E)]),
     ]
@@ -852,7 +858,7 @@ def specs_predictive():
                                      ("short tuple", [(Z,)], R), ("sigma 1e-100", [(Z, 1e-100, 1.0)], E)])),
         Spec("predictive_checks.ink_statistics", m.ink_statistics,
              dict(ink=[[0.0, 0.5], [1.0, -0.2]], blank_below=1 / 32),
-             dict(ink="matrix", blank_below="real"),
+             dict(ink="stack", blank_below="real"),  # documented for (..., N, D): chapter 9 passes 3-D
              lambda s: first_problem(in_unit_interval(s["share_blank"]), in_unit_interval(s["share_negative"]))),
     ]
 
