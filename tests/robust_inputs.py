@@ -1339,7 +1339,8 @@ def specs_plotting():
         Spec("plotting.plot_counts_vs_poisson", lambda counts, mean, color, label: m.plot_counts_vs_poisson(
             ax(), counts, mean, color=color, label=label),
              dict(counts=[1, 2, 2, 3], mean=2.0, color="#0072B2", label=""),
-             dict(counts="vector", mean=P, color=lambda b: [("nonsense", "nonsense", R), ("None", None, E)],
+             # Poisson(0) is a law (all mass at 0): the mean may be zero
+             dict(counts="vector", mean="nonneg", color=lambda b: [("nonsense", "nonsense", R), ("None", None, E)],
                   label="text"), draw,
              extremes=[("mean 1e6", dict(mean=1e6), E), ("counts 1e12", dict(counts=[10**12]), E),
                        ("negative counts", dict(counts=[-1, 2]), R), ("fractional counts", dict(counts=[1.5]), R)]),
