@@ -115,10 +115,13 @@ def count_classes(n_rows: int, k_max: int) -> int:
     return comb(n_types + k_max, k_max)
 
 
-def _check_size(n_rows: int, k_max: int) -> None:
+def _check_size(n_rows: int, k_max: int, *, rows_from: str = "X") -> None:
+    """Refuse an enumeration too large to run; ``rows_from`` names the argument that set
+    ``n_rows`` (``X`` for the posteriors, ``n_rows`` itself for :func:`enumerate_classes`)."""
     if n_rows > MAX_ROWS:
+        what = "X must have at most" if rows_from == "X" else f"{rows_from} must be at most"
         raise ValueError(
-            f"X must have at most {MAX_ROWS} rows for exact enumeration, got {n_rows}: "
+            f"{what} {MAX_ROWS} rows for exact enumeration, got {n_rows}: "
             f"with N rows there are 2^N - 1 column types and the number of classes grows "
             f"like (2^N - 1)^k_max / k_max!"
         )
@@ -157,7 +160,7 @@ def enumerate_classes(n_rows: int, k_max: int):
     """
     n_rows = check_count("n_rows", n_rows, minimum=1)
     k_max = check_count("k_max", k_max)
-    _check_size(n_rows, k_max)
+    _check_size(n_rows, k_max, rows_from="n_rows")
     types = _column_types(n_rows)
     for combo in _multisets(types.shape[1], k_max):
         yield types[:, list(combo)]

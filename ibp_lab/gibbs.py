@@ -967,7 +967,12 @@ def run_chain(
     thin, burn : int, optional
         Keep ``Z`` every ``thin`` sweeps after the first ``burn``.
     n_scale_steps : int, optional
-        Metropolis steps per sweep for each updated scale.
+        Metropolis steps per sweep for each updated scale, at most 10000.
+        It must be >= 1 when ``update_sigma_a`` or
+        ``update_sigma_x`` is true: with no step the scale never moves, so
+        "updated" would be false and its acceptance rate 0/0. To hold the scales
+        fixed, pass ``update_sigma_a=False`` (and ``update_sigma_x=False``); then
+        0 is accepted.
     progress : bool, optional
         Show a tqdm progress bar.
 
@@ -997,6 +1002,11 @@ def run_chain(
     thin = check_count("thin", thin, minimum=1)
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
     n_scale_steps = check_count("n_scale_steps", n_scale_steps, maximum=_MAX_SCALE_STEPS)
+    if n_scale_steps == 0 and (flags["update_sigma_a"] or flags["update_sigma_x"]):
+        # zero steps would report a NaN (0/0) acceptance for a scale that never moved
+        raise ValueError(
+            "n_scale_steps must be >= 1 when update_sigma_a or update_sigma_x is True, got 0; "
+            "to hold the scales fixed pass update_sigma_a=False and update_sigma_x=False")
     prior_shape, prior_rate = _check_alpha_prior(alpha_prior)
     N, D = X.shape
     Z = np.ones((N, 1), np.int8) if Z0 is None else check_feature_matrix("Z0", Z0, n_rows=N)
@@ -1063,7 +1073,8 @@ def run_chain(
     acceptance = {}
     for name, active in scales.items():
         if active:
-            acceptance[name] = accepted[name] / tried[name] if tried[name] else float("nan")
+            # tried > 0 here: n_scale_steps >= 1 (checked above) and burn < n_sweeps
+            acceptance[name] = accepted[name] / tried[name]
             acceptance[f"{name}_step"] = math.exp(log_steps[name])
     return ChainResult(trace, samples, np.array(sample_draws, dtype=np.int64), Z, alpha,
                        sigma_x, sigma_a, acceptance)
