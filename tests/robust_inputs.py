@@ -1434,6 +1434,306 @@ def specs_widgets():
 
 
 # ---------------------------------------------------------------------------------------
+# specs: the figure functions of the plotting submodules (not re-exported by the package)
+# ---------------------------------------------------------------------------------------
+
+
+def _figure_drawn(result):
+    """A matplotlib Figure (or the Axes of one) came back, and it draws."""
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    fig = result.figure if isinstance(result, Axes) else result
+    if not isinstance(fig, Figure):
+        return f"not a matplotlib Figure: {type(result).__name__}"
+    fig.set_dpi(20)
+    fig.canvas.draw()
+    return None
+
+
+def _mapping_junk(good_value):
+    """Junk for a dict of names -> something, given one valid value."""
+    def mutations(base):
+        return [("None", None, R), ("str", "x", R), ("empty", {}, R), ("list", [good_value], R),
+                ("int key", {3: good_value}, R), ("None value", {"a": None}, R),
+                ("str value", {"a": "x"}, R), ("markup key", {_MARKUP: good_value}, E)]
+    return mutations
+
+
+def _seq_of_str_junk(n):
+    """Junk for a list of ``n`` strings (labels)."""
+    def mutations(base):
+        return [("too few", ["a"] * (n - 1), R), ("too many", ["a"] * (n + 1), R), ("str", "a" * n, R),
+                ("ints", list(range(n)), R), ("markup", [_MARKUP] * n, E)]
+    return mutations
+
+
+def _axes_junk(base):
+    """Junk for an optional matplotlib Axes."""
+    from matplotlib.figure import Figure
+
+    return [("str", "ax", R), ("int", 3, R), ("figure", Figure(), R), ("list", [1], R)]
+
+
+def _optional_probability(base):
+    return _probability(base) + [("None", None, A)]
+
+
+def specs_plotting_submodules():
+    import arviz as az
+    import matplotlib
+    import xarray as xr
+    from matplotlib.figure import Figure
+
+    from ibp_lab.plotting import heldout, pymc, recursive, split_merge, streaming
+    from ibp_lab.predictive_checks import ink_statistics
+    from ibp_lab.recursive import marginals
+    from ibp_lab.split_merge import MoveChains
+    from ibp_lab.streaming import StreamCost
+
+    matplotlib.use("Agg")
+    rng = np.random.default_rng(0)
+    draw = _figure_drawn
+
+    def new_ax():
+        return Figure(figsize=(2, 2)).subplots()
+
+    # heldout
+    real = ink_statistics(rng.random((1, 5, 4)))
+    replicated = ink_statistics(rng.normal(size=(3, 5, 4)))
+    stats_nan = {k: np.asarray(v, float) * np.nan for k, v in real.items()}
+    stats_missing = {k: v for k, v in real.items() if k != "share_blank"}
+    stats_junk = lambda b: [("None", None, R), ("str", "x", R), ("empty", {}, R), ("missing key", stats_missing, R),
+                            ("nan values", stats_nan, R), ("list", [1.0], R),
+                            ("str values", {k: "x" for k in b}, R)]
+    X_raw = rng.random((2, 4))
+
+    # pymc
+    lp = -np.arange(20.0).reshape(2, 10)
+    idata_lp = az.from_dict(sample_stats={"lp": lp})
+    idata_nan = az.from_dict(sample_stats={"lp": lp * np.nan})
+    idata_pi_only = az.from_dict(posterior={"pi": np.full((2, 3, 2), 0.5)}, dims={"pi": ["feature"]})
+    pi = np.sort(rng.random((2, 30, 3)), axis=-1)[..., ::-1]
+    idata_pi = az.from_dict(posterior={"pi": pi}, dims={"pi": ["feature"]})
+    pi_nan, pi_big = pi.copy(), pi.copy()
+    pi_nan[0, 0, 0], pi_big[0, 0, 0] = np.nan, 2.0
+    idata_junk = lambda b: [
+        ("None", None, R), ("str", "idata", R), ("array", pi, R), ("no pi", idata_lp, R),
+        ("nan pi", az.from_dict(posterior={"pi": pi_nan}, dims={"pi": ["feature"]}), R),
+        ("pi above 1", az.from_dict(posterior={"pi": pi_big}, dims={"pi": ["feature"]}), R),
+        ("pi without feature", az.from_dict(posterior={"pi": pi[..., 0]}), R),
+        ("no features", az.from_dict(posterior={"pi": pi[..., :0]}, dims={"pi": ["feature"]}), R),
+        ("one draw", az.from_dict(posterior={"pi": pi[:1, :1]}, dims={"pi": ["feature"]}), E)]
+    runs_junk = lambda b: _mapping_junk(idata_lp)(b) + [
+        ("no lp", {"a": idata_pi}, R), ("nan lp", {"a": idata_nan}, R),
+        ("many runs", {str(i): idata_lp for i in range(1500)}, R)]
+
+    # split_merge
+    sm_stats = {"kind": np.array(["split", "merge", "split"]), "log_ratio": np.array([-50.0, -3.0, -np.inf])}
+    stats_by_move_junk = lambda b: _mapping_junk(sm_stats)(b) + [
+        ("missing log_ratio", {"a": {"kind": sm_stats["kind"]}}, R),
+        ("lengths differ", {"a": {"kind": sm_stats["kind"], "log_ratio": np.zeros(2)}}, R),
+        ("nan ratio", {"a": {**sm_stats, "log_ratio": np.array([np.nan, 0.0, 1.0])}}, R),
+        ("complex ratio", {"a": {**sm_stats, "log_ratio": sm_stats["log_ratio"] + 1j}}, R),
+        ("empty stats", {"a": {"kind": np.array([], "<U5"), "log_ratio": np.array([])}}, E),
+        ("many moves", {str(i): sm_stats for i in range(1500)}, R)]
+
+    def move_chains(values=None, seconds=(1.0, 2.0), n_draws=5):
+        values = np.arange(2.0 * n_draws).reshape(2, n_draws) if values is None else values
+        trace = xr.Dataset({"k_plus": (("chain", "draw"), values), "log_joint": (("chain", "draw"), -values)})
+        return MoveChains(trace=trace, stats=[{}, {}], states=[np.ones((3, 1))] * 2, seconds=np.asarray(seconds))
+
+    run = move_chains()
+    nan_values = np.arange(10.0).reshape(2, 5)
+    nan_values[0, 0] = np.nan
+    traces_runs_junk = lambda b: _mapping_junk(run)(b) + [
+        ("nan trace", {"a": move_chains(nan_values)}, R),
+        ("missing seconds", {"a": move_chains(seconds=(1.0,))}, R),
+        ("negative seconds", {"a": move_chains(seconds=(-1.0, 1.0))}, R),
+        ("no draws", {"a": move_chains(np.zeros((2, 0)), n_draws=0)}, R),
+        ("many runs", {str(i): run for i in range(1500)}, R)]
+
+    # streaming
+    cost = StreamCost(np.array([10, 100]), np.array([1e-4, 1.2e-4]), np.array([800, 1200]),
+                      np.array([5000, 6000]), np.array([3, 5]), np.array([3.0, 5.0]))
+    cost_junk = lambda b: [
+        ("None", None, R), ("str", "cost", R), ("tuple", (1, 2), R), ("dict", {}, R),
+        ("nan", b._replace(seconds_per_obs=np.array([np.nan, 1e-4])), R),
+        ("lengths differ", b._replace(n=np.array([10])), R),
+        ("zero n", b._replace(n=np.array([0, 100])), R),
+        ("negative bytes", b._replace(state_bytes=np.array([-1, 2])), R),
+        ("complex", b._replace(peak_bytes=b.peak_bytes + 1j), R),
+        ("no checkpoints", StreamCost(*(np.array([]) for _ in range(6))), E),
+        ("strings", b._replace(n_slots=np.array(["3", "5"])), R)]
+    time_fit_junk = lambda b: [("nan", (np.nan, 1.0), R), ("one number", (1.0,), R), ("str", "ab", R),
+                               ("complex", (1j, 1.0), R), ("inf", (1.0, np.inf), R), ("None", None, A),
+                               ("array", np.array([50.0, 10.0]), A)]
+
+    # recursive
+    table = marginals(2.0, 1.0, 5, 6)
+    bad_table = table.copy()
+    bad_table[0, 0] = np.nan
+    results = {(2.0, 1.0): (table, table)}
+    results_junk = lambda b: [
+        ("None", None, R), ("str", "r", R), ("empty", {}, R), ("list", [(table, table)], R),
+        ("missing pair", {(3.0, 1.0): (table, table)}, R), ("one table", {(2.0, 1.0): table}, R),
+        ("shapes differ", {(2.0, 1.0): (table, table[:, :3])}, R),
+        ("nan table", {(2.0, 1.0): (table, bad_table)}, R),
+        ("above 1", {(2.0, 1.0): (table, table + 1.0)}, R),
+        ("1-D table", {(2.0, 1.0): (table[0], table[0])}, R),
+        ("str tables", {(2.0, 1.0): ("a", "b")}, R)]
+    grid_junk = lambda b: [("None", None, R), ("str", "2", R), ("empty", [], R), ("nan", [np.nan], R),
+                           ("complex", [2.0 + 0j], R), ("not in results", [3.0], R),
+                           ("numpy", np.asarray(b), A), ("many", list(np.arange(1.0, 1500.0)), R)]
+    optional_count = lambda b: [("negative", -1, R), ("float", 2.5, R), ("str", "3", R), ("bool", True, R),
+                                ("int", 100, A), ("np.int64", np.int64(100), A), ("nan", float("nan"), R)]
+    errors = {(2.0, 1.0): (np.array([0.01, 0.001]), 0.1), (4.0, 1.0): (np.array([0.02, 0.002]), 0.2)}
+    errors_junk = lambda b: [
+        ("None", None, R), ("str", "e", R), ("empty", {}, R), ("list", [1], R),
+        ("key not a pair", {2.0: (np.array([0.01, 0.001]), 0.1)}, R),
+        ("str key", {"a": (np.array([0.01, 0.001]), 0.1)}, R),
+        ("value not a pair", {(2.0, 1.0): np.array([0.01, 0.001])}, R),
+        ("mse too short", {(2.0, 1.0): (np.array([0.01]), 0.1)}, R),
+        ("nan mse", {(2.0, 1.0): (np.array([np.nan, 0.001]), 0.1)}, R),
+        ("negative mse", {(2.0, 1.0): (np.array([-0.01, 0.001]), 0.1)}, R),
+        ("nan variance", {(2.0, 1.0): (np.array([0.01, 0.001]), np.nan)}, R),
+        ("negative variance", {(2.0, 1.0): (np.array([0.01, 0.001]), -1.0)}, R),
+        ("str variance", {(2.0, 1.0): (np.array([0.01, 0.001]), "0.1")}, R),
+        ("complex mse", {(2.0, 1.0): (np.array([0.01, 0.001]) + 1j, 0.1)}, R),
+        ("zero mse", {(2.0, 1.0): (np.array([0.0, 0.001]), 0.1)}, E),
+        ("many curves", {(float(i), 1.0): (np.array([0.01, 0.001]), 0.1) for i in range(1, 1500)}, E)]
+    sizes_junk = lambda b: _vector(b) + [("zero", [0, 100], R), ("negative", [-10, 100], R),
+                                          ("fractional", [10.5, 100], R)]
+    bytes_junk = lambda b: _vector(b) + [("zero", [0, 200], R), ("negative", [-100, 200], R),
+                                          ("length differs", [100], R)]
+
+    return [
+        # heldout
+        Spec("plotting.heldout.ink_check_figure", heldout.ink_check_figure,
+             dict(real=real, replicated=replicated, ink_real=rng.random((5, 4)),
+                  ink_replicated=rng.normal(size=(3, 5, 4))),
+             dict(real=stats_junk, replicated=stats_junk,
+                  ink_real=lambda b: [m_ for m_ in _stack(b) if m_[0] not in ("one row", "1-D row")],
+                  ink_replicated=lambda b: [m_ for m_ in _stack(b[0]) if m_[0] not in ("one row", "1-D row")]),
+             draw, extremes=[("no raw ink", dict(ink_real=None, ink_replicated=None), A),
+                             ("ink_real alone", dict(ink_replicated=None), R),
+                             ("ink_replicated alone", dict(ink_real=None), R)]),
+        Spec("plotting.heldout.completion_figure", heldout.completion_figure,
+             dict(X_raw=X_raw, predictions={"m": np.ones((2, 2))}, observed=[0, 1], hidden=[2, 3], shape=(2, 2),
+                  offset=None),
+             dict(X_raw="matrix", observed=_indices(4), hidden=_indices(4), shape="shape",
+                  predictions=lambda b: _mapping_junk(np.ones((2, 2)))(b) + [
+                      ("wrong shape", {"m": np.ones((2, 3))}, R), ("nan", {"m": np.full((2, 2), np.nan)}, R),
+                      ("complex", {"m": np.ones((2, 2)) + 1j}, R), ("empty", {}, E),
+                      ("many models", {str(i): np.ones((2, 2)) for i in range(600)}, R)],
+                  offset=lambda b: _vector(np.zeros(4)) + [("too short", np.zeros(3), R)]),
+             draw, extremes=[("many digits", dict(X_raw=rng.random((1500, 4)),
+                                                  predictions={"m": np.ones((1500, 2))}), R),
+                             ("overlap", dict(observed=[0, 1, 2], hidden=[2, 3]), E),
+                             ("offset", dict(offset=np.full(4, 0.1)), A)]),
+        # pymc
+        Spec("plotting.pymc.log_density_figure", pymc.log_density_figure,
+             dict(runs={"run": idata_lp}, lower_quantile=0.01),
+             dict(runs=runs_junk, lower_quantile="probability"), draw),
+        Spec("plotting.pymc.stick_posterior_figure", pymc.stick_posterior_figure,
+             dict(idata=idata_pi, threshold=0.01),
+             dict(idata=idata_junk, threshold=_optional_probability), draw,
+             extremes=[("pi constant", dict(idata=idata_pi_only), A)]),
+        Spec("plotting.pymc.feature_usage_figure", pymc.feature_usage_figure,
+             dict(probabilities=np.full((4, 2), 0.5), labels=[0, 0, 1, 1], feature_names=None),
+             dict(probabilities="matrix",
+                  labels=lambda b: [("too short", [0], R), ("None", None, R), ("nan", [0, 0, 1, np.nan], R),
+                                    ("str", "0011", R), ("strings", ["a", "a", "b", "b"], A),
+                                    ("2-D", [[0, 0, 1, 1]], R)],
+                  feature_names=_seq_of_str_junk(2)), draw,
+             extremes=[("above 1", dict(probabilities=np.full((4, 2), 1.5)), R),
+                       ("negative", dict(probabilities=np.full((4, 2), -0.5)), R),
+                       ("many features", dict(probabilities=np.full((4, 10**5), 0.5)), E)]),
+        Spec("plotting.pymc.gradient_cost_figure", pymc.gradient_cost_figure,
+             dict(n_features=[2, 4], seconds=[1e-4, 4e-4], reference=None),
+             dict(n_features=lambda b: _vector(b) + [("fractional", [2.5, 4], R), ("negative", [-2, 4], R),
+                                                     ("length differs", [2, 4, 6], R)],
+                  seconds=lambda b: _vector(b) + [("negative", [-1e-4, 4e-4], R), ("zero", [0.0, 4e-4], R),
+                                                  ("length differs", [1e-4], R)],
+                  reference=lambda b: [("not timed", 3, R), ("str", "2", R), ("float", 2.5, R),
+                                       ("bool", True, R), ("timed", 2, A), ("np.int64", np.int64(4), A)]),
+             draw, extremes=[("far apart", dict(n_features=[1, 1000], seconds=[1e-4, 1.0]), E)]),
+        # split_merge
+        Spec("plotting.split_merge.plot_log_ratios", split_merge.plot_log_ratios,
+             dict(stats_by_move={"random": sm_stats}, axes=None, floor=-2000.0),
+             dict(stats_by_move=stats_by_move_junk,
+                  axes=lambda b: [("str", "ax", R), ("int", 3, R), ("empty", [], R),
+                                  ("one Axes", new_ax(), E), ("list of None", [None], R),
+                                  ("list of Axes", [new_ax()], A), ("too many", [new_ax(), new_ax()], E)],
+                  floor=lambda b: _real(b) + [("zero", 0.0, R), ("positive", 5.0, R), ("-1", -1.0, A),
+                                              ("-1e300", -1e300, E)]), draw),
+        Spec("plotting.split_merge.plot_k_plus_check", split_merge.plot_k_plus_check,
+             dict(frequencies=[0.2, 0.5, 0.3], p_exact=[0.25, 0.45, 0.3], ax=None, label="sampler"),
+             dict(frequencies=lambda b: _vector(b) + [("too short", [0.2], R), ("above 1", [2.0, 0.5, 0.3], R),
+                                                      ("longer", [0.2, 0.5, 0.2, 0.1], A)],
+                  p_exact=lambda b: _vector(b) + [("negative", [-0.25, 0.45, 0.3], R)],
+                  ax=_axes_junk, label="text"), draw,
+             extremes=[("an Axes", dict(ax=new_ax()), A)]),
+        Spec("plotting.split_merge.plot_traces_by_time", split_merge.plot_traces_by_time,
+             dict(runs={"with the move": run}, variables=("k_plus", "log_joint"), labels=None, ylabels=None,
+                  ylim_quantile=0.02),
+             dict(runs=traces_runs_junk,
+                  variables=lambda b: [("str", "k_plus", R), ("unknown", ["nope"], R), ("empty", [], R),
+                                       ("None", None, R), ("ints", [1, 2], R), ("one", ["k_plus"], A),
+                                       ("many", ["k_plus"] * 1500, R)],
+                  labels=_seq_of_str_junk(2), ylabels=_seq_of_str_junk(2),
+                  ylim_quantile=_optional_probability), draw,
+             extremes=[("labels", dict(labels=["a", "b"], ylabels=["K+", "log joint"]), A)]),
+        # streaming
+        Spec("plotting.streaming.feature_count_figure", streaming.feature_count_figure,
+             dict(histories={"run": [1.0, 2.0, 2.0]}, true_count=[1, 2, 2], log_x=False, title=None),
+             dict(histories=lambda b: _mapping_junk([1.0, 2.0])(b) + [
+                      ("nan", {"a": [np.nan, 1.0]}, R), ("complex", {"a": [1j]}, R),
+                      ("2-D", {"a": np.ones((2, 2))}, R), ("empty values", {"a": []}, E),
+                      ("many runs", {str(i): [1.0] for i in range(1500)}, R)],
+                  true_count=lambda b: _vector(b) + [("None", None, A)], log_x="flag", title="text"), draw),
+        Spec("plotting.streaming.next_prior_figure", streaming.next_prior_figure,
+             dict(dish=[1, 2, 3], prob=[0.5, 0.2, 0.01], n_kept=2, title=None),
+             dict(dish=lambda b: _vector(b) + [("length differs", [1, 2], R)],
+                  prob=lambda b: _vector(b) + [("above 1", [1.5, 0.2, 0.01], R), ("negative", [-0.5, 0.2, 0.01], R),
+                                               ("all zero", [0.0, 0.0, 0.0], E)],
+                  n_kept=lambda b: _count(b) + [("more than slots", 4, R)], title="text"), draw),
+        Spec("plotting.streaming.matched_features_figure", streaming.matched_features_figure,
+             dict(learned=np.eye(4), true=np.eye(4), shape=(2, 2), match=[0, 1, 2, 3], correlation=[1, 1, 1, 1]),
+             dict(learned="matrix", true="matrix", shape="shape",
+                  match=lambda b: [("out of range", [0, 1, 2, 4], R), ("below -1", [0, 1, 2, -2], R),
+                                   ("float", [0.5, 1, 2, 3], R), ("str", "0123", R), ("None", None, R),
+                                   ("too short", [0], R), ("2-D", [[0, 1, 2, 3]], R), ("complex", [0j, 1, 2, 3], R),
+                                   ("unmatched", [0, 1, -1, 3], A)],
+                  correlation=lambda b: _vector(b) + [("too short", [1.0], R), ("above 1", [2.0, 1, 1, 1], R)]),
+             draw, extremes=[("many features", dict(true=np.zeros((1500, 4)), match=np.zeros(1500, int),
+                                                    correlation=np.zeros(1500)), R)]),
+        Spec("plotting.streaming.feature_grid_figure", streaming.feature_grid_figure,
+             dict(features=np.eye(4), usage=[1.0, 5.0, 2.0, 0.5], shape=(2, 2), ncols=4, max_features=40,
+                  title=None),
+             dict(features="matrix", shape="shape", ncols=C, title="text",
+                  usage=lambda b: _vector(b) + [("too short", [1.0], R), ("negative", [-1.0, 5, 2, 0.5], R)],
+                  max_features=lambda b: _count(b) + [("one", 1, A)]), draw,
+             extremes=[("many features", dict(features=np.zeros((3000, 4)), usage=np.ones(3000),
+                                              max_features=3000), R),
+                       ("ncols 1e9", dict(ncols=10**9), E)]),
+        Spec("plotting.streaming.cost_figure", streaming.cost_figure, dict(cost=cost, time_fit=(50.0, 10.0)),
+             dict(cost=cost_junk, time_fit=time_fit_junk), draw),
+        # recursive
+        Spec("plotting.recursive.comparison_grid_figure", recursive.comparison_grid_figure,
+             dict(results=results, alphas=[2.0], betas=[1.0], n_samples=None),
+             dict(results=results_junk, alphas=grid_junk, betas=grid_junk, n_samples=optional_count), draw),
+        Spec("plotting.recursive.mse_figure", recursive.mse_figure,
+             dict(sample_sizes=[10, 100], errors=errors, slope=None, slope_se=None),
+             dict(sample_sizes=sizes_junk, errors=errors_junk, slope="real", slope_se="nonneg"), draw,
+             extremes=[("slope given", dict(slope=-1.0, slope_se=0.01), A)]),
+        Spec("plotting.recursive.memory_figure", recursive.memory_figure,
+             dict(n_values=[10, 100], state_bytes=[100, 200], history_bytes=[140, 1800]),
+             dict(n_values=sizes_junk, state_bytes=bytes_junk, history_bytes=bytes_junk), draw),
+    ]
+
+
+# ---------------------------------------------------------------------------------------
 # the whole campaign
 # ---------------------------------------------------------------------------------------
 
@@ -1445,6 +1745,7 @@ GROUPS = {
     "models": specs_models, "summaries": specs_summaries, "heldout": specs_heldout,
     "predictive": specs_predictive, "pymc": specs_pymc, "streaming": specs_streaming,
     "plotting": specs_plotting, "widgets": specs_widgets,
+    "plotting_submodules": specs_plotting_submodules,
 }
 
 
