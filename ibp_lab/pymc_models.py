@@ -41,6 +41,7 @@ PyMC is imported inside the functions that need it, so ``import ibp_lab`` and
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -52,6 +53,7 @@ from threadpoolctl import threadpool_limits
 from collections.abc import Mapping
 
 from ibp_lab._checks import (
+    MAX_PARAMETER,
     check_count,
     check_data_matrix,
     check_flag,
@@ -97,9 +99,13 @@ _MAX_REPEATS = 10_000
 def _check_n_features(n_features) -> int:
     n_features = check_count("n_features", n_features, minimum=1)
     if n_features > MAX_FEATURES:
+        # the count of patterns is given as a float power of ten: the exact integer
+        # 2**n_features has n_features bits, and for n_features = 10**12 computing it
+        # for the message alone would run for hours
+        digits = n_features * math.log10(2.0)
         raise ValueError(
             f"n_features must be <= {MAX_FEATURES}: every row sums over 2^n_features patterns "
-            f"({2**n_features} for n_features = {n_features}), too many to enumerate; "
+            f"(about 10^{digits:.0f} for n_features = {n_features}), too many to enumerate; "
             f"got {n_features}"
         )
     return n_features
@@ -306,15 +312,41 @@ def initial_point_from_data(
             f"X must have at least n_features = {n_features} rows to start from, got {X.shape[0]}"
         )
     A = scale * X[rng.choice(X.shape[0], n_features, replace=False)]
+    # the starting scales must be scales the model can hold: numpy_logp accepts sigma_A
+    # (and sigma_X) up to MAX_PARAMETER, and far beyond it the HalfNormal log densities
+    # overflow, so that NUTS fails with "bad initial energy"
+    sigma_A = max(_spread(A), 1e-3)
+    if not sigma_A <= MAX_PARAMETER:
+        raise ValueError(
+            f"X is too large to start from: scale * (rows of X) spread about {sigma_A:.3g}, "
+            f"so the start's sigma_A would exceed {MAX_PARAMETER:g}; rescale the data "
+            "(for example divide X by its standard deviation) or lower scale"
+        )
     start: dict[str, np.ndarray | float] = {
         "A": A,
         "nu": np.full(n_features, nu),
         "alpha": alpha,
-        "sigma_A": float(max(A.std(), 1e-3)),
+        "sigma_A": sigma_A,
     }
     if sigma_x is None:
-        start["sigma_X"] = float(max(0.5 * X.std(), 1e-3))
+        sigma_X = max(0.5 * _spread(X), 1e-3)
+        if not sigma_X <= MAX_PARAMETER:
+            raise ValueError(
+                f"X is too large to start from: half its spread, {sigma_X:.3g}, the start of "
+                f"sigma_X, exceeds {MAX_PARAMETER:g}; rescale the data")
+        start["sigma_X"] = sigma_X
     return start
+
+
+def _spread(values: np.ndarray) -> float:
+    """``values.std()`` without overflow: divided by the largest magnitude first.
+
+    The plain ``std`` squares the entries, which overflows to inf beyond about 1e154.
+    """
+    top = float(np.max(np.abs(values)))
+    if top == 0.0:
+        return 0.0
+    return top * float((values / top).std())
 
 
 def _model_layout(model) -> tuple[int, bool]:
@@ -533,7 +565,11 @@ def pattern_log_posteriors(X, pi, A, sigma_x: float) -> np.ndarray:
     """
     X, pi, A, sigma_x = _check_parameters(X, pi, A, sigma_x)
     joint = _pattern_log_joint(X, *_logs_of_pi(pi), A, sigma_x)
-    return joint - logsumexp(joint, axis=1, keepdims=True)
+    # normalise after shifting by the row maximum: ``joint - logsumexp(joint)`` adds
+    # log(number of tied patterns) to a value that may be ~1e200 (at a tiny sigma_x),
+    # where it rounds away, so that two tied patterns both got probability 1
+    shifted = joint - joint.max(axis=1, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
 
 
 def pattern_posterior(X, pi, A, sigma_x: float) -> np.ndarray:
