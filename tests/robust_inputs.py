@@ -1624,7 +1624,7 @@ def specs_plotting_submodules():
              dict(X_raw="matrix", observed=_indices(4), hidden=_indices(4), shape="shape",
                   predictions=lambda b: _mapping_junk(np.ones((2, 2)))(b) + [
                       ("wrong shape", {"m": np.ones((2, 3))}, R), ("nan", {"m": np.full((2, 2), np.nan)}, R),
-                      ("complex", {"m": np.ones((2, 2)) + 1j}, R), ("empty", {}, E),
+                      ("complex", {"m": np.ones((2, 2)) + 1j}, R),
                       ("many models", {str(i): np.ones((2, 2)) for i in range(600)}, R)],
                   offset=lambda b: _vector(np.zeros(4)) + [("too short", np.zeros(3), R)]),
              draw, extremes=[("many digits", dict(X_raw=rng.random((1500, 4)),

@@ -235,3 +235,89 @@ def check_trace(name: str, trace, variables: Sequence[str]) -> None:
         if trace[v].dims != ("draw",):
             raise ValueError(f"{name}.{v} must be 1-D along 'draw', got dims {trace[v].dims}")
         check_real_array(f"{name}.{v}", trace[v].values)
+
+
+def check_finite(name: str, value, *, ndim: int | None = None, length: int | None = None,
+                 partner: str = "", low: float | None = None, high: float | None = None,
+                 min_size: int = 0) -> np.ndarray:
+    """``value`` as a finite float array, optionally of ``ndim`` dimensions and ``length``.
+
+    ``length`` is the size of the first axis, given by ``partner`` (named in the
+    message); ``low`` and ``high`` bound every entry (probabilities, for instance).
+
+    Examples
+    --------
+    >>> check_finite("prob", [0.5, 0.2], ndim=1, low=0, high=1).tolist()
+    [0.5, 0.2]
+    >>> check_finite("prob", [0.5], ndim=1, length=2, partner="dish")
+    Traceback (most recent call last):
+    ...
+    ValueError: prob must hold one entry per entry of dish (2), got shape (1,)
+    """
+    arr = check_real_array(name, value)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    if length is not None and (arr.ndim == 0 or arr.shape[0] != length):
+        raise ValueError(f"{name} must hold one entry per entry of {partner} ({length}), got shape {arr.shape}")
+    if arr.size < min_size:
+        raise ValueError(f"{name} must hold at least {min_size} value(s), got {arr.size}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (no NaN or infinite values)")
+    if low is not None and arr.size and arr.min() < low:
+        raise ValueError(f"{name} must be >= {low:g}, got {arr.min():g}")
+    if high is not None and arr.size and arr.max() > high:
+        raise ValueError(f"{name} must be <= {high:g}, got {arr.max():g}")
+    return arr
+
+
+def check_panels(name: str, n_panels: float) -> None:
+    """Refuse a figure of more than :data:`MAX_PANELS` panels (or curves), naming ``name``."""
+    check_size("the figure's panels or curves", float(n_panels), names=name, limit=MAX_PANELS,
+               hint="draw fewer at once")
+
+
+def check_optional_real(name: str, value, *, allow_none: bool = True) -> float | None:
+    """``None`` or a finite real number (not a bool), as a float."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
+def check_index_array(name: str, value, size: int, *, partner: str, allow_minus_one: bool = False,
+                      min_size: int = 0) -> np.ndarray:
+    """A 1-D array of integer indices into ``size`` items of ``partner`` (``-1``: none, if allowed).
+
+    Examples
+    --------
+    >>> check_index_array("hidden", [2, 3], 4, partner="X_raw's columns").tolist()
+    [2, 3]
+    >>> check_index_array("hidden", [4], 4, partner="X_raw's columns")
+    Traceback (most recent call last):
+    ...
+    ValueError: hidden must hold indices in [0, 3] (X_raw's columns), got 4
+    """
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be an array of integer indices, got {type(value).__name__}")
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} must be an array of integer indices, got {type(value).__name__}") from exc
+    if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and arr.size == 0):
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size < min_size:
+        raise ValueError(f"{name} must hold at least {min_size} index(es), got {arr.size}")
+    low = -1 if allow_minus_one else 0
+    if arr.size and (arr.min() < low or arr.max() >= size):
+        bad = arr[(arr < low) | (arr >= size)][0]
+        raise ValueError(f"{name} must hold indices in [{low}, {size - 1}] ({partner}), got {bad}")
+    return arr

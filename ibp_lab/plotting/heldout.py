@@ -5,7 +5,14 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ibp_lab._checks import check_real_array
+from collections.abc import Mapping
+
+from ibp_lab.plotting._doors import (
+    check_finite,
+    check_index_array,
+    check_panels,
+    check_shape,
+)
 from ibp_lab.plotting._style import CYCLE, INK_CMAP, PALETTE
 
 __all__ = ["ink_check_figure", "completion_figure"]
@@ -34,6 +41,15 @@ def ink_check_figure(real: dict, replicated: dict, *, ink_real=None, ink_replica
     >>> len(fig.axes)
     2
     """
+    real = _check_ink_stats("real", real)
+    replicated = _check_ink_stats("replicated", replicated)
+    if (ink_real is None) != (ink_replicated is None):
+        raise ValueError("ink_real and ink_replicated must be given together (or neither), got "
+                         f"ink_real {'None' if ink_real is None else 'given'} and ink_replicated "
+                         f"{'None' if ink_replicated is None else 'given'}")
+    if ink_real is not None:
+        ink_real = check_finite("ink_real", ink_real, min_size=1)
+        ink_replicated = check_finite("ink_replicated", ink_replicated, min_size=1)
     n_panels = 3 if ink_real is not None else 2
     fig, axes = plt.subplots(1, n_panels, figsize=(4.2 * n_panels, 3.3))
     axes[0].hist(replicated["share_blank"], bins=15, color=PALETTE["blue"], alpha=0.6,
@@ -59,6 +75,20 @@ def ink_check_figure(real: dict, replicated: dict, *, ink_real=None, ink_replica
         axes[2].legend(frameon=False, fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _check_ink_stats(name: str, stats) -> dict:
+    """Output of :func:`ibp_lab.predictive_checks.ink_statistics`: finite ``share_blank`` and
+    ``digit_share_blank`` in [0, 1]."""
+    if not isinstance(stats, Mapping):
+        raise TypeError(f"{name} must be the dict of ibp_lab.predictive_checks.ink_statistics, "
+                        f"got {type(stats).__name__}")
+    out = dict(stats)
+    for key in ("share_blank", "digit_share_blank"):
+        if key not in stats:
+            raise ValueError(f"{name} must hold {key!r} (from ink_statistics); it has {sorted(map(str, stats))}")
+        out[key] = check_finite(f"{name}[{key!r}]", stats[key], low=0.0, high=1.0, min_size=1)
+    return out
 
 
 def completion_figure(X_raw, predictions: dict, observed, hidden, shape=(8, 6), *, offset=None):
@@ -88,11 +118,34 @@ def completion_figure(X_raw, predictions: dict, observed, hidden, shape=(8, 6), 
     >>> len(fig.axes)
     4
     """
-    X_raw = check_real_array("X_raw", X_raw)
-    observed, hidden = np.asarray(observed), np.asarray(hidden)
-    offset = np.zeros(X_raw.shape[1]) if offset is None else check_real_array("offset", offset)
+    X_raw = check_finite("X_raw", X_raw, ndim=2)
+    n, d = X_raw.shape
+    if n < 1:
+        raise ValueError("X_raw must hold at least one digit (row), got none")
+    shape = check_shape("shape", shape)
+    if shape[0] * shape[1] != d:
+        raise ValueError(f"shape {shape} must hold X_raw's {d} pixels per digit (h * w = {shape[0] * shape[1]})")
+    observed = check_index_array("observed", observed, d, partner="X_raw's pixels", min_size=1)
+    hidden = check_index_array("hidden", hidden, d, partner="X_raw's pixels", min_size=1)
+    offset = (np.zeros(d) if offset is None
+              else check_finite("offset", offset, ndim=1, length=d, partner="X_raw's pixels"))
+    if not isinstance(predictions, Mapping):
+        raise TypeError(f"predictions must be a dict (model name -> predicted pixels), got "
+                        f"{type(predictions).__name__}")
+    if len(predictions) == 0:
+        raise ValueError("predictions must hold at least one model, got an empty dict")
+    check_panels("X_raw and predictions", (len(predictions) + 1) * float(n))
+    checked = {}
+    for name, values in predictions.items():
+        if not isinstance(name, str):
+            raise TypeError(f"predictions keys must be strings (model names), got {type(name).__name__}")
+        values = check_finite(f"predictions[{name!r}]", values, ndim=2)
+        if values.shape != (n, hidden.size):
+            raise ValueError(f"predictions[{name!r}] must have shape {(n, hidden.size)} (one row per digit "
+                             f"of X_raw, one column per hidden pixel), got {values.shape}")
+        checked[name] = values
+    predictions = checked
     rows = ["truth"] + list(predictions)
-    n = X_raw.shape[0]
     fig, axes = plt.subplots(len(rows), n, figsize=(0.9 * n + 1.2, 1.25 * len(rows)), squeeze=False)
     for r, name in enumerate(rows):
         for c in range(n):
