@@ -18,7 +18,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from ibp_lab._checks import check_real_array
+from ibp_lab.plotting._doors import (
+    check_class_labels,
+    check_finite,
+    check_fraction,
+    check_labels,
+    check_panels,
+)
 from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP
 
 __all__ = [
@@ -29,11 +35,32 @@ __all__ = [
 ]
 
 
-def _log_density_by_chain(idata) -> tuple[np.ndarray, int]:
+def _group_variable(name: str, idata, group: str, variable: str, dims: tuple) -> np.ndarray:
+    """``idata.<group>.<variable>`` as a finite float array over ``dims`` (then any others)."""
+    from arviz import InferenceData
+
+    if not isinstance(idata, InferenceData):
+        raise TypeError(f"{name} must be an arviz.InferenceData, got {type(idata).__name__}")
+    if group not in idata.groups() or variable not in idata[group].data_vars:
+        raise ValueError(f"{name} must hold {group}.{variable}")
+    values = idata[group][variable]
+    if not set(dims) <= set(values.dims):
+        raise ValueError(f"{name}.{group}.{variable} must have dims {dims}, got {values.dims}")
+    arr = check_finite(f"{name}.{group}.{variable}", values.transpose(*dims, ...).to_numpy())
+    return arr
+
+
+def _log_density_by_chain(name: str, idata) -> tuple[np.ndarray, int]:
     """``(chains, iterations)`` log density, warm-up first if kept, and the warm-up length."""
-    kept = idata.sample_stats["lp"].transpose("chain", "draw").to_numpy()
-    if hasattr(idata, "warmup_sample_stats") and "lp" in idata.warmup_sample_stats:
-        warm = idata.warmup_sample_stats["lp"].transpose("chain", "draw").to_numpy()
+    kept = _group_variable(name, idata, "sample_stats", "lp", ("chain", "draw"))
+    if kept.ndim != 2 or kept.size == 0:
+        raise ValueError(f"{name}.sample_stats.lp must be (chain, draw) with at least one draw, "
+                         f"got shape {kept.shape}")
+    if "warmup_sample_stats" in idata.groups() and "lp" in idata.warmup_sample_stats:
+        warm = _group_variable(name, idata, "warmup_sample_stats", "lp", ("chain", "draw"))
+        if warm.ndim != 2 or warm.shape[0] != kept.shape[0]:
+            raise ValueError(f"{name}.warmup_sample_stats.lp must be (chain, draw) with "
+                             f"{kept.shape[0]} chains, got shape {warm.shape}")
         return np.concatenate([warm, kept], axis=1), warm.shape[1]
     return kept, 0
 
@@ -62,9 +89,20 @@ def log_density_figure(runs: Mapping[str, object], *, lower_quantile: float = 0.
     >>> len(fig.axes[0].lines)  # one line per chain
     2
     """
+    if not isinstance(runs, Mapping):
+        raise TypeError(f"runs must be a dict (title -> InferenceData), got {type(runs).__name__}")
+    if len(runs) == 0:
+        raise ValueError("runs must hold at least one run, got an empty dict")
+    check_panels("runs", len(runs))
+    lower_quantile = check_fraction("lower_quantile", lower_quantile)
+    traces = {}
+    for title, idata in runs.items():
+        if not isinstance(title, str):
+            raise TypeError(f"runs keys must be strings (panel titles), got {type(title).__name__}")
+        traces[title] = _log_density_by_chain(f"runs[{title!r}]", idata)
+    check_panels("runs (chains of all runs)", sum(lp.shape[0] for lp, _ in traces.values()))
     fig = Figure(figsize=(5.2 * len(runs), 3.4), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(runs), sharey=True, squeeze=False)[0])
-    traces = {title: _log_density_by_chain(idata) for title, idata in runs.items()}
     values = np.concatenate([lp.ravel() for lp, _ in traces.values()])
     low, high = np.quantile(values, lower_quantile), values.max()
     margin = 0.05 * (high - low) + 1.0
@@ -108,7 +146,15 @@ def stick_posterior_figure(idata, *, threshold: float | None = None) -> Figure:
     >>> len(stick_posterior_figure(idata).axes)
     2
     """
-    pi = idata.posterior["pi"].transpose("chain", "draw", ...).to_numpy()
+    pi = _group_variable("idata", idata, "posterior", "pi", ("chain", "draw"))
+    if pi.ndim != 3 or pi.shape[1] == 0 or pi.shape[2] == 0:
+        raise ValueError(f"idata.posterior.pi must be (chain, draw, feature) with at least one draw and "
+                         f"one feature, got shape {pi.shape}")
+    if pi.min() < 0 or pi.max() > 1:
+        raise ValueError(f"idata.posterior.pi must hold probabilities in [0, 1], got values in "
+                         f"[{pi.min():g}, {pi.max():g}]")
+    check_panels("idata (chains x features)", pi.shape[0] * float(pi.shape[2]))
+    threshold = None if threshold is None else check_fraction("threshold", threshold)
     n_chains, _, n_features = pi.shape
     fig = Figure(figsize=(10, 3.4), layout="constrained")
     ax_all, ax_last = fig.subplots(1, 2, width_ratios=[1.4, 1])
@@ -158,19 +204,18 @@ def feature_usage_figure(
     >>> len(fig.axes)  # heatmap and colour bar
     2
     """
-    probabilities = check_real_array("probabilities", probabilities)
-    labels = np.asarray(labels)
-    if probabilities.ndim != 2 or labels.shape != (probabilities.shape[0],):
-        raise ValueError(
-            "probabilities must be (N, K) and labels (N,), "
-            f"got {probabilities.shape} and {labels.shape}"
-        )
-    classes = np.unique(labels)
-    table = np.array([probabilities[labels == c].mean(axis=0) for c in classes])
+    probabilities = check_finite("probabilities", probabilities, ndim=2, low=0.0, high=1.0)
+    if probabilities.shape[0] < 1 or probabilities.shape[1] < 1:
+        raise ValueError(f"probabilities must be (N, K) with N, K >= 1, got shape {probabilities.shape}")
     n_features = probabilities.shape[1]
+    check_panels("probabilities (one column per feature)", n_features)
+    labels = check_class_labels("labels", labels, probabilities.shape[0], partner="probabilities")
+    classes = np.unique(labels)
+    check_panels("labels (one row per class)", classes.size)
+    table = np.array([probabilities[labels == c].mean(axis=0) for c in classes])
     if feature_names is None:
         feature_names = [str(k + 1) for k in range(n_features)]
-    names = list(feature_names)
+    names = check_labels("feature_names", feature_names, n_features, what="feature (column of probabilities)")
     fig = Figure(figsize=(1.0 + 0.55 * n_features, 3.6), layout="constrained")
     ax = fig.subplots()
     image = ax.imshow(table, cmap=SEQUENTIAL_CMAP, vmin=0, vmax=1, aspect="auto",
@@ -204,9 +249,23 @@ def gradient_cost_figure(n_features, seconds, *, reference: int | None = None) -
     >>> fig.axes[0].get_yscale()
     'log'
     """
-    ks = check_real_array("n_features", n_features)
-    ms = 1e3 * check_real_array("seconds", seconds)
-    ref = int(ks[-1]) if reference is None else reference
+    ks = check_finite("n_features", n_features, ndim=1, min_size=1, low=1.0, high=1000.0)
+    if np.any(ks != np.round(ks)):
+        raise ValueError("n_features must hold integers (truncation levels), got fractions")
+    ms = 1e3 * check_finite("seconds", seconds, ndim=1, length=ks.size, partner="n_features",
+                            low=1e-300, high=1e300)
+    if ms.min() <= 0:
+        raise ValueError("seconds must be > 0 (a log axis)")
+    if reference is None:
+        ref = int(ks[-1])
+    else:
+        if isinstance(reference, np.integer):
+            reference = int(reference)
+        if isinstance(reference, bool) or not isinstance(reference, int):
+            raise TypeError(f"reference must be an integer (one of n_features), got {type(reference).__name__}")
+        if reference not in ks:
+            raise ValueError(f"reference must be one of n_features {ks.astype(int).tolist()}, got {reference}")
+        ref = reference
     ref_ms = ms[list(ks).index(ref)]
     fig = Figure(figsize=(5.6, 3.4), layout="constrained")
     ax = fig.subplots()
