@@ -5,7 +5,16 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ibp_lab._checks import check_real_array
+from collections.abc import Mapping, Sequence
+
+from ibp_lab.plotting._doors import (
+    check_axes,
+    check_finite,
+    check_fraction,
+    check_labels,
+    check_optional_real,
+    check_panels,
+)
 from ibp_lab.plotting._style import CYCLE, PALETTE
 
 __all__ = ["plot_log_ratios", "plot_k_plus_check", "plot_traces_by_time"]
@@ -41,6 +50,17 @@ def plot_log_ratios(stats_by_move: dict, *, axes=None, floor: float = -2000.0):
     >>> len(fig.axes)
     1
     """
+    stats_by_move = _check_move_stats(stats_by_move)
+    floor = check_optional_real("floor", floor, allow_none=False)
+    if not -1e300 <= floor < 0:
+        raise ValueError(f"floor must be a negative number >= -1e300 (log ratios are <= 0), got {floor:g}")
+    if axes is not None:
+        if isinstance(axes, (str, bytes)) or not isinstance(axes, Sequence | np.ndarray):
+            raise TypeError(f"axes must be a list of matplotlib Axes (one per move), got {type(axes).__name__}")
+        axes = [check_axes(f"axes[{j}]", ax) for j, ax in enumerate(axes)]
+        if len(axes) != len(stats_by_move):
+            raise ValueError(f"axes must hold one Axes per entry of stats_by_move ({len(stats_by_move)}), "
+                             f"got {len(axes)}")
     if axes is None:
         fig, axes = plt.subplots(1, len(stats_by_move), figsize=(5.2 * len(stats_by_move), 3.3),
                                  sharey=True, squeeze=False)
@@ -50,7 +70,7 @@ def plot_log_ratios(stats_by_move: dict, *, axes=None, floor: float = -2000.0):
     bins = np.append(bins, 5.0)
     for ax, (title, stats) in zip(axes, stats_by_move.items()):
         for kind, colour in _KIND_COLOURS.items():
-            ratios = np.maximum(stats["log_ratio"][stats["kind"] == kind], floor)
+            ratios = np.maximum(stats["log_ratio"][stats["kind"] == kind], floor)  # -inf -> floor
             if ratios.size:
                 ax.hist(ratios, bins=bins, color=colour, alpha=0.55,
                         label=f"{kind}s ({ratios.size})")
@@ -63,6 +83,38 @@ def plot_log_ratios(stats_by_move: dict, *, axes=None, floor: float = -2000.0):
     return fig
 
 
+def _check_move_stats(stats_by_move) -> dict:
+    """Titles -> ``stats`` with 1-D ``kind`` and ``log_ratio`` of one length (NaN refused, -inf kept)."""
+    if not isinstance(stats_by_move, Mapping):
+        raise TypeError(f"stats_by_move must be a dict (title -> stats of a split-merge move), got "
+                        f"{type(stats_by_move).__name__}")
+    if len(stats_by_move) == 0:
+        raise ValueError("stats_by_move must hold at least one move, got an empty dict")
+    check_panels("stats_by_move", len(stats_by_move))
+    out = {}
+    for title, stats in stats_by_move.items():
+        where = f"stats_by_move[{title!r}]"
+        if not isinstance(title, str):
+            raise TypeError(f"stats_by_move keys must be strings (panel titles), got {type(title).__name__}")
+        if not isinstance(stats, Mapping) or "kind" not in stats or "log_ratio" not in stats:
+            raise ValueError(f"{where} must be the stats dict of a split-merge move, with 'kind' and 'log_ratio'")
+        kind = np.asarray(stats["kind"]) if not isinstance(stats["kind"], (str, bytes)) else None
+        if kind is None or kind.ndim != 1 or (kind.size and kind.dtype.kind != "U"):
+            raise TypeError(f"{where}['kind'] must be a 1-D array of strings ('split', 'merge')")
+        ratio = np.asarray(stats["log_ratio"]) if not isinstance(stats["log_ratio"], (str, bytes)) else None
+        if ratio is None or ratio.dtype.kind not in "biuf" or ratio.ndim != 1:
+            raise TypeError(f"{where}['log_ratio'] must be a 1-D array of real numbers")
+        ratio = ratio.astype(float)
+        if ratio.shape != kind.shape:
+            raise ValueError(f"{where}['log_ratio'] must hold one ratio per entry of 'kind' ({kind.size}), "
+                             f"got {ratio.size}")
+        if np.any(np.isnan(ratio)) or np.any(ratio == np.inf):
+            raise ValueError(f"{where}['log_ratio'] must not hold NaN or +inf (-inf, an impossible "
+                             "proposal, is drawn at floor)")
+        out[title] = {"kind": kind, "log_ratio": ratio}
+    return out
+
+
 def plot_k_plus_check(frequencies, p_exact, *, ax=None, label: str = "sampler"):
     """A sampler's histogram of ``K+`` as bars, the exact posterior as points.
 
@@ -72,10 +124,16 @@ def plot_k_plus_check(frequencies, p_exact, *, ax=None, label: str = "sampler"):
     >>> ax.get_xlabel()
     'K+'
     """
-    frequencies = check_real_array("frequencies", frequencies)
-    p_exact = check_real_array("p_exact", p_exact)
+    p_exact = check_finite("p_exact", p_exact, ndim=1, low=0.0, high=1.0, min_size=1)
+    frequencies = check_finite("frequencies", frequencies, ndim=1, low=0.0, high=1.0)
+    if frequencies.size < p_exact.size:
+        raise ValueError(f"frequencies must hold at least one entry per entry of p_exact ({p_exact.size}), "
+                         f"got {frequencies.size}")
+    check_panels("p_exact (one bar per K+)", p_exact.size)
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.2))
+    else:
+        ax = check_axes("ax", ax)
     k = np.arange(len(p_exact))
     ax.bar(k, frequencies[: len(k)], color=PALETTE["sky"], alpha=0.7, label=label)
     ax.plot(k, p_exact, "o", color=PALETTE["black"], ms=4, label="exact (enumeration)")
@@ -120,7 +178,31 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
     >>> len(fig.axes)
     2
     """
-    ylabels = list(ylabels or variables)
+    runs = _check_move_runs(runs)
+    if isinstance(variables, (str, bytes)) or not isinstance(variables, Sequence):
+        raise TypeError(f"variables must be a list of trace variable names, got {type(variables).__name__}")
+    if len(variables) == 0:
+        raise ValueError("variables must name at least one trace variable, got none")
+    check_panels("variables and runs", len(variables) * float(len(runs)))
+    variables = check_labels("variables", variables, len(variables), what="row of panels")
+    n_chains = None
+    for title, run in runs.items():
+        for name in variables:
+            if name not in run.trace.data_vars:
+                raise ValueError(f"variables must be in the trace of every run; runs[{title!r}] has no {name!r} "
+                                 f"(it has {sorted(map(str, run.trace.data_vars))})")
+            if set(run.trace[name].dims) != {"chain", "draw"}:
+                raise ValueError(f"runs[{title!r}].trace.{name} must have dims (chain, draw), "
+                                 f"got {run.trace[name].dims}")
+            check_finite(f"runs[{title!r}].trace.{name}", run.trace[name].values)
+        n_chains = run.trace.sizes["chain"] if n_chains is None else max(n_chains, run.trace.sizes["chain"])
+    check_panels("runs (chains, one line each)", n_chains)
+    if labels is not None:
+        labels = check_labels("labels", labels, runs[next(iter(runs))].trace.sizes["chain"], what="chain")
+    ylabels = list(variables) if ylabels is None else check_labels("ylabels", ylabels, len(variables),
+                                                                     what="variable")
+    if ylim_quantile is not None:
+        ylim_quantile = check_fraction("ylim_quantile", ylim_quantile)
     fig, axes = plt.subplots(len(variables), len(runs), figsize=(5.6 * len(runs),
                                                                   2.6 * len(variables)),
                              sharex="col", sharey="row", squeeze=False)
@@ -132,7 +214,7 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
             for c in range(trace.sizes["chain"]):
                 seconds = np.arange(1, n_draws + 1) * run.seconds[c] / n_draws
                 label = labels[c] if labels is not None and row == 0 and col == 0 else None
-                ax.plot(seconds, trace[name].values[c], color=CYCLE[c % len(CYCLE)], lw=0.8,
+                ax.plot(seconds, trace[name].transpose("chain", "draw").values[c], color=CYCLE[c % len(CYCLE)], lw=0.8,
                         label=label)
             if col == 0:
                 ax.set_ylabel(ylabels[row])
@@ -146,3 +228,25 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
         axes[0, 0].legend(fontsize=7, frameon=False)
     fig.tight_layout()
     return fig
+
+
+def _check_move_runs(runs) -> dict:
+    """Titles -> :class:`ibp_lab.split_merge.MoveChains` with draws and positive CPU times per chain."""
+    from ibp_lab.split_merge import MoveChains
+
+    if not isinstance(runs, Mapping):
+        raise TypeError(f"runs must be a dict (title -> MoveChains), got {type(runs).__name__}")
+    if len(runs) == 0:
+        raise ValueError("runs must hold at least one run, got an empty dict")
+    check_panels("runs", len(runs))
+    for title, run in runs.items():
+        if not isinstance(title, str):
+            raise TypeError(f"runs keys must be strings (column titles), got {type(title).__name__}")
+        if not isinstance(run, MoveChains):
+            raise TypeError(f"runs[{title!r}] must be an ibp_lab.split_merge.MoveChains, got {type(run).__name__}")
+        sizes = run.trace.sizes
+        if sizes.get("draw", 0) < 1 or sizes.get("chain", 0) < 1:
+            raise ValueError(f"runs[{title!r}].trace must hold at least one chain and one draw, got {dict(sizes)}")
+        check_finite(f"runs[{title!r}].seconds", run.seconds, ndim=1, length=sizes["chain"],
+                     partner="chains", low=0.0)
+    return dict(runs)
