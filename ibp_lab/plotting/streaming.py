@@ -18,7 +18,16 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from ibp_lab._checks import check_flag, check_real_array
+from ibp_lab._checks import check_count, check_flag
+from ibp_lab.plotting._doors import (
+    check_finite,
+    check_images,
+    check_index_array,
+    check_optional_real,
+    check_panels,
+    check_runs,
+    check_shape,
+)
 from ibp_lab.plotting._style import CYCLE, DIVERGING_CMAP, PALETTE
 
 __all__ = [
@@ -60,13 +69,18 @@ def feature_count_figure(
     2
     """
     log_x = check_flag("log_x", log_x)
+    histories = check_runs("histories", histories)
+    check_panels("histories", len(histories))
+    for label, values in histories.items():
+        if values.ndim != 1:
+            raise ValueError(f"histories[{label!r}] must be 1-D (one value per observation), got shape {values.shape}")
+    if true_count is not None:
+        true_count = check_finite("true_count", true_count, ndim=1)
     fig = Figure(figsize=(6.4, 3.4), layout="constrained")
     ax = fig.subplots()
-    for color, (label, values) in zip(CYCLE, histories.items()):
-        values = check_real_array("values", values)
+    for color, (label, values) in zip(CYCLE * (len(histories) // len(CYCLE) + 1), histories.items()):
         ax.plot(np.arange(1, values.size + 1), values, color=color, label=label, lw=1.6)
     if true_count is not None:
-        true_count = np.asarray(true_count)
         ax.step(np.arange(1, true_count.size + 1), true_count, where="post",
                 color=PALETTE["black"], ls="--", lw=1.0, label="true number of features")
     if log_x:
@@ -74,7 +88,7 @@ def feature_count_figure(
     ax.set(xlabel="observations seen, n", ylabel="expected number of features")
     ax.legend(frameon=False, fontsize=8)
     if title:
-        ax.set_title(title)
+        ax.set_title(str(title))
     return fig
 
 
@@ -99,8 +113,10 @@ def next_prior_figure(dish, prob, n_kept: int, *, title: str | None = None) -> F
     >>> len(fig.axes[0].patches)
     3
     """
-    dish = np.asarray(dish)
-    prob = check_real_array("prob", prob)
+    dish = check_finite("dish", dish, ndim=1, min_size=1)
+    prob = check_finite("prob", prob, ndim=1, length=dish.size, partner="dish", low=0.0, high=1.0)
+    n_kept = check_count("n_kept", n_kept, maximum=dish.size)
+    check_panels("dish (one bar per slot)", dish.size)
     fig = Figure(figsize=(6.4, 3.0), layout="constrained")
     ax = fig.subplots()
     kept = np.arange(dish.size) < n_kept
@@ -112,7 +128,7 @@ def next_prior_figure(dish, prob, n_kept: int, *, title: str | None = None) -> F
            ylim=(low, 1.0))
     ax.legend(frameon=False, fontsize=8)
     if title:
-        ax.set_title(title)
+        ax.set_title(str(title))
     return fig
 
 
@@ -147,9 +163,17 @@ def matched_features_figure(learned, true, shape, match, correlation) -> Figure:
     >>> len(fig.axes)
     8
     """
-    learned = np.atleast_2d(check_real_array("learned", learned))
-    true = np.atleast_2d(check_real_array("true", true))
+    shape = check_shape("shape", shape)
+    learned = check_images("learned", learned, shape)
+    true = check_images("true", true, shape, min_rows=1)
     k = true.shape[0]
+    check_panels("true (two panels per feature)", 2.0 * k)
+    match = check_index_array("match", match, learned.shape[0], partner="rows of learned",
+                              allow_minus_one=True)
+    if match.size != k:
+        raise ValueError(f"match must hold one index per row of true ({k}), got {match.size}")
+    correlation = check_finite("correlation", correlation, ndim=1, length=k, partner="rows of true",
+                               low=-1.0, high=1.0)
     fig = Figure(figsize=(1.3 * k + 0.4, 3.2), layout="constrained")
     axes = fig.subplots(2, k, squeeze=False)
     vmax = float(np.abs(np.vstack([learned, true])).max() or 1.0)
@@ -189,8 +213,12 @@ def feature_grid_figure(features, usage, shape, *, ncols: int = 10, max_features
     >>> [ax.get_title() for ax in fig.axes][:2]
     ['5.0', '2.0']
     """
-    features = np.atleast_2d(check_real_array("features", features))
-    usage = check_real_array("usage", usage)
+    shape = check_shape("shape", shape)
+    features = check_images("features", features, shape)
+    usage = check_finite("usage", usage, ndim=1, length=features.shape[0], partner="rows of features", low=0.0)
+    ncols = check_count("ncols", ncols, minimum=1)
+    max_features = check_count("max_features", max_features, minimum=1)
+    check_panels("features and max_features", min(features.shape[0], max_features))
     order = np.argsort(-usage, kind="stable")[:max_features]
     m = max(order.size, 1)
     ncols = min(ncols, m)
@@ -204,7 +232,7 @@ def feature_grid_figure(features, usage, shape, *, ncols: int = 10, max_features
     _images(axes.flat[: order.size], features[order], shape, vmax or 1.0,
             [f"{u:.1f}" for u in usage[order]])
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(str(title), fontsize=10)
     return fig
 
 
@@ -231,10 +259,24 @@ def cost_figure(cost, *, time_fit=None) -> Figure:
     >>> len(cost_figure(c, time_fit=(50.0, 10.0)).axes)
     3
     """
-    n = check_real_array("cost.n", cost.n)
+    from ibp_lab.streaming import StreamCost
+
+    if not isinstance(cost, StreamCost):
+        raise TypeError(f"cost must be an ibp_lab.streaming.StreamCost, got {type(cost).__name__}")
+    n = check_finite("cost.n", cost.n, ndim=1, min_size=1, low=1.0)
+    check_panels("cost.n (checkpoints)", n.size)
+    fields = {}
+    for field in ("seconds_per_obs", "state_bytes", "peak_bytes", "n_slots"):
+        fields[field] = check_finite(f"cost.{field}", getattr(cost, field), ndim=1, length=n.size,
+                                     partner="cost.n", low=0.0)
+    if time_fit is not None:
+        if isinstance(time_fit, (str, bytes)) or np.ndim(time_fit) != 1 or len(time_fit) != 2:
+            raise ValueError(f"time_fit must be a pair (intercept, slope) of real numbers, got {time_fit!r}")
+        time_fit = (check_optional_real("time_fit[0]", time_fit[0], allow_none=False),
+                    check_optional_real("time_fit[1]", time_fit[1], allow_none=False))
     fig = Figure(figsize=(10.5, 3.4), layout="constrained")
     ax_time, ax_mem = fig.subplots(1, 2)
-    ax_time.plot(n, np.asarray(cost.seconds_per_obs) * 1e6, "o", color=PALETTE["blue"],
+    ax_time.plot(n, fields["seconds_per_obs"] * 1e6, "o", color=PALETTE["blue"],
                  label="measured (fastest block)")
     if time_fit is not None:
         grid = np.geomspace(n.min(), n.max(), 50)
@@ -243,13 +285,13 @@ def cost_figure(cost, *, time_fit=None) -> Figure:
     ax_time.set(xscale="log", xlabel="observations seen, n", ylabel="microseconds per observation",
                 ylim=(0, None))
     ax_time.legend(frameon=False, fontsize=8)
-    ax_mem.plot(n, np.asarray(cost.state_bytes) / 1024, "o-", color=PALETTE["blue"],
+    ax_mem.plot(n, fields["state_bytes"] / 1024, "o-", color=PALETTE["blue"],
                 label="running state")
-    ax_mem.plot(n, np.asarray(cost.peak_bytes) / 1024, "s-", color=PALETTE["green"],
+    ax_mem.plot(n, fields["peak_bytes"] / 1024, "s-", color=PALETTE["green"],
                 label="peak while processing one observation")
     ax_mem.set(xscale="log", xlabel="observations seen, n", ylabel="kibibytes", ylim=(0, None))
     ax_slots = ax_mem.twinx()
-    ax_slots.plot(n, cost.n_slots, ":", color=PALETTE["grey"], label="feature slots")
+    ax_slots.plot(n, fields["n_slots"], ":", color=PALETTE["grey"], label="feature slots")
     ax_slots.set_ylabel("feature slots", color=PALETTE["grey"])
     ax_slots.set_ylim(0, None)
     lines = ax_mem.get_legend_handles_labels()
