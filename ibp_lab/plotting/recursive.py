@@ -19,7 +19,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from ibp_lab._checks import check_count, check_positive, check_real_array, check_size
+from ibp_lab._checks import check_count, check_positive, check_size
+from ibp_lab.plotting._doors import check_finite, check_optional_real, check_panels
 from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP
 from ibp_lab.recursive import (
     columns_needed,
@@ -226,6 +227,30 @@ def comparison_grid_figure(
     >>> len(fig.axes)  # two heatmaps and a colour bar
     3
     """
+    alphas = _check_grid("alphas", alphas)
+    betas = _check_grid("betas", betas)
+    check_panels("alphas and betas", 2.0 * len(alphas) * len(betas))
+    if n_samples is not None:
+        n_samples = check_count("n_samples", n_samples, minimum=1)
+    if not isinstance(results, Mapping):
+        raise TypeError(f"results must be a dict ((alpha, beta) -> (analytic, simulated)), got "
+                        f"{type(results).__name__}")
+    checked = {}
+    for alpha in alphas:
+        for beta in betas:
+            if (alpha, beta) not in results:
+                raise ValueError(f"results must hold every (alpha, beta) of alphas x betas; "
+                                 f"({alpha:g}, {beta:g}) is missing")
+            pair = results[(alpha, beta)]
+            if isinstance(pair, np.ndarray) or not isinstance(pair, Sequence) or len(pair) != 2:
+                raise ValueError(f"results[({alpha:g}, {beta:g})] must be a pair (analytic, simulated) of tables")
+            tables = [check_finite(f"results[({alpha:g}, {beta:g})][{i}]", t, ndim=2, low=0.0, high=1.0)
+                      for i, t in enumerate(pair)]
+            if tables[0].shape != tables[1].shape or 0 in tables[0].shape:
+                raise ValueError(f"results[({alpha:g}, {beta:g})] must hold two non-empty tables of one shape, "
+                                 f"got {tables[0].shape} and {tables[1].shape}")
+            checked[(alpha, beta)] = tables
+    results = checked
     fig = Figure(figsize=(2.3 * 2 * len(betas) + 1, 2.3 * len(alphas) + 0.6), layout="constrained")
     axes = np.atleast_2d(fig.subplots(len(alphas), 2 * len(betas), squeeze=False))
     source = "Monte Carlo" if n_samples is None else f"Monte Carlo ({n_samples})"
@@ -244,6 +269,15 @@ def comparison_grid_figure(
                     ax.set_ylabel("customer n", fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.6, label="$p(z_{nk} = 1)$")
     return fig
+
+
+def _check_grid(name: str, values) -> list[float]:
+    """A non-empty sequence of finite real numbers (a grid axis), as a list of floats."""
+    if values is None or isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of real numbers, got {type(values).__name__}")
+    arr = check_finite(name, values, ndim=1, min_size=1)
+    check_panels(name, arr.size)
+    return [v.item() if isinstance(v, np.generic) else v for v in values]
 
 
 def mse_figure(
@@ -276,7 +310,29 @@ def mse_figure(
     >>> fig.axes[0].get_xscale(), fig.axes[0].get_yscale()
     ('log', 'log')
     """
-    sizes = check_real_array("sample_sizes", sample_sizes)
+    sizes = _check_positive_values("sample_sizes", sample_sizes, integers=True)
+    if not isinstance(errors, Mapping):
+        raise TypeError(f"errors must be a dict ((alpha, beta) -> (mse, variance)), got {type(errors).__name__}")
+    if len(errors) == 0:
+        raise ValueError("errors must hold at least one (alpha, beta), got an empty dict")
+    check_panels("errors (one curve per entry)", len(errors))
+    checked = {}
+    for key, value in errors.items():
+        if isinstance(key, (str, bytes)) or not isinstance(key, tuple) or len(key) != 2:
+            raise TypeError(f"errors keys must be pairs (alpha, beta), got {key!r}")
+        alpha = check_positive("errors key alpha", key[0], upper=None)
+        beta = check_positive("errors key beta", key[1], upper=None)
+        if isinstance(value, (str, bytes, np.ndarray)) or not isinstance(value, Sequence) or len(value) != 2:
+            raise ValueError(f"errors[{key!r}] must be a pair (mse, variance)")
+        mse = check_finite(f"errors[{key!r}] mse", value[0], ndim=1, length=sizes.size,
+                           partner="sample_sizes", low=0.0)
+        variance = check_positive(f"errors[{key!r}] variance", value[1], allow_zero=True, upper=None)
+        checked[(alpha, beta)] = (mse, variance)
+    errors = checked
+    slope = check_optional_real("slope", slope)
+    slope_se = check_optional_real("slope_se", slope_se)
+    if slope_se is not None and slope_se < 0:
+        raise ValueError(f"slope_se must be >= 0, got {slope_se:g}")
     alphas = sorted({a for a, _ in errors})
     betas = sorted({b for _, b in errors})
     markers = ["o", "s", "^", "D", "v", "P"]
@@ -323,6 +379,9 @@ def memory_figure(
     >>> len(fig.axes[0].lines)
     2
     """
+    n_values = _check_positive_values("n_values", n_values, integers=True)
+    state_bytes = _check_positive_values("state_bytes", state_bytes, length=n_values.size)
+    history_bytes = _check_positive_values("history_bytes", history_bytes, length=n_values.size)
     fig = Figure(figsize=(6.0, 3.8), layout="constrained")
     ax = fig.subplots()
     ax.plot(n_values, history_bytes, "o-", color=PALETTE["vermillion"],
@@ -332,3 +391,14 @@ def memory_figure(
     ax.set(xscale="log", yscale="log", xlabel="customers n", ylabel="bytes kept")
     ax.legend(frameon=False, fontsize=8)
     return fig
+
+
+def _check_positive_values(name: str, values, *, integers: bool = False, length: int | None = None) -> np.ndarray:
+    """A non-empty 1-D array of finite values > 0 (a log axis), integers if asked."""
+    arr = check_finite(name, values, ndim=1, min_size=1, length=length,
+                       partner="sample_sizes" if name == "sample_sizes" else "n_values")
+    if arr.min() <= 0:
+        raise ValueError(f"{name} must hold values > 0 (drawn on a log axis), got {arr.min():g}")
+    if integers and np.any(arr != np.round(arr)):
+        raise ValueError(f"{name} must hold integers, got fractions")
+    return arr
