@@ -263,11 +263,16 @@ def check_finite(name: str, value, *, ndim: int | None = None, length: int | Non
         raise ValueError(f"{name} must hold at least {min_size} value(s), got {arr.size}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite (no NaN or infinite values)")
-    if low is not None and arr.size and arr.min() < low:
+    # bounds hold up to rounding (a normalised probability may come out as 1 + 2e-16)
+    if low is not None and arr.size and arr.min() < low - _SLACK * max(1.0, abs(low)):
         raise ValueError(f"{name} must be >= {low:g}, got {arr.min():g}")
-    if high is not None and arr.size and arr.max() > high:
+    if high is not None and arr.size and arr.max() > high + _SLACK * max(1.0, abs(high)):
         raise ValueError(f"{name} must be <= {high:g}, got {arr.max():g}")
     return arr
+
+
+#: Rounding allowed beyond the bounds of :func:`check_finite`.
+_SLACK = 1e-9
 
 
 def check_panels(name: str, n_panels: float) -> None:
