@@ -39,6 +39,7 @@ __all__ = [
     "check_binary_matrix",
     "check_data_matrix",
     "check_flag",
+    "as_array",
     "check_real_array",
     "check_size",
     "NotFittedError",
@@ -249,6 +250,30 @@ def check_binary_matrix(name: str, Z, *, n_rows: int | None = None) -> np.ndarra
     return arr.astype(np.int8, copy=False)
 
 
+def as_array(name: str, value, what: str, *, refuse_none: bool = False) -> np.ndarray:
+    """``np.asarray(value)``, or a ``TypeError`` saying ``name must be <what>``.
+
+    Refused before NumPy sees them: a bare string or bytes (NumPy would make a 0-d
+    string array of it), ``None`` if ``refuse_none``, and anything NumPy cannot turn
+    into an array (ragged lists and the like). The dtype is the caller's to judge.
+
+    Examples
+    --------
+    >>> as_array("labels", [1, 2], "an array of class labels").tolist()
+    [1, 2]
+    >>> as_array("labels", "ab", "an array of class labels")
+    Traceback (most recent call last):
+    ...
+    TypeError: labels must be an array of class labels, got str
+    """
+    if isinstance(value, (str, bytes)) or (refuse_none and value is None):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    try:
+        return np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}") from exc
+
+
 def check_real_array(name: str, value) -> np.ndarray:
     """Return ``value`` as a float64 array, refusing anything that is not real numbers.
 
@@ -268,12 +293,7 @@ def check_real_array(name: str, value) -> np.ndarray:
     ...
     TypeError: x must hold real numbers, got dtype complex128
     """
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # ragged lists and the like
-        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}") from exc
+    arr = as_array(name, value, "an array of real numbers")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     return arr.astype(np.float64, copy=False)

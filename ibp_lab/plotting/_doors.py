@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ibp_lab._checks import check_count, check_positive, check_real_array, check_size
+from ibp_lab._checks import as_array, check_count, check_positive, check_real_array, check_size
 
 #: Most panels (axes) one figure draws: each costs about 10 ms, and a thousand
 #: feature images are already far more than a reader can look at.
@@ -152,12 +152,7 @@ def check_class_labels(name: str, labels, n: int, *, partner: str) -> np.ndarray
     ...
     ValueError: labels must hold one class per row of Z (3), got shape (1,)
     """
-    if labels is None or isinstance(labels, (str, bytes)):
-        raise TypeError(f"{name} must be an array of class labels, got {type(labels).__name__}")
-    try:
-        arr = np.asarray(labels)
-    except Exception as exc:  # ragged lists and the like
-        raise TypeError(f"{name} must be an array of class labels, got {type(labels).__name__}") from exc
+    arr = as_array(name, labels, "an array of class labels", refuse_none=True)
     if arr.dtype.kind not in "biuUSf":
         raise TypeError(f"{name} must hold integers or strings, got dtype {arr.dtype}")
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
@@ -308,12 +303,7 @@ def check_index_array(name: str, value, size: int, *, partner: str, allow_minus_
     ...
     ValueError: hidden must hold indices in [0, 3] (X_raw's columns), got 4
     """
-    if value is None or isinstance(value, (str, bytes)):
-        raise TypeError(f"{name} must be an array of integer indices, got {type(value).__name__}")
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # ragged lists and the like
-        raise TypeError(f"{name} must be an array of integer indices, got {type(value).__name__}") from exc
+    arr = as_array(name, value, "an array of integer indices", refuse_none=True)
     if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and arr.size == 0):
         raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
     arr = arr.astype(np.int64)
