@@ -216,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, runs in results.items():
         line, odd = summarise(name, runs, args.stall_factor)
         print(line)
-        print("\n".join(odd)) if odd else None
+        for note in odd:
+            print(note)
         any_stall |= any(r["outcome"] == "stalled" for r in runs)
     n_runs = sum(len(r) for r in results.values())
     n_stalls = sum(r["outcome"] == "stalled" for runs in results.values() for r in runs)
