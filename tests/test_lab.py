@@ -75,7 +75,12 @@ def test_a_chapter_opens_as_a_notebook(lab_url):
         page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90000)
         # JupyterLab renders only the cells in view, so one of each kind is what can be seen
         page.wait_for_selector(".jp-Notebook .jp-MarkdownCell", timeout=30000)
-        assert page.locator(".jp-Notebook .jp-Cell").count() >= 2
+        # The notebook's windowing may re-render the first cells once more after both kinds
+        # appeared (CI saw one cell at that instant), so wait for the settled count rather than
+        # reading it once; a notebook that never shows two cells still fails after 30 s.
+        page.wait_for_function(
+            "document.querySelectorAll('.jp-Notebook .jp-Cell').length >= 2", timeout=30000
+        )
         (ROOT / "_build" / "screenshots").mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ROOT / "_build" / "screenshots" / "jupyterlab_01_buffet.png"))
         browser.close()
