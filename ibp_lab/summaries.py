@@ -230,7 +230,7 @@ def chain_summaries(chains, *, labels: Sequence[str] | None = None):
 
 
 def _check_chains(chains) -> list:
-    from ibp_lab.gibbs import ChainResult
+    from ibp_lab.chains import ChainResult
 
     if isinstance(chains, ChainResult):
         chains = [chains]
@@ -244,7 +244,7 @@ def _check_chains(chains) -> list:
 
 def _check_chain(chain):
     """One :class:`ibp_lab.gibbs.ChainResult` (a function that reads a single chain)."""
-    from ibp_lab.gibbs import ChainResult
+    from ibp_lab.chains import ChainResult
 
     if not isinstance(chain, ChainResult):
         raise TypeError(

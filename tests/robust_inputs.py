@@ -610,7 +610,7 @@ def _stats_check(out):
 
 
 def specs_models():
-    from ibp_lab import exact, gibbs, linear_gaussian as lg, split_merge as sm
+    from ibp_lab import chains, exact, gibbs, linear_gaussian as lg, split_merge as sm
 
     X, Z = data(), z_matrix()
     Xs = X[:3, :2]
@@ -637,7 +637,7 @@ def specs_models():
              dict(n=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, d=C, beta=P), lambda out: is_binary(out[1])),
         Spec("gibbs.gibbs_sweep", gibbs.gibbs_sweep, dict(X=X, Z=Z, **hyper, rng=fresh_rng(), beta=1.0),
              mc_kinds, _sweep_check, extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)]),
-        Spec("gibbs.run_chain", gibbs.run_chain,
+        Spec("chains.run_chain", chains.run_chain,
              dict(X=X, n_sweeps=4, rng=fresh_rng(), Z0=None, alpha=1.0, sigma_x=0.5, sigma_a=1.0,
                   beta=1.0, update_alpha=True, update_sigma_a=True, update_sigma_x=True,
                   alpha_prior=(1.0, 1.0), thin=1, burn=0, n_scale_steps=2, progress=False),
@@ -647,7 +647,7 @@ def specs_models():
              _chain_check, time_limit=20,
              extremes=[("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), E),
                        ("thin 0", dict(thin=0), R)]),
-        Spec("gibbs.run_chains", gibbs.run_chains,
+        Spec("chains.run_chains", chains.run_chains,
              dict(X=X, n_chains=2, n_sweeps=3, rng=fresh_rng(), Z0=None, sigma_x=0.5, sigma_a=1.0),
              dict(X="matrix", n_chains=C, n_sweeps=C, rng=G), lambda out: _chain_check(out[1][0]),
              time_limit=20,

@@ -20,7 +20,7 @@ from scipy.special import gammaincc
 from scipy.stats import binom
 from seeds import stat_rng
 
-from ibp_lab import _hyper, exact, gibbs, heldout, linear_gaussian, pymc_models, summaries
+from ibp_lab import _hyper, chains, exact, gibbs, heldout, linear_gaussian, pymc_models, summaries
 from ibp_lab import split_merge as sm
 
 X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
@@ -193,7 +193,7 @@ def test_truncated_gamma_quantile_inverts_the_truncated_cdf(shape, rate, upper):
     """Deterministic round trip: the u-quantile's CDF is u (the tail beyond where the range
     holds mass is tested by the last case, which must return the boundary)."""
     for u in (1e-6, 0.1, 0.5, 0.9, 1 - 1e-6):
-        x = gibbs._truncated_gamma(u, shape, rate, 1e-100, upper)
+        x = chains._truncated_gamma(u, shape, rate, 1e-100, upper)
         assert 1e-100 <= x <= upper
         if shape < 1000:
             assert truncated_cdf(x, shape, rate, 1e-100, upper) == pytest.approx(u, rel=1e-6)
@@ -208,10 +208,10 @@ def test_alpha_draws_follow_the_truncated_posterior():
     against its exact two-sided 1e-5 tail (false alarm <= 3e-5 by Bonferroni)."""
     shape, rate, upper = 0.05, 2.0, 5.0
     generator = stat_rng(2024)
-    draws = np.array([gibbs._draw_alpha(generator, shape, rate, upper) for _ in range(20_000)])
+    draws = np.array([chains._draw_alpha(generator, shape, rate, upper) for _ in range(20_000)])
     assert draws.min() >= 1e-100 and draws.max() <= upper
     for q in (0.1, 0.5, 0.9):
-        x = gibbs._truncated_gamma(q, shape, rate, 1e-100, upper)
+        x = chains._truncated_gamma(q, shape, rate, 1e-100, upper)
         count = int(np.count_nonzero(draws <= x))
         low, high = binom.ppf(0.5e-5, draws.size, q), binom.isf(0.5e-5, draws.size, q)
         assert low <= count <= high, (q, count, low, high)

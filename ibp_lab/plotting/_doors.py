@@ -201,7 +201,7 @@ def check_chains(name: str, chains) -> list:
     A bare ``ChainResult`` is refused (with a hint) rather than wrapped: its
     labels would then be counted against the wrong number of chains.
     """
-    from ibp_lab.gibbs import ChainResult
+    from ibp_lab.chains import ChainResult
 
     if isinstance(chains, ChainResult):
         raise TypeError(f"{name} must be a list of ChainResult; wrap one chain in a list: [chain]")
