@@ -41,7 +41,7 @@ from scipy.special import gammaln, logsumexp
 from scipy.stats import poisson
 
 from ibp_lab._checks import check_binary_matrix, check_count, check_data_matrix, check_flag
-from ibp_lab._hyper import check_hyperparameters
+from ibp_lab._hyper import check_hyperparameters, harmonic
 
 __all__ = [
     "MAX_ROWS",
@@ -232,8 +232,8 @@ def _class_table(n_rows: int, k_max: int, beta: float):
     k_plus = counts.sum(axis=1)
     m = types.sum(axis=0).astype(np.float64)
     log_beta_fn = gammaln(m) + gammaln(n_rows - m + beta) - gammaln(n_rows + beta)
-    harmonic = float(np.sum(beta / (beta + np.arange(n_rows))))
-    log_prior_at_1 = (k_plus * np.log(beta) - gammaln(counts + 1.0).sum(axis=1) - harmonic
+    log_prior_at_1 = (k_plus * np.log(beta) - gammaln(counts + 1.0).sum(axis=1)
+                      - harmonic(n_rows, beta)
                       + counts @ log_beta_fn)
     outer = np.einsum("it,jt->tij", types, types).astype(np.float64)  # z_t z_t^T per type
     gram = np.einsum("ct,tij->cij", counts.astype(np.float64), outer)
@@ -358,7 +358,7 @@ def class_posterior(
     _check_size(n_rows, k_max)
 
     counts, k_plus, log_prior_at_1, unique_gram, gram_index = _class_table(n_rows, k_max, beta)
-    rate = alpha * float(np.sum(beta / (beta + np.arange(n_rows))))  # E[K+] = alpha H_N(beta)
+    rate = alpha * harmonic(n_rows, beta)  # E[K+] = alpha H_N(beta)
     # P([Z] | alpha) = alpha^K+ exp(-alpha H) * (terms free of alpha), so moving from
     # alpha = 1 to alpha only changes these two factors.
     log_prior = log_prior_at_1 + k_plus * np.log(alpha) - (rate - rate / alpha)

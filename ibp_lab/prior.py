@@ -22,7 +22,7 @@ matrices are ``int8`` arrays of 0 and 1.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import digamma, gammaln
+from scipy.special import gammaln
 
 from ibp_lab._checks import (
     MAX_ENTRIES,
@@ -32,6 +32,7 @@ from ibp_lab._checks import (
     check_rng,
     check_size,
 )
+from ibp_lab._hyper import harmonic, new_dish_rate
 
 __all__ = [
     "sample_ibp",
@@ -47,9 +48,6 @@ __all__ = [
     "stick_truncation_level",
 ]
 
-#: Up to this many rows the harmonic rate is summed term by term (exact to rounding);
-#: beyond it the digamma closed form costs O(1) whatever ``n``.
-_DIRECT_SUM_ROWS = 2**16
 #: Most rows one simulation seats: each row is a step of a Python loop.
 MAX_ROWS = 10**6
 
@@ -71,12 +69,7 @@ def harmonic_rate(n: int, *, beta: float = 1.0) -> float:
     """
     n = check_count("n", n)
     beta = check_positive("beta", beta)
-    if n <= _DIRECT_SUM_ROWS:
-        return float(np.sum(beta / (beta + np.arange(n))))
-    # With n > 2**16 the two digammas differ by about log(1 + n / beta), far more than
-    # their rounding: against the direct sum the relative difference is below 1e-13 for
-    # every beta in [1e-100, 1e6].
-    return float(beta * (digamma(beta + n) - digamma(beta)))
+    return harmonic(n, beta)
 
 
 def expected_num_features(alpha: float, n: int, *, beta: float = 1.0) -> float:
@@ -151,7 +144,7 @@ def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 
     _check_matrix_size(alpha, n, beta)
     denominators = beta + np.arange(n)  # beta + i - 1 for customers i = 1..n
     # All new-dish counts can be drawn first: they do not depend on earlier choices.
-    new_counts = rng.poisson(alpha * beta / denominators)
+    new_counts = rng.poisson(new_dish_rate(alpha, beta, np.arange(n)))
     first_owner_end = np.cumsum(new_counts)  # dishes created by customers 1..i
     Z = np.zeros((n, int(first_owner_end[-1]) if n else 0), dtype=np.int8)
     counts = np.zeros(Z.shape[1])

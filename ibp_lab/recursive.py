@@ -52,6 +52,7 @@ from ibp_lab._checks import (
     check_rng,
     check_size,
 )
+from ibp_lab._hyper import harmonic, new_dish_rate
 
 __all__ = [
     "marginals",
@@ -127,14 +128,15 @@ def new_dishes_rate(alpha: float, beta: float, n: int) -> float:
     alpha = check_positive("alpha", alpha)
     beta = check_positive("beta", beta)
     n = check_count("n", n, minimum=1)
-    return alpha * beta / (beta + (n - 1))
+    return new_dish_rate(alpha, beta, n - 1)
 
 
 def num_dishes_rate(alpha: float, beta: float, n: int) -> float:
     """Return the Poisson rate of ``Lambda_n``, the number of dishes after ``n`` customers.
 
     The rate is ``sum_{i=1..n} alpha * beta / (beta + i - 1)``, evaluated in closed form as
-    ``alpha * beta * (digamma(beta + n) - digamma(beta))``.
+    ``alpha * beta * (digamma(beta + n) - digamma(beta))`` for large ``n`` and term by term
+    otherwise (:func:`ibp_lab._hyper.harmonic`).
 
     Parameters
     ----------
@@ -160,9 +162,7 @@ def num_dishes_rate(alpha: float, beta: float, n: int) -> float:
     alpha = check_positive("alpha", alpha)
     beta = check_positive("beta", beta)
     n = check_count("n", n, minimum=0)
-    if n == 0:
-        return 0.0
-    return float(alpha * beta * (special.digamma(beta + n) - special.digamma(beta)))
+    return alpha * harmonic(n, beta)
 
 
 def columns_needed(alpha: float, beta: float, n: int, *, tail: float = 1e-12) -> int:
@@ -388,7 +388,7 @@ def _next_row(
     running_sum: np.ndarray, n: int, rate_before: float, alpha: float, beta: float, k_max: int
 ) -> tuple[np.ndarray, float]:
     """Unchecked :func:`next_row_prior`; ``len(running_sum) <= k_max``."""
-    rate_new = alpha * beta / (beta + (n - 1))
+    rate_new = new_dish_rate(alpha, beta, n - 1)
     row = _new_dish_probabilities(rate_before, rate_new, k_max)
     row[: running_sum.size] += running_sum / (beta + (n - 1))
     # The exact value is at most P(Lambda_{n-1} >= k) + P(Lambda_{n-1} < k) = 1. With every
@@ -537,7 +537,7 @@ class RecursiveMarginals:
         """Columns for the next customer."""
         if self.k_max is not None:
             return self.k_max
-        rate = self.rate + self.alpha * self.beta / (self.beta + self.n_seen)
+        rate = self.rate + new_dish_rate(self.alpha, self.beta, self.n_seen)
         needed = max(1, int(min(stats.poisson.isf(self.tail, rate), 2.0 * MAX_ENTRIES)))
         return max(needed, self.running_sum.size)
 
@@ -548,7 +548,7 @@ class RecursiveMarginals:
         """
         width = self._width()
         check_size("the next row", float(width), limit=MAX_ENTRIES)
-        rate_new = self.alpha * self.beta / (self.beta + self.n_seen)
+        rate_new = new_dish_rate(self.alpha, self.beta, self.n_seen)
         _check_work("the next row", _row_work(self.rate, rate_new, width))
         row, _ = _next_row(
             self.running_sum, self.n_seen + 1, self.rate, self.alpha, self.beta, width
@@ -591,7 +591,7 @@ class RecursiveMarginals:
             )
         self.running_sum[: probabilities.size] += probabilities
         if new_rate is None:
-            self.rate += self.alpha * self.beta / (self.beta + self.n_seen)
+            self.rate += new_dish_rate(self.alpha, self.beta, self.n_seen)
         else:
             self.rate = new_rate
         self.n_seen += 1
@@ -710,7 +710,7 @@ def _simulate_counts(
             # created have m_k = 0 and are never taken here.
             u = rng.random((size, width))
             z[:, :width] = u * (beta + (i - 1)) < taken_by[:, :width]
-        after = n_dishes + rng.poisson(alpha * beta / (beta + (i - 1)), size)
+        after = n_dishes + rng.poisson(new_dish_rate(alpha, beta, i - 1), size)
         z |= (column >= n_dishes[:, None]) & (column < after[:, None])
         taken_by += z
         n_dishes = after

@@ -13,6 +13,7 @@ union bound over its checks; its seeds come from ``tests/seeds.py`` so that
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -259,6 +260,28 @@ def test_truncation_level_bounds_the_lost_mass():
 def test_harmonic_rate_is_harmonic_number_for_beta_one():
     assert harmonic_rate(4) == pytest.approx(1 + 1 / 2 + 1 / 3 + 1 / 4)
     assert harmonic_rate(0) == 0.0
+
+
+@pytest.mark.parametrize("n", [1, 7, 2**16, 2**16 + 1, 10**5])
+@pytest.mark.parametrize("beta", [0.3, 1.0, 12.9])
+def test_one_harmonic_sum_for_prior_recursive_and_exact(n, beta):
+    # The sum lives in ibp_lab._hyper.harmonic only; every caller gives the term-by-term
+    # sum (in extended precision, by math.fsum) to rounding, on both sides of the switch
+    # to the digamma closed form at 2**16 rows.
+    from ibp_lab import _hyper, recursive
+
+    by_terms = math.fsum(beta / (beta + i) for i in range(n))
+    assert harmonic_rate(n, beta=beta) == pytest.approx(by_terms, rel=1e-12)
+    assert recursive.num_dishes_rate(2.5, beta, n) == pytest.approx(2.5 * by_terms, rel=1e-12)
+    assert _hyper.harmonic(n, beta) == harmonic_rate(n, beta=beta)
+
+
+def test_new_dish_rate_is_alpha_beta_over_beta_plus_seated():
+    from ibp_lab import _hyper, recursive
+
+    seated = np.arange(5)
+    np.testing.assert_array_equal(_hyper.new_dish_rate(2.0, 0.5, seated), 1.0 / (0.5 + seated))
+    assert recursive.new_dishes_rate(2.0, 0.5, 3) == 1.0 / 2.5  # customer 3: two seated
 
 
 # --- bad input ------------------------------------------------------------------------
