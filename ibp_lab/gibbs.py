@@ -91,6 +91,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ibp_lab import _kernel
 from ibp_lab._checks import check_count, check_data_matrix, check_flag, check_rng
 from ibp_lab._hyper import (
     MAX_EXPECTED_FEATURES,
@@ -102,424 +103,78 @@ from ibp_lab._hyper import (
 
 __all__ = ["gibbs_sweep", "k_plus_trace"]
 
-# Stop summing the singleton distribution once the rest is below e^-40 of its largest term.
-_LOG_TAIL_TOLERANCE = -40.0
 # Largest number of rows for which k_plus_trace can record the class of each state.
 _MAX_ROWS_FOR_TYPES = 6
 # MAX_FEATURES (most features the sampler will hold: a row whose data lie far beyond the
 # scales can ask for millions of new features), MIN_NOISE_RATIO and MAX_EXPECTED_FEATURES
-# live in ibp_lab._hyper, shared with every sampler; they stay importable from here.
-_TOO_MANY_FEATURES = (
-    "the sampler would need more than MAX_FEATURES = 2500 features: the data are far "
-    "larger than sigma_a and sigma_x; rescale X or use larger scales"
-)
+# live in ibp_lab._hyper, shared with every sampler; they stay importable from here, as do
+# the kernel's tail tolerance and downdate threshold.
+_LOG_TAIL_TOLERANCE = _kernel.LOG_TAIL_TOLERANCE
+_MIN_DOWNDATE_DENOMINATOR = _kernel.MIN_DOWNDATE_DENOMINATOR
+_TOO_MANY_FEATURES = _kernel.TOO_MANY_FEATURES
 #: Most sweeps one call runs: every sweep adds entries to the traces kept in memory.
 MAX_SWEEPS = 10**8
 #: Most entries of the per-sweep class record of :func:`k_plus_trace` (4 bytes each).
 _MAX_TYPE_ENTRIES = 10**8
-# Below this denominator the rank-one removal of a row would amplify rounding errors by
-# more than 1e3; the row's M_-i^-1 is then recomputed from scratch.
-_MIN_DOWNDATE_DENOMINATOR = 1e-3
 
 
 # --------------------------------------------------------------------------------------
-# compiled kernel
+# the compiled sweep: a loop over rows of the kernel's update_row
 # --------------------------------------------------------------------------------------
 
-
-@njit(cache=True)
-def _grow(Zb, Minv, Abar, m, zf, v, Pz, order, needed):
-    """Reallocate the column buffers so that they hold at least ``needed`` columns."""
-    cap = Zb.shape[1]
-    if needed <= cap:
-        return Zb, Minv, Abar, m, zf, v, Pz, order
-    new = max(2 * cap, needed)
-    Zb2 = np.zeros((Zb.shape[0], new), np.int8)
-    Zb2[:, :cap] = Zb
-    Minv2 = np.zeros((new, new))
-    Minv2[:cap, :cap] = Minv
-    Abar2 = np.zeros((new, Abar.shape[1]))
-    Abar2[:cap] = Abar
-    m2 = np.zeros(new)
-    m2[:cap] = m
-    zf2 = np.zeros(new)
-    zf2[:cap] = zf
-    Pz2 = np.zeros(new)
-    Pz2[:cap] = Pz
-    return Zb2, Minv2, Abar2, m2, zf2, np.zeros(new), Pz2, np.zeros(new, np.int64)
-
-
-@njit(cache=True)
-def _refresh(X, Zb, K, r, Minv, Abar, m):
-    """Recompute ``M^-1``, the posterior mean ``Abar = M^-1 Z^T X`` and the counts ``m``.
-
-    Hand-written loops (a Cholesky factorisation, then ``M^-1 = L^-T L^-1``):
-    for the small ``K`` of this model they beat LAPACK's per-call overhead.
-    """
-    N, D = X.shape
-    W = np.zeros((K, K))  # M, then its Cholesky factor L, then L^-1 (lower triangles)
-    ZtX = np.zeros((K, D))
-    active = np.empty(K, np.int64)
-    for a in range(K):
-        m[a] = 0.0
-    for i in range(N):
-        n_active = 0
-        for a in range(K):
-            if Zb[i, a]:
-                active[n_active] = a
-                n_active += 1
-        for p in range(n_active):
-            a = active[p]
-            m[a] += 1.0
-            for d in range(D):
-                ZtX[a, d] += X[i, d]
-            for s in range(p + 1):
-                W[a, active[s]] += 1.0  # lower triangle: active is increasing
-    for a in range(K):
-        W[a, a] += r
-    for j in range(K):  # Cholesky, M = L L^T
-        acc = W[j, j]
-        for p in range(j):
-            acc -= W[j, p] * W[j, p]
-        W[j, j] = math.sqrt(acc)
-        for i in range(j + 1, K):
-            acc = W[i, j]
-            for p in range(j):
-                acc -= W[i, p] * W[j, p]
-            W[i, j] = acc / W[j, j]
-    for j in range(K):  # invert L in place, column by column
-        W[j, j] = 1.0 / W[j, j]
-        for i in range(j + 1, K):
-            acc = 0.0
-            for p in range(j, i):
-                acc -= W[i, p] * W[p, j]
-            W[i, j] = acc / W[i, i]
-    for a in range(K):  # M^-1 = L^-T L^-1
-        for b in range(a + 1):
-            acc = 0.0
-            for p in range(a, K):
-                acc += W[p, a] * W[p, b]
-            Minv[a, b] = acc
-            Minv[b, a] = acc
-    for a in range(K):
-        for d in range(D):
-            Abar[a, d] = 0.0
-        for b in range(K):
-            mab = Minv[a, b]
-            for d in range(D):
-                Abar[a, d] += mab * ZtX[b, d]
-
-
-@njit(cache=True)
-def _drop_columns(Zb, K, keep, Minv, Abar, m, zf, Pz):
-    """Remove the columns with ``keep[a] == False`` from every buffer, in one pass.
-
-    The kept columns move left and keep their order. Returns the new ``K``.
-    """
-    n_kept = 0
-    for a in range(K):
-        if keep[a]:
-            if n_kept != a:
-                Zb[:, n_kept] = Zb[:, a]
-                for d in range(Abar.shape[1]):
-                    Abar[n_kept, d] = Abar[a, d]
-                m[n_kept] = m[a]
-                zf[n_kept] = zf[a]
-                Pz[n_kept] = Pz[a]
-            keep[n_kept] = a  # reuse the mask as the list of kept indices
-            n_kept += 1
-    # In place is safe: entry (p, q) reads (kept[p], kept[q]) with kept[p] >= p and
-    # kept[q] >= q, which row-by-row writing has not yet overwritten.
-    for p in range(n_kept):
-        for q in range(n_kept):
-            Minv[p, q] = Minv[keep[p], keep[q]]
-    return n_kept
-
-
-@njit(cache=True)
-def _sample_new_dishes(u, rate, v0, sa2, rr, D, buf):
-    """Draw the number of row-``i`` singletons from its exact conditional.
-
-    Weight of ``s`` singletons: ``rate^s / s!`` (the Poisson prior) times the
-    predictive density with variance ``v_s = v0 + s sa2`` and squared residual
-    ``rr``, ``f(v) = -D/2 log v - rr / (2 v)``. ``f`` rises up to ``v* = rr / D``
-    and falls after it, so for ``t > s`` it is at most ``f(max(v_{s+1}, v*))``;
-    once ``s + 2 >= 2 rate`` the Poisson weights beyond ``s`` sum to less than
-    ``2 rate^(s+1) / (s+1)!``. Summing stops when that bound on the rest is below
-    ``e^-40`` of the largest weight. Returns ``(s, buf)`` (``buf`` may grow).
-    """
-    half_D = 0.5 * D
-    log_rate = math.log(rate)
-    v_star = rr / D
-    f_star = -half_D * math.log(v_star) - rr / (2.0 * v_star) if v_star > v0 else -np.inf
-    v = v0
-    log_v = math.log(v)
-    log_fact = 0.0  # log s!
-    lw_max = -np.inf
-    s = 0
-    while True:
-        if s > MAX_FEATURES:
-            raise ValueError(_TOO_MANY_FEATURES)
-        if s == buf.shape[0]:
-            bigger = np.empty(2 * s)
-            bigger[:s] = buf
-            buf = bigger
-        lw = s * log_rate - log_fact - half_D * log_v - rr / (2.0 * v)
-        buf[s] = lw
-        lw_max = max(lw_max, lw)
-        v_next = v + sa2
-        log_v_next = math.log(v_next)
-        log_fact_next = log_fact + math.log(s + 1.0)
-        if s + 2 >= 2.0 * rate:
-            f_bound = f_star if v_next < v_star else -half_D * log_v_next - rr / (2.0 * v_next)
-            rest = (s + 1) * log_rate - log_fact_next + 0.6931471805599453 + f_bound
-            if rest < lw_max + _LOG_TAIL_TOLERANCE:
-                break
-        s += 1
-        v = v_next
-        log_v = log_v_next
-        log_fact = log_fact_next
-    total = 0.0
-    for t in range(s + 1):
-        buf[t] = math.exp(buf[t] - lw_max)
-        total += buf[t]
-    target = u * total
-    cumulative = 0.0
-    for t in range(s + 1):
-        cumulative += buf[t]
-        if target < cumulative:
-            return t, buf
-    return s, buf
-
-
-@njit(cache=True)
-def _update_row(i, X, Zb, K, Minv, Abar, m, zf, v, Pz, order, resid, y, rng,
-                sx2, sa2, r, log_odds_prior, rate, random_scan, buf):
-    """Resample row ``i`` of ``Z``: shared features, then the number of singletons."""
-    D = X.shape[1]
-    half_D = 0.5 * D
-    x = X[i]
-
-    # 1. Take row i out. Its singletons (columns only row i owns) get their exact values
-    #    without row i: P = M_-i^-1 is 1 / r on their diagonal and 0 elsewhere in their
-    #    rows and columns, and their posterior mean is 0. The shared block then follows
-    #    from M^-1 by one well-conditioned rank-one step. Eliminating the n singletons
-    #    from M Abar = Z^T X shows that the shared block B of M^-1 is the inverse of
-    #    S + rho z z^T, with S = Z_-i^T Z_-i + r I (shared part), z = z_i (shared part)
-    #    and rho = r / (n + r), and that B^-1 Abar_s = b_-i + rho z x. With w = B z and
-    #    zw = z.w, Sherman-Morrison gives P_ss = B + rho w w^T / (1 - rho zw) and
-    #    Abar_-i = Y + rho w (z^T Y) / (1 - rho zw) with Y = Abar_s - rho w x. (With no
-    #    singletons, rho = 1 and this is the usual downdate.) The usual downdate divides
-    #    by c = 1 - z M^-1 z, about r / n when the row has singletons: for a small
-    #    sigma_x / sigma_a that would amplify rounding errors beyond repair.
-    n_own = 0
-    for a in range(K):
-        zf[a] = Zb[i, a]
-        m[a] -= zf[a]  # owners other than row i
-        if m[a] == 0.0:
-            n_own += 1
-    rho = r / (n_own + r)
-    zw = 0.0
-    for a in range(K):
-        acc = 0.0
-        if m[a] > 0.0:
-            for b in range(K):
-                if zf[b] != 0.0 and m[b] > 0.0:
-                    acc += Minv[a, b]
-        v[a] = acc  # w, zero on the singletons
-        zw += zf[a] * acc
-    denom = 1.0 - rho * zw
-    if denom < _MIN_DOWNDATE_DENOMINATOR:
-        # Removing row i leaves nearly dependent columns (two features that only row i
-        # tells apart, say): the rank-one step would lose too many digits. Rare; recompute
-        # M_-i^-1 and the posterior mean without row i from scratch instead.
-        for a in range(K):
-            Zb[i, a] = 0
-        _refresh(X, Zb, K, r, Minv, Abar, m)
-        q = 0.0
-        for a in range(K):
-            Zb[i, a] = np.int8(zf[a])
-            acc = 1.0 / r
-            if m[a] > 0.0:
-                acc = 0.0
-                for b in range(K):
-                    if zf[b] != 0.0 and m[b] > 0.0:
-                        acc += Minv[a, b]
-                q += zf[a] * acc
-            Pz[a] = acc
-    else:
-        for d in range(D):
-            y[d] = 0.0  # z^T Y
-        for a in range(K):
-            if m[a] > 0.0:
-                for d in range(D):
-                    Abar[a, d] -= rho * v[a] * x[d]
-                    if zf[a] != 0.0:
-                        y[d] += Abar[a, d]
-        for a in range(K):
-            if m[a] > 0.0:
-                coef = rho * v[a] / denom
-                for b in range(K):
-                    if m[b] > 0.0:
-                        Minv[a, b] += coef * v[b]
-                for d in range(D):
-                    Abar[a, d] += coef * y[d]  # posterior mean without row i
-                Pz[a] = v[a] / denom  # (P z)_a = (P_ss z)_a
-            else:
-                for b in range(K):
-                    Minv[a, b] = 0.0
-                    Minv[b, a] = 0.0
-                Minv[a, a] = 1.0 / r
-                for d in range(D):
-                    Abar[a, d] = 0.0
-                Pz[a] = 1.0 / r
-        q = zw / denom  # z P z^T over the shared features only
-    rr = 0.0
-    for d in range(D):
-        acc = x[d]
-        for a in range(K):
-            if zf[a] != 0.0 and m[a] > 0.0:
-                acc -= Abar[a, d]
-        resid[d] = acc  # x_i minus its predictive mean given the other rows
-        rr += acc * acc
-    # each singleton adds 1 / r to z P z^T, that is sigma_a^2 to the predictive variance
-    extra = n_own * sa2
-
-    # 2. Shared features, in a fresh uniformly random order (Fisher-Yates).
-    n_shared = 0
-    n_single = 0
-    for a in range(K):
-        if m[a] > 0.0:
-            order[n_shared] = a
-            n_shared += 1
-        else:
-            n_single += 1
-    if random_scan:
-        for j in range(n_shared - 1, 0, -1):
-            t = int(rng.random() * (j + 1))
-            tmp = order[j]
-            order[j] = order[t]
-            order[t] = tmp
-    for j in range(n_shared):
-        k = order[j]
-        sign = 1.0 - 2.0 * zf[k]  # +1 switches feature k on, -1 off
-        a_dot = 0.0
-        a_sq = 0.0
-        for d in range(D):
-            a_dot += Abar[k, d] * resid[d]
-            a_sq += Abar[k, d] * Abar[k, d]
-        rr_flip = rr - 2.0 * sign * a_dot + a_sq
-        q_flip = q + 2.0 * sign * Pz[k] + Minv[k, k]
-        var_now = sx2 * (1.0 + q) + extra
-        var_flip = sx2 * (1.0 + q_flip) + extra
-        log_odds = (
-            -half_D * math.log(var_flip / var_now)
-            - 0.5 * (rr_flip / var_flip - rr / var_now)
-            + sign * log_odds_prior[int(m[k])]
-        )
-        if rng.random() < 1.0 / (1.0 + math.exp(-log_odds)):
-            zf[k] = 1.0 - zf[k]
-            for b in range(K):
-                Pz[b] += sign * Minv[k, b]  # P is symmetric
-            for d in range(D):
-                resid[d] -= sign * Abar[k, d]
-            rr = rr_flip
-            q = q_flip
-
-    # 3. Singletons: q holds the shared features only; each singleton would add
-    #    sigma_a^2 to the predictive variance (its posterior mean row is zero).
-    var_shared = sx2 * (1.0 + q)
-    n_new, buf = _sample_new_dishes(rng.random(), rate, var_shared, sa2, rr, D, buf)
-    if K - n_single + n_new > MAX_FEATURES:
-        raise ValueError(_TOO_MANY_FEATURES)
-
-    # 4. Update the columns. Random scan: keep the first n_new old singletons in
-    #    place (stable labels) and append any extra. Fixed scan (the heuristic):
-    #    drop them all and append n_new at the end, as Griffiths & Ghahramani do.
-    n_keep = min(n_new, n_single) if random_scan else 0
-    if n_single > n_keep:
-        keep = np.ones(K, np.int64)
-        rank = 0
-        for a in range(K):
-            if m[a] == 0.0:
-                keep[a] = 1 if rank < n_keep else 0
-                rank += 1
-        K = _drop_columns(Zb, K, keep, Minv, Abar, m, zf, Pz)
-    n_add = n_new - n_keep
-    if n_add > 0:
-        Zb, Minv, Abar, m, zf, v, Pz, order = _grow(Zb, Minv, Abar, m, zf, v, Pz, order, K + n_add)
-        for _ in range(n_add):
-            Zb[:, K] = 0
-            for b in range(K + 1):
-                Minv[K, b] = 0.0
-                Minv[b, K] = 0.0
-            Minv[K, K] = 1.0 / r
-            for d in range(D):
-                Abar[K, d] = 0.0
-            m[K] = 0.0
-            zf[K] = 1.0
-            Pz[K] = 1.0 / r
-            K += 1
-
-    # 5. Put row i back: w = P z, M^-1 = P - w w^T / (1 + z.w), and the posterior
-    #    mean moves by w (x - z Abar_-i) / (1 + z.w).
-    qf = 0.0
-    for a in range(K):
-        qf += zf[a] * Pz[a]
-    c2 = 1.0 + qf
-    for a in range(K):
-        wa = Pz[a]
-        for b in range(K):
-            Minv[a, b] -= wa * Pz[b] / c2
-        for d in range(D):
-            Abar[a, d] += wa * resid[d] / c2
-        m[a] += zf[a]
-        Zb[i, a] = np.int8(zf[a])
-    return Zb, K, Minv, Abar, m, zf, v, Pz, order, buf
+# The steps, under the names the tests and older code use.
+_refresh = _kernel.refresh
+_update_row = _kernel.update_row
+_sample_new_dishes = _kernel.sample_new_dishes
 
 
 @njit(cache=True)
 def _run_sweeps(X, Zb, K, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, random_scan,
                 k_trace, type_trace):
-    """Run ``n_sweeps`` sweeps on the column buffer ``Zb`` (first ``K`` columns used)."""
+    """Run ``n_sweeps`` sweeps on the column buffer ``Zb`` (first ``K`` columns used).
+
+    Each sweep refreshes ``M^-1`` from scratch (so rounding cannot accumulate)
+    and then updates the rows in order with :func:`ibp_lab._kernel.update_row`.
+    """
     N, D = X.shape
     sx2 = sigma_x * sigma_x
     sa2 = sigma_a * sigma_a
     r = sx2 / sa2
-    # beta + (N - 1), never (beta + N) - 1: with one row and a tiny beta the latter is 0
-    prior_denominator = beta + (N - 1.0)
-    rate = alpha * beta / prior_denominator
-    # prior log-odds of z_ik = 1 when m other rows own feature k: log m / (beta + N - 1 - m)
-    log_odds_prior = np.zeros(N)
-    for count in range(1, N):
-        log_odds_prior[count] = math.log(count) - math.log((N - 1.0 - count) + beta)
+    rate = _kernel.new_dish_rate(alpha, beta, N - 1.0)
+    log_odds_prior = _kernel.prior_log_odds_table(N, beta)
     buf = np.empty(64)
     cap = Zb.shape[1]
     Minv = np.zeros((cap, cap))
     Abar = np.zeros((cap, D))
     m = np.zeros(cap)
     zf = np.zeros(cap)
-    v = np.zeros(cap)
+    w = np.zeros(cap)
     Pz = np.zeros(cap)
     order = np.zeros(cap, np.int64)
     resid = np.zeros(D)
     y = np.zeros(D)
     record_types = type_trace.shape[0] > 0
     for t in range(n_sweeps):
-        _refresh(X, Zb, K, r, Minv, Abar, m)
+        _kernel.refresh(X, Zb, K, r, Minv, Abar, m)
         for i in range(N):
-            Zb, K, Minv, Abar, m, zf, v, Pz, order, buf = _update_row(
-                i, X, Zb, K, Minv, Abar, m, zf, v, Pz, order, resid, y, rng,
+            Zb, K, Minv, Abar, m, zf, w, Pz, order, buf = _kernel.update_row(
+                i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
                 sx2, sa2, r, log_odds_prior, rate, random_scan, buf,
             )
         k_trace[t] = K
         if record_types:
-            for a in range(K):
-                value = 0
-                for i in range(N):
-                    value = 2 * value + Zb[i, a]
-                type_trace[t, (1 << N) - 1 - value] += 1
+            _record_class(Zb, K, N, type_trace[t])
     return Zb, K
+
+
+@njit(cache=True)
+def _record_class(Zb, K, N, counts):
+    """Add the state's class (columns counted by type, left-ordered) to ``counts``."""
+    for a in range(K):
+        value = 0
+        for i in range(N):
+            value = 2 * value + Zb[i, a]
+        counts[(1 << N) - 1 - value] += 1
 
 
 def _to_buffer(Z: np.ndarray) -> tuple[np.ndarray, int]:

@@ -1,0 +1,737 @@
+"""The linear-Gaussian IBP algebra, in one place, for every sampler that needs it.
+
+Private: no argument checks (the public doors of :mod:`ibp_lab.gibbs`,
+:mod:`ibp_lab.split_merge`, :mod:`ibp_lab.heldout` and :mod:`ibp_lab.chains`
+validate first). Hot steps are compiled with numba (``cache=True``); each
+compiled function keeps its plain-Python body as ``.py_func``, which the tests
+and the readable sweep :func:`ibp_lab.gibbs.gibbs_sweep_numpy` call.
+
+Notation: ``Zb`` is an ``(N, cap)`` ``int8`` column buffer of which the first
+``K`` columns are used; ``r = (sigma_x / sigma_a)^2``, ``sx2 = sigma_x^2``,
+``sa2 = sigma_a^2``; ``M = Z^T Z + r I``; ``Minv`` holds ``M^-1`` (or, while a
+row is out, ``P = M_-i^-1``), ``Abar`` the posterior mean of the features
+``M^-1 Z^T X`` and ``m`` the counts of owners; ``zf`` is row ``i`` as floats,
+``Pz = P z``, ``resid = x_i - z Abar_-i`` over the shared features and
+``rr = ||resid||^2``. Buffers are modified in place; functions that may need
+bigger buffers return them.
+
+The Gibbs row update (:func:`update_row`) is the composition::
+
+    row_out -> shuffle + flip_shared (flip_log_odds, prior_log_odds)
+            -> sample_new_dishes (new_dish_rate) -> resize_columns -> row_in
+
+Functions (all names and arguments are stable; add, do not rename)
+------------------------------------------------------------------
+Feature posterior
+    - ``refresh(X, Zb, K, r, Minv, Abar, m)``: ``M^-1``, ``Abar``, ``m`` from scratch.
+    - ``row_out(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y)
+      -> (q, rr, extra)``: take row ``i`` out; ``q = z P z`` over the shared
+      features, ``extra = n_singletons * sa2``. ``w``, ``y`` are scratch.
+    - ``row_in(i, Zb, K, D, Minv, Abar, m, zf, Pz, resid)``: put row ``i`` back.
+    - ``grow(Zb, Minv, Abar, m, zf, w, Pz, order, needed)`` -> the buffers with
+      at least ``needed`` columns; ``drop_columns(Zb, K, keep, Minv, Abar, m, zf,
+      Pz) -> K``.
+    - ``resize_columns(i, Zb, K, n_new, r, D, random_scan, Minv, Abar, m, zf, w,
+      Pz, order) -> (Zb, K, Minv, Abar, m, zf, w, Pz, order)``: keep or drop row
+      ``i``'s singletons and append new ones so that it owns ``n_new``.
+Single flips
+    - ``prior_log_odds(m, n_others, beta)``: ``log m - log((n_others - m) + beta)``.
+    - ``prior_log_odds_table(n_rows, beta)``: that for ``m = 1 .. n_rows - 1``
+      (entry 0 unused).
+    - ``flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip)``:
+      log-odds of flipping one entry; works elementwise on arrays via ``.py_func``.
+    - ``flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q) -> (rr_flip,
+      q_flip)``; ``accept_flip(k, sign, K, D, Minv, Abar, Pz, resid)``.
+    - ``shuffle(order, n, rng)``: Fisher-Yates on ``order[:n]`` (``n - 1`` uniforms).
+    - ``flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid,
+      rr, q, extra, sx2, log_odds_prior) -> (rr, q)``: one Gibbs update of each
+      listed feature, one uniform each.
+New dishes
+    - ``new_dish_rate(alpha, beta, n_others)``: ``alpha beta / (beta + n_others)``.
+    - ``new_dish_log_weights(rate, v0, sa2, rr, D)``: log weights of 0, 1, ...
+      new dishes up to the tail bound (an array).
+    - ``new_dish_log_weights_into(rate, v0, sa2, rr, D, buf) -> (n_terms,
+      lw_max, buf)``: the same, into a buffer.
+    - ``sample_new_dishes(u, rate, v0, sa2, rr, D, buf) -> (s, buf)``: the number
+      of new dishes from one uniform ``u``.
+The whole row
+    - ``update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
+      sx2, sa2, r, log_odds_prior, rate, random_scan, buf) -> (Zb, K, Minv, Abar,
+      m, zf, w, Pz, order, buf)``.
+Target density (split-merge, traces)
+    - ``loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a)``:
+      ``log p(X | Z)`` from ``Z^T Z``, ``Z^T X`` and ``||X||^2`` (NaN if ``M`` is
+      numerically singular).
+    - ``class_log_prior(Z, log_alpha_beta, prior_rate, beta)``: ``log P([Z])``.
+    - ``log_joint(X, Z, sum_sq, sigma_x, sigma_a, log_alpha_beta, prior_rate,
+      beta) -> (log_lik, log_prior)`` for ``Z`` without empty columns;
+      ``prior_rate = alpha * sum_i beta / (beta + i - 1)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ibp_lab._hyper import MAX_FEATURES
+
+#: Stop summing the new-dish law once a bound on the rest is below e^-40 of its largest term.
+LOG_TAIL_TOLERANCE = -40.0
+#: Below this denominator the rank-one removal of a row would amplify rounding errors by
+#: more than 1e3; the row's ``M_-i^-1`` is then recomputed from scratch.
+MIN_DOWNDATE_DENOMINATOR = 1e-3
+TOO_MANY_FEATURES = (
+    "the sampler would need more than MAX_FEATURES = 2500 features: the data are far "
+    "larger than sigma_a and sigma_x; rescale X or use larger scales"
+)
+_LOG_2 = 0.6931471805599453
+
+
+# --------------------------------------------------------------------------------------
+# the feature posterior: from scratch, row out, row in, column bookkeeping
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def refresh(X, Zb, K, r, Minv, Abar, m):
+    """Recompute ``M^-1``, the posterior mean ``Abar = M^-1 Z^T X`` and the counts ``m``.
+
+    Stable: ``M`` is symmetric positive definite (``r > 0``), factorised by
+    Cholesky, and ``M^-1 = L^-T L^-1`` from the triangular inverse. Hand-written
+    loops: for the small ``K`` of this model they beat LAPACK's per-call overhead.
+    """
+    N, D = X.shape
+    W = np.zeros((K, K))  # M, then its Cholesky factor L, then L^-1 (lower triangles)
+    ZtX = np.zeros((K, D))
+    active = np.empty(K, np.int64)
+    for a in range(K):
+        m[a] = 0.0
+    for i in range(N):
+        n_active = 0
+        for a in range(K):
+            if Zb[i, a]:
+                active[n_active] = a
+                n_active += 1
+        for p in range(n_active):
+            a = active[p]
+            m[a] += 1.0
+            for d in range(D):
+                ZtX[a, d] += X[i, d]
+            for s in range(p + 1):
+                W[a, active[s]] += 1.0  # lower triangle: active is increasing
+    for a in range(K):
+        W[a, a] += r
+    for j in range(K):  # Cholesky, M = L L^T
+        acc = W[j, j]
+        for p in range(j):
+            acc -= W[j, p] * W[j, p]
+        W[j, j] = math.sqrt(acc)
+        for i in range(j + 1, K):
+            acc = W[i, j]
+            for p in range(j):
+                acc -= W[i, p] * W[j, p]
+            W[i, j] = acc / W[j, j]
+    for j in range(K):  # invert L in place, column by column
+        W[j, j] = 1.0 / W[j, j]
+        for i in range(j + 1, K):
+            acc = 0.0
+            for p in range(j, i):
+                acc -= W[i, p] * W[p, j]
+            W[i, j] = acc / W[i, i]
+    for a in range(K):  # M^-1 = L^-T L^-1
+        for b in range(a + 1):
+            acc = 0.0
+            for p in range(a, K):
+                acc += W[p, a] * W[p, b]
+            Minv[a, b] = acc
+            Minv[b, a] = acc
+    for a in range(K):
+        for d in range(D):
+            Abar[a, d] = 0.0
+        for b in range(K):
+            mab = Minv[a, b]
+            for d in range(D):
+                Abar[a, d] += mab * ZtX[b, d]
+
+
+@njit(cache=True)
+def _row_out_from_scratch(i, X, Zb, K, r, Minv, Abar, m, zf, Pz):
+    """``P``, ``Abar_-i`` and ``m_-i`` recomputed without row ``i``; returns ``q``.
+
+    The fallback of :func:`row_out` when the rank-one step would lose too many
+    digits (two features that only row ``i`` tells apart, say).
+    """
+    for a in range(K):
+        Zb[i, a] = 0
+    refresh(X, Zb, K, r, Minv, Abar, m)
+    q = 0.0
+    for a in range(K):
+        Zb[i, a] = np.int8(zf[a])
+        acc = 1.0 / r
+        if m[a] > 0.0:
+            acc = 0.0
+            for b in range(K):
+                if zf[b] != 0.0 and m[b] > 0.0:
+                    acc += Minv[a, b]
+            q += zf[a] * acc
+        Pz[a] = acc
+    return q
+
+
+@njit(cache=True)
+def _downdate(x, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y):
+    """The singleton-aware rank-one downdate of :func:`row_out`; returns nothing."""
+    for d in range(D):
+        y[d] = 0.0  # z^T Y
+    for a in range(K):
+        if m[a] > 0.0:
+            for d in range(D):
+                Abar[a, d] -= rho * w[a] * x[d]
+                if zf[a] != 0.0:
+                    y[d] += Abar[a, d]
+    for a in range(K):
+        if m[a] > 0.0:
+            coef = rho * w[a] / denom
+            for b in range(K):
+                if m[b] > 0.0:
+                    Minv[a, b] += coef * w[b]
+            for d in range(D):
+                Abar[a, d] += coef * y[d]  # posterior mean without row i
+            Pz[a] = w[a] / denom  # (P z)_a = (P_ss z)_a
+        else:  # a singleton of row i: its exact values without row i
+            for b in range(K):
+                Minv[a, b] = 0.0
+                Minv[b, a] = 0.0
+            Minv[a, a] = 1.0 / r
+            for d in range(D):
+                Abar[a, d] = 0.0
+            Pz[a] = 1.0 / r
+
+
+@njit(cache=True)
+def row_out(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y):
+    """Take row ``i`` out of ``M^-1``, ``Abar`` and ``m``; return ``(q, rr, extra)``.
+
+    Afterwards ``Minv`` holds ``P = M_-i^-1``, ``Abar`` the posterior mean given
+    the other rows, ``m`` the other rows' counts, ``zf`` row ``i``, ``Pz = P z``,
+    ``resid = x_i - z Abar_-i`` and ``rr = ||resid||^2`` over the shared features,
+    ``q = z P z^T`` over the shared features, ``extra = n_singletons * sa2``.
+
+    Why it is stable: row ``i``'s singletons (columns only row ``i`` owns) get
+    their exact values without row ``i``: ``P`` is ``1 / r`` on their diagonal and
+    0 elsewhere in their rows and columns, and their posterior mean is 0. The
+    shared block then follows from ``M^-1`` by one well-conditioned rank-one step.
+    Eliminating the ``n`` singletons from ``M Abar = Z^T X`` shows that the shared
+    block ``B`` of ``M^-1`` is the inverse of ``S + rho z z^T``, with ``S =
+    Z_-i^T Z_-i + r I`` (shared part), ``z = z_i`` (shared part) and ``rho = r / (n
+    + r)``, and that ``B^-1 Abar_s = b_-i + rho z x``. With ``w = B z`` and ``zw =
+    z.w``, Sherman-Morrison gives ``P_ss = B + rho w w^T / (1 - rho zw)`` and
+    ``Abar_-i = Y + rho w (z^T Y) / (1 - rho zw)`` with ``Y = Abar_s - rho w x``.
+    (With no singletons, ``rho = 1`` and this is the usual downdate.) The usual
+    downdate divides by ``c = 1 - z M^-1 z``, about ``r / n`` when the row has
+    singletons: for a small ``sigma_x / sigma_a`` that would amplify rounding
+    errors beyond repair. When even ``1 - rho zw`` is below
+    ``MIN_DOWNDATE_DENOMINATOR`` (nearly dependent columns without row ``i``),
+    everything is recomputed from scratch instead.
+    """
+    D = X.shape[1]
+    x = X[i]
+    n_own = 0
+    for a in range(K):
+        zf[a] = Zb[i, a]
+        m[a] -= zf[a]  # owners other than row i
+        if m[a] == 0.0:
+            n_own += 1
+    rho = r / (n_own + r)
+    zw = 0.0
+    for a in range(K):
+        acc = 0.0
+        if m[a] > 0.0:
+            for b in range(K):
+                if zf[b] != 0.0 and m[b] > 0.0:
+                    acc += Minv[a, b]
+        w[a] = acc  # w, zero on the singletons
+        zw += zf[a] * acc
+    denom = 1.0 - rho * zw
+    if denom < MIN_DOWNDATE_DENOMINATOR:
+        q = _row_out_from_scratch(i, X, Zb, K, r, Minv, Abar, m, zf, Pz)
+    else:
+        _downdate(x, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y)
+        q = zw / denom  # z P z^T over the shared features only
+    rr = 0.0
+    for d in range(D):
+        acc = x[d]
+        for a in range(K):
+            if zf[a] != 0.0 and m[a] > 0.0:
+                acc -= Abar[a, d]
+        resid[d] = acc  # x_i minus its predictive mean given the other rows
+        rr += acc * acc
+    # each singleton adds 1 / r to z P z^T, that is sigma_a^2 to the predictive variance
+    return q, rr, n_own * sa2
+
+
+@njit(cache=True)
+def row_in(i, Zb, K, D, Minv, Abar, m, zf, Pz, resid):
+    """Put row ``i`` (now ``zf``) back: the rank-one Sherman-Morrison update.
+
+    With ``w = P z``: ``M^-1 = P - w w^T / (1 + z.w)`` and the posterior mean
+    moves by ``w (x - z Abar_-i) / (1 + z.w)``. Stable: the denominator is at
+    least 1, so nothing is amplified. ``resid`` and ``Pz`` must describe the
+    current ``zf`` (including its singletons, whose ``Pz`` is ``1 / r``).
+    """
+    qf = 0.0
+    for a in range(K):
+        qf += zf[a] * Pz[a]
+    c2 = 1.0 + qf
+    for a in range(K):
+        wa = Pz[a]
+        for b in range(K):
+            Minv[a, b] -= wa * Pz[b] / c2
+        for d in range(D):
+            Abar[a, d] += wa * resid[d] / c2
+        m[a] += zf[a]
+        Zb[i, a] = np.int8(zf[a])
+
+
+@njit(cache=True)
+def grow(Zb, Minv, Abar, m, zf, w, Pz, order, needed):
+    """Reallocate the column buffers so that they hold at least ``needed`` columns.
+
+    Capacity doubles, so a long run of births costs amortised ``O(1)`` copies per
+    column. The scratch buffers ``w`` and ``order`` come back zeroed.
+    """
+    cap = Zb.shape[1]
+    if needed <= cap:
+        return Zb, Minv, Abar, m, zf, w, Pz, order
+    new = max(2 * cap, needed)
+    Zb2 = np.zeros((Zb.shape[0], new), np.int8)
+    Zb2[:, :cap] = Zb
+    Minv2 = np.zeros((new, new))
+    Minv2[:cap, :cap] = Minv
+    Abar2 = np.zeros((new, Abar.shape[1]))
+    Abar2[:cap] = Abar
+    m2 = np.zeros(new)
+    m2[:cap] = m
+    zf2 = np.zeros(new)
+    zf2[:cap] = zf
+    Pz2 = np.zeros(new)
+    Pz2[:cap] = Pz
+    return Zb2, Minv2, Abar2, m2, zf2, np.zeros(new), Pz2, np.zeros(new, np.int64)
+
+
+@njit(cache=True)
+def drop_columns(Zb, K, keep, Minv, Abar, m, zf, Pz):
+    """Remove the columns with ``keep[a] == 0`` from every buffer, in one pass.
+
+    The kept columns move left and keep their order. Returns the new ``K``.
+    Exact: entries are only moved, never recomputed.
+    """
+    n_kept = 0
+    for a in range(K):
+        if keep[a]:
+            if n_kept != a:
+                Zb[:, n_kept] = Zb[:, a]
+                for d in range(Abar.shape[1]):
+                    Abar[n_kept, d] = Abar[a, d]
+                m[n_kept] = m[a]
+                zf[n_kept] = zf[a]
+                Pz[n_kept] = Pz[a]
+            keep[n_kept] = a  # reuse the mask as the list of kept indices
+            n_kept += 1
+    # In place is safe: entry (p, q) reads (kept[p], kept[q]) with kept[p] >= p and
+    # kept[q] >= q, which row-by-row writing has not yet overwritten.
+    for p in range(n_kept):
+        for q in range(n_kept):
+            Minv[p, q] = Minv[keep[p], keep[q]]
+    return n_kept
+
+
+@njit(cache=True)
+def resize_columns(i, Zb, K, n_new, r, D, random_scan, Minv, Abar, m, zf, w, Pz, order):
+    """Give row ``i`` (taken out) exactly ``n_new`` singletons.
+
+    Random scan: keep the first ``n_new`` old singletons in place (stable labels)
+    and append any extra. Fixed scan (Griffiths & Ghahramani's heuristic): drop
+    them all and append ``n_new`` at the end. A new singleton has its exact
+    values without row ``i``: ``P`` entry ``1 / r``, posterior mean 0.
+    Returns ``(Zb, K, Minv, Abar, m, zf, w, Pz, order)`` (buffers may grow).
+    """
+    n_single = 0
+    for a in range(K):
+        if m[a] == 0.0:
+            n_single += 1
+    n_keep = min(n_new, n_single) if random_scan else 0
+    if n_single > n_keep:
+        keep = np.ones(K, np.int64)
+        rank = 0
+        for a in range(K):
+            if m[a] == 0.0:
+                keep[a] = 1 if rank < n_keep else 0
+                rank += 1
+        K = drop_columns(Zb, K, keep, Minv, Abar, m, zf, Pz)
+    n_add = n_new - n_keep
+    if n_add > 0:
+        Zb, Minv, Abar, m, zf, w, Pz, order = grow(Zb, Minv, Abar, m, zf, w, Pz, order, K + n_add)
+        for _ in range(n_add):
+            Zb[:, K] = 0
+            for b in range(K + 1):
+                Minv[K, b] = 0.0
+                Minv[b, K] = 0.0
+            Minv[K, K] = 1.0 / r
+            for d in range(D):
+                Abar[K, d] = 0.0
+            m[K] = 0.0
+            zf[K] = 1.0
+            Pz[K] = 1.0 / r
+            K += 1
+    return Zb, K, Minv, Abar, m, zf, w, Pz, order
+
+
+# --------------------------------------------------------------------------------------
+# single flips
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def prior_log_odds(m, n_others, beta):
+    """Prior log-odds of ``z_ik = 1`` when ``m`` of the ``n_others`` other rows own ``k``.
+
+    ``log m - log((n_others - m) + beta)``: the count difference is formed first,
+    exactly (both are whole numbers), so a tiny ``beta`` keeps its digits.
+    """
+    return math.log(m) - math.log((n_others - m) + beta)
+
+
+@njit(cache=True)
+def prior_log_odds_table(n_rows, beta):
+    """:func:`prior_log_odds` for ``m = 1, ..., n_rows - 1`` other owners (entry 0 is 0)."""
+    table = np.zeros(n_rows)
+    for count in range(1, n_rows):
+        table[count] = prior_log_odds(count, n_rows - 1.0, beta)
+    return table
+
+
+@njit(cache=True)
+def flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip):
+    """Log-odds of flipping one entry of row ``i`` against keeping it.
+
+    Given the other rows, ``x_i ~ Normal(z Abar, (sx2 (1 + z P z) + extra) I)``;
+    ``rr``, ``q`` describe the current row and ``rr_flip``, ``q_flip`` the row with
+    the entry flipped; ``prior_flip`` is the prior log-odds of the flipped value
+    (``sign * prior_log_odds``). The likelihood enters as a log of the *ratio*
+    of variances and a difference of quadratic terms, never as two large
+    log-densities subtracted. Plain arithmetic and ``np.log``, so ``.py_func``
+    also works elementwise on NumPy arrays.
+    """
+    var_now = sx2 * (1.0 + q) + extra
+    var_flip = sx2 * (1.0 + q_flip) + extra
+    return (-(0.5 * D) * np.log(var_flip / var_now)
+            - 0.5 * (rr_flip / var_flip - rr / var_now)
+            + prior_flip)
+
+
+@njit(cache=True)
+def flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q):
+    """``(rr_flip, q_flip)`` after flipping entry ``k`` (``sign = +1`` on, ``-1`` off).
+
+    Rank-one: ``||resid - s a_k||^2 = rr - 2 s a_k.resid + ||a_k||^2`` and
+    ``(z + s e_k) P (z + s e_k) = q + 2 s (P z)_k + P_kk``; ``O(D)``.
+    """
+    a_dot = 0.0
+    a_sq = 0.0
+    for d in range(D):
+        a_dot += Abar[k, d] * resid[d]
+        a_sq += Abar[k, d] * Abar[k, d]
+    return rr - 2.0 * sign * a_dot + a_sq, q + 2.0 * sign * Pz[k] + Minv[k, k]
+
+
+@njit(cache=True)
+def accept_flip(k, sign, K, D, Minv, Abar, Pz, resid):
+    """Update ``Pz`` and ``resid`` for an accepted flip of entry ``k``: ``O(K + D)``."""
+    for b in range(K):
+        Pz[b] += sign * Minv[k, b]  # P is symmetric
+    for d in range(D):
+        resid[d] -= sign * Abar[k, d]
+
+
+@njit(cache=True)
+def shuffle(order, n, rng):
+    """Fisher-Yates shuffle of ``order[:n]`` in place, with ``n - 1`` uniforms."""
+    for j in range(n - 1, 0, -1):
+        t = int(rng.random() * (j + 1))
+        tmp = order[j]
+        order[j] = order[t]
+        order[t] = tmp
+
+
+@njit(cache=True)
+def flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr, q, extra, sx2,
+                log_odds_prior):
+    """Gibbs-update ``z_ik`` for ``k = order[0], ..., order[n_shared - 1]``; return ``(rr, q)``.
+
+    One uniform per feature, compared with the flip probability
+    ``1 / (1 + exp(-log_odds))``: a Gibbs update written as a flip, so that the
+    chain draws the same numbers whichever value the entry has.
+    """
+    for j in range(n_shared):
+        k = order[j]
+        sign = 1.0 - 2.0 * zf[k]  # +1 switches feature k on, -1 off
+        rr_flip, q_flip = flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q)
+        log_odds = flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D,
+                                 sign * log_odds_prior[int(m[k])])
+        if rng.random() < 1.0 / (1.0 + math.exp(-log_odds)):
+            zf[k] = 1.0 - zf[k]
+            accept_flip(k, sign, K, D, Minv, Abar, Pz, resid)
+            rr = rr_flip
+            q = q_flip
+    return rr, q
+
+
+# --------------------------------------------------------------------------------------
+# new dishes
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def new_dish_rate(alpha, beta, n_others):
+    """Poisson rate of new dishes for a row after ``n_others`` others: ``alpha beta / (beta +
+    n_others)``, with ``beta + n_others`` (never ``(beta + N) - 1``, which is 0 for one row
+    and a tiny ``beta``)."""
+    return alpha * beta / (beta + n_others)
+
+
+@njit(cache=True)
+def new_dish_log_weights_into(rate, v0, sa2, rr, D, buf):
+    """Log weights of 0, 1, 2, ... new dishes, into ``buf``; ``(n_terms, lw_max, buf)``.
+
+    Weight of ``s`` new dishes: ``rate^s / s!`` (the Poisson prior) times the
+    predictive density with variance ``v_s = v0 + s sa2`` and squared residual
+    ``rr``, ``f(v) = -D/2 log v - rr / (2 v)``. ``f`` rises up to ``v* = rr / D``
+    and falls after it, so for ``t > s`` it is at most ``f(max(v_{s+1}, v*))``;
+    once ``s + 2 >= 2 rate`` the Poisson weights beyond ``s`` sum to less than
+    ``2 rate^(s+1) / (s+1)!``. Summing stops when that bound on the rest is below
+    ``e^LOG_TAIL_TOLERANCE`` of the largest weight: an exact law up to a mass
+    below ``e^-40``, never a fixed truncation. More than ``MAX_FEATURES`` terms
+    raise ``ValueError``.
+    """
+    half_D = 0.5 * D
+    log_rate = math.log(rate)
+    v_star = rr / D
+    f_star = -half_D * math.log(v_star) - rr / (2.0 * v_star) if v_star > v0 else -np.inf
+    v = v0
+    log_v = math.log(v)
+    log_fact = 0.0  # log s!
+    lw_max = -np.inf
+    s = 0
+    while True:
+        if s > MAX_FEATURES:
+            raise ValueError(TOO_MANY_FEATURES)
+        if s == buf.shape[0]:
+            bigger = np.empty(2 * s)
+            bigger[:s] = buf
+            buf = bigger
+        lw = s * log_rate - log_fact - half_D * log_v - rr / (2.0 * v)
+        buf[s] = lw
+        lw_max = max(lw_max, lw)
+        v_next = v + sa2
+        log_v_next = math.log(v_next)
+        log_fact_next = log_fact + math.log(s + 1.0)
+        if s + 2 >= 2.0 * rate:
+            f_bound = f_star if v_next < v_star else -half_D * log_v_next - rr / (2.0 * v_next)
+            rest = (s + 1) * log_rate - log_fact_next + _LOG_2 + f_bound
+            if rest < lw_max + LOG_TAIL_TOLERANCE:
+                break
+        s += 1
+        v = v_next
+        log_v = log_v_next
+        log_fact = log_fact_next
+    return s + 1, lw_max, buf
+
+
+@njit(cache=True)
+def new_dish_log_weights(rate, v0, sa2, rr, D):
+    """Log weights of 0, 1, 2, ... new dishes, as an array (see :func:`new_dish_log_weights_into`)."""
+    n_terms, _, buf = new_dish_log_weights_into(rate, v0, sa2, rr, D, np.empty(16))
+    return buf[:n_terms].copy()
+
+
+@njit(cache=True)
+def sample_new_dishes(u, rate, v0, sa2, rr, D, buf):
+    """Draw the number of new dishes from its exact conditional, by inversion of ``u``.
+
+    The weights of :func:`new_dish_log_weights_into`, shifted by their maximum
+    before ``exp`` (no overflow), summed in order; returns ``(s, buf)``.
+    """
+    n_terms, lw_max, buf = new_dish_log_weights_into(rate, v0, sa2, rr, D, buf)
+    total = 0.0
+    for t in range(n_terms):
+        buf[t] = math.exp(buf[t] - lw_max)
+        total += buf[t]
+    target = u * total
+    cumulative = 0.0
+    for t in range(n_terms):
+        cumulative += buf[t]
+        if target < cumulative:
+            return t, buf
+    return n_terms - 1, buf
+
+
+# --------------------------------------------------------------------------------------
+# one row of the collapsed Gibbs sweep
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _list_shared(K, m, order):
+    """Write the shared features (``m > 0``) into ``order``; return ``(n_shared, n_single)``."""
+    n_shared = 0
+    for a in range(K):
+        if m[a] > 0.0:
+            order[n_shared] = a
+            n_shared += 1
+    return n_shared, K - n_shared
+
+
+@njit(cache=True)
+def update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
+               sx2, sa2, r, log_odds_prior, rate, random_scan, buf):
+    """Resample row ``i`` of ``Z``: row out, shared flips, new dishes, columns, row in.
+
+    Random numbers, in order: ``n_shared - 1`` for the shuffle (random scan),
+    one per shared feature, one for the number of new dishes.
+    """
+    D = X.shape[1]
+    q, rr, extra = row_out(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y)
+    n_shared, n_single = _list_shared(K, m, order)
+    if random_scan:
+        shuffle(order, n_shared, rng)
+    rr, q = flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr, q,
+                        extra, sx2, log_odds_prior)
+    # q holds the shared features only; each new dish adds sa2 to the predictive variance
+    n_new, buf = sample_new_dishes(rng.random(), rate, sx2 * (1.0 + q), sa2, rr, D, buf)
+    if K - n_single + n_new > MAX_FEATURES:
+        raise ValueError(TOO_MANY_FEATURES)
+    Zb, K, Minv, Abar, m, zf, w, Pz, order = resize_columns(
+        i, Zb, K, n_new, r, D, random_scan, Minv, Abar, m, zf, w, Pz, order)
+    row_in(i, Zb, K, D, Minv, Abar, m, zf, Pz, resid)
+    return Zb, K, Minv, Abar, m, zf, w, Pz, order, buf
+
+
+# --------------------------------------------------------------------------------------
+# the target density: collapsed likelihood from sufficient statistics, class prior
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a):
+    """``log p(X | Z)`` from ``Z^T Z``, ``Z^T X`` and ``||X||^2``; NaN if ``M`` is singular.
+
+    G & G (2011, eq. 26) with a Cholesky factor ``L`` of ``M = Z^T Z + r I``:
+    ``log |M| = 2 sum log diag L`` and the trace term ``||X||^2 - ||L^-1 Z^T X||^2``,
+    so no inverse is formed. The residual is clipped at 0 (``I - Z M^-1 Z^T`` is
+    positive definite; only rounding can make it negative). A pivot ``<= 0``
+    (numerically singular ``M``) returns NaN for the caller to report.
+    """
+    K = ztz.shape[0]
+    D = n_dims
+    ratio = (sigma_x / sigma_a) ** 2
+    L = np.empty((K, K))
+    log_det = 0.0
+    for a in range(K):
+        for b in range(a + 1):
+            acc = ztz[a, b] + (ratio if a == b else 0.0)
+            for p in range(b):
+                acc -= L[a, p] * L[b, p]
+            if a == b:
+                if not acc > 0.0:
+                    return np.nan
+                L[a, a] = math.sqrt(acc)
+                log_det += 2.0 * math.log(L[a, a])
+            else:
+                L[a, b] = acc / L[b, b]
+    explained = 0.0  # ||L^-1 Z^T X||^2 = tr(X^T Z M^-1 Z^T X)
+    W = np.empty(K)
+    for d in range(D):
+        for a in range(K):
+            acc = ztx[a, d]
+            for p in range(a):
+                acc -= L[a, p] * W[p]
+            W[a] = acc / L[a, a]
+            explained += W[a] * W[a]
+    residual = max(sum_sq - explained, 0.0)
+    return (-0.5 * n_rows * D * math.log(2.0 * math.pi) - (n_rows - K) * D * math.log(sigma_x)
+            - K * D * math.log(sigma_a) - 0.5 * D * log_det
+            - residual / (2.0 * sigma_x * sigma_x))
+
+
+@njit(cache=True)
+def class_log_prior(Z, log_alpha_beta, prior_rate, beta):
+    """``log P([Z])`` of the two-parameter IBP, for ``Z`` without empty columns.
+
+    ``K+ log(alpha beta) - prior_rate - sum_h log K_h! + sum_k log B(m_k, N - m_k +
+    beta)`` (:func:`ibp_lab.prior.log_prior`), with ``log_alpha_beta = log alpha +
+    log beta`` and ``prior_rate = alpha sum_i beta / (beta + i - 1)``. Beta
+    functions through ``lgamma``: no factorials overflow.
+    """
+    N = Z.shape[0]
+    K = Z.shape[1]
+    log_prior = K * log_alpha_beta - prior_rate
+    group_size = np.zeros(K, np.int64)
+    for k in range(K):
+        count = 0
+        for n in range(N):
+            count += Z[n, k]
+        log_prior += math.lgamma(count) + math.lgamma(N - count + beta) - math.lgamma(N + beta)
+        owner = k  # the first column equal to column k
+        for first in range(k):
+            if group_size[first] > 0:
+                same = True
+                for n in range(N):
+                    if Z[n, k] != Z[n, first]:
+                        same = False
+                        break
+                if same:
+                    owner = first
+                    break
+        group_size[owner] += 1
+    for k in range(K):
+        log_prior -= math.lgamma(group_size[k] + 1.0)
+    return log_prior
+
+
+@njit(cache=True)
+def sufficient_stats(X, Z):
+    """``(Z^T Z, Z^T X)`` accumulated over the ones of ``Z`` only (``Z`` is sparse)."""
+    N, D = X.shape
+    K = Z.shape[1]
+    ztz = np.zeros((K, K))
+    ztx = np.zeros((K, D))
+    owned = np.zeros(K, np.int64)
+    for n in range(N):
+        n_owned = 0
+        for k in range(K):
+            if Z[n, k] != 0:
+                owned[n_owned] = k
+                n_owned += 1
+        for p in range(n_owned):
+            a = owned[p]
+            for q in range(n_owned):
+                ztz[a, owned[q]] += 1.0
+            for d in range(D):
+                ztx[a, d] += X[n, d]
+    return ztz, ztx
+
+
+@njit(cache=True)
+def log_joint(X, Z, sum_sq, sigma_x, sigma_a, log_alpha_beta, prior_rate, beta):
+    """``(log p(X | Z), log P([Z]))`` for ``int8`` ``Z`` without empty columns.
+
+    The split-merge target: :func:`loglik_from_stats` of :func:`sufficient_stats`
+    and :func:`class_log_prior`. ``sum_sq = ||X||^2``.
+    """
+    N, D = X.shape
+    ztz, ztx = sufficient_stats(X, Z)
+    log_lik = loglik_from_stats(ztz, ztx, sum_sq, N, D, sigma_x, sigma_a)
+    return log_lik, class_log_prior(Z, log_alpha_beta, prior_rate, beta)
