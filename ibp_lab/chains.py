@@ -1,9 +1,21 @@
 """Markov chains for the linear-Gaussian IBP: sweeps plus hyperparameter updates.
 
-- :func:`run_chain` runs one chain of :func:`ibp_lab.gibbs.gibbs_sweep` with
-  hyperparameter updates and returns a :class:`ChainResult`;
-- :func:`run_chains` runs independent chains and returns an ``arviz.InferenceData``
-  with the per-chain results.
+- :func:`run_chains` ``(X, n_chains, n_sweeps, rng, *, moves=..., Z0=None, alpha=...,
+  ...) -> (InferenceData, list[ChainResult])`` runs independent chains; each
+  iteration applies the ``moves`` in turn (default one
+  :func:`ibp_lab.gibbs.gibbs_sweep`), then the hyperparameter updates;
+- :func:`run_chain` is the same code for one chain and returns one :class:`ChainResult`;
+- moves are small objects ``move(X, Z, rng, hyper) -> (Z, stats)``:
+  :class:`GibbsSweep`, :class:`RandomSplitMerge`, :class:`SequentialSplitMerge`
+  (``n_proposals`` Metropolis-Hastings proposals each, from
+  :mod:`ibp_lab.split_merge`) and :class:`SingletonUpdate`; a string names one
+  with its default settings (:data:`MOVES`).
+
+Every chain records, per draw, its CPU time (:func:`time.process_time`, not
+wall time: other programs on a shared machine slow the wall clock but hardly
+the CPU time of a single-threaded computation, which is what "equal compute"
+means) and the proposals its moves accepted; per chain, each split-merge
+move's ``stats``.
 
 Hyperparameters (in :func:`run_chain`, after each sweep): ``alpha`` has a
 conjugate update, since ``P([Z] | alpha)`` is proportional to
@@ -26,6 +38,7 @@ are truncated there, far from any posterior mass of real data.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -34,11 +47,20 @@ import xarray as xr
 from scipy.special import gammainc, gammaincc, gammaincinv, gammainccinv
 
 from ibp_lab._checks import MIN_PARAMETER, check_count, check_data_matrix, check_flag, check_positive, check_rng
-from ibp_lab._hyper import DataScale, alpha_upper, check_feature_matrix, check_hyperparameters, harmonic, scales_allowed
+from ibp_lab._hyper import (
+    DataScale,
+    Hyperparameters,
+    alpha_upper,
+    check_feature_matrix,
+    check_hyperparameters,
+    harmonic,
+    scales_allowed,
+)
 from ibp_lab.gibbs import MAX_SWEEPS, _sweeps
 from ibp_lab.linear_gaussian import _loglik_from_stats
 
-__all__ = ["ChainResult", "run_chain", "run_chains"]
+__all__ = ["ChainResult", "run_chain", "run_chains", "Move", "GibbsSweep", "RandomSplitMerge",
+           "SequentialSplitMerge", "SingletonUpdate"]
 
 #: Most chains one call of run_chains runs.
 MAX_CHAINS = 1000
@@ -53,6 +75,131 @@ def _check_hyper(X, alpha, sigma_x, sigma_a, beta):
 
 def _check_sweeps(name: str, n_sweeps) -> int:
     return check_count(name, n_sweeps, minimum=1, maximum=MAX_SWEEPS)
+
+
+# --------------------------------------------------------------------------------------
+# moves: what one iteration of a chain does to Z
+# --------------------------------------------------------------------------------------
+
+
+class Move:
+    """One step on ``Z`` at fixed hyperparameters: ``move(X, Z, rng, hyper) -> (Z, stats)``.
+
+    ``X`` and ``Z`` have passed the runner's doors, ``hyper`` is an
+    :class:`ibp_lab._hyper.Hyperparameters`; a move trusts them. ``stats`` is
+    the split-merge layout of :mod:`ibp_lab.split_merge` for Metropolis-Hastings
+    moves and empty (``{}``) for moves that always move. Subclasses set
+    ``name`` (the key of their stats in :attr:`ChainResult.move_stats`) and
+    ``n_proposals`` (Metropolis-Hastings proposals per call, 0 for the others).
+    """
+
+    name = "move"
+    n_proposals = 0
+
+    def __call__(self, X: np.ndarray, Z: np.ndarray, rng: np.random.Generator,
+                 hyper: Hyperparameters) -> tuple[np.ndarray, dict]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({'' if not self.n_proposals else f'n_proposals={self.n_proposals}'})"
+
+
+class GibbsSweep(Move):
+    """One collapsed Gibbs sweep, :func:`ibp_lab.gibbs.gibbs_sweep`."""
+
+    name = "gibbs_sweep"
+
+    def __call__(self, X, Z, rng, hyper):
+        alpha, sigma_x, sigma_a, beta = hyper
+        Z, _, _ = _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng)
+        return Z, {}
+
+
+class SingletonUpdate(Move):
+    """Each row's number of singleton features redrawn, :func:`ibp_lab.split_merge.singleton_update`."""
+
+    name = "singleton_update"
+
+    def __call__(self, X, Z, rng, hyper):
+        from ibp_lab.split_merge._singleton import singleton_sweep
+        from ibp_lab.split_merge._target import LogJoint
+
+        return singleton_sweep(LogJoint(X, *hyper), Z, rng), {}
+
+
+class _SplitMerge(Move):
+    """``n_proposals`` Metropolis-Hastings proposals of one split-merge family."""
+
+    def __init__(self, n_proposals: int = 10):
+        from ibp_lab.split_merge._metropolis import MAX_PROPOSALS
+
+        self.n_proposals = check_count("n_proposals", n_proposals, maximum=MAX_PROPOSALS)
+
+    def _proposer(self, target):
+        raise NotImplementedError
+
+    def __call__(self, X, Z, rng, hyper):
+        from ibp_lab.split_merge._metropolis import empty_stats, finish_stats, metropolis_hastings
+        from ibp_lab.split_merge._target import LogJoint
+
+        target = LogJoint(X, *hyper)
+        stats = empty_stats()
+        Z, _ = metropolis_hastings(target, Z, rng, self.n_proposals, self._proposer(target), stats)
+        return np.ascontiguousarray(Z), finish_stats(stats)
+
+
+class RandomSplitMerge(_SplitMerge):
+    """Random splits and merges, :func:`ibp_lab.split_merge.random_split_merge`."""
+
+    name = "random_split_merge"
+
+    def _proposer(self, target):
+        from ibp_lab.split_merge._random import random_proposal
+
+        return random_proposal
+
+
+class SequentialSplitMerge(_SplitMerge):
+    """Sequentially allocated splits and merges, :func:`ibp_lab.split_merge.sequential_split_merge`."""
+
+    name = "sequential_split_merge"
+
+    def _proposer(self, target):
+        from ibp_lab.split_merge._sequential import sequential_proposal
+
+        return lambda Z, rng: sequential_proposal(target, Z, rng)
+
+
+#: The moves a string in ``moves=`` names (each with its default settings).
+MOVES = {cls.name: cls for cls in (GibbsSweep, SingletonUpdate, RandomSplitMerge,
+                                   SequentialSplitMerge)}
+
+
+def _check_moves(moves) -> tuple[Move, ...]:
+    """A move, a name of one, or a non-empty list of those, as a tuple of :class:`Move`."""
+    if isinstance(moves, (Move, str)):
+        moves = [moves]
+    if not isinstance(moves, (list, tuple)) or len(moves) == 0:
+        raise TypeError(f"moves must be a Move, a move name or a non-empty list of them "
+                        f"(names: {sorted(MOVES)}), got {moves!r}")
+    checked = []
+    for position, move in enumerate(moves):
+        if isinstance(move, str):
+            if move not in MOVES:
+                raise ValueError(f"moves[{position}] must be one of {sorted(MOVES)}, got {move!r}")
+            move = MOVES[move]()
+        if not isinstance(move, Move):
+            raise TypeError(f"moves[{position}] must be a Move (for example chains.GibbsSweep()) "
+                            f"or a move name, got {type(move).__name__}")
+        checked.append(move)
+    return tuple(checked)
+
+
+def _move_keys(moves: tuple[Move, ...]) -> list[str]:
+    """The key of each move's stats: its name, numbered when a name repeats."""
+    names = [move.name for move in moves]
+    return [name if names.count(name) == 1 else f"{name}_{names[:i + 1].count(name)}"
+            for i, name in enumerate(names)]
 
 
 @dataclass
@@ -81,6 +228,16 @@ class ChainResult:
         Metropolis acceptance rate after warm-up of each updated scale
         (``"sigma_a"``, ``"sigma_x"``) and its final log-scale step size
         (``"sigma_a_step"``, ``"sigma_x_step"``).
+    sample_stats : xarray.Dataset
+        Per draw, like ``trace``: ``seconds`` (CPU time, :func:`time.process_time`,
+        from the start of the chain to the end of that iteration) and
+        ``accepted_moves`` (Metropolis-Hastings proposals of the ``moves``
+        accepted in that iteration).
+    move_stats : dict
+        Move key (its ``name``, numbered if two moves share one) -> the
+        split-merge ``stats`` of that move summed over the chain (counts and
+        per-proposal arrays, layout in :mod:`ibp_lab.split_merge`); moves that
+        always move (Gibbs sweeps, singleton updates) are not listed.
     """
 
     trace: xr.Dataset
@@ -91,11 +248,18 @@ class ChainResult:
     sigma_x: float
     sigma_a: float
     acceptance: dict = field(default_factory=dict)
+    sample_stats: xr.Dataset = field(default_factory=xr.Dataset)
+    move_stats: dict = field(default_factory=dict)
 
     @property
     def posterior_trace(self) -> xr.Dataset:
         """The trace at the kept draws only (after warm-up, thinned)."""
         return self.trace.sel(draw=self.sample_draws)
+
+    @property
+    def seconds(self) -> np.ndarray:
+        """CPU seconds from the start of the chain to the end of each draw."""
+        return self.sample_stats["seconds"].values
 
 
 def _log_prior_class(Z, alpha, beta):
@@ -187,10 +351,12 @@ def run_chain(
     burn: int = 0,
     n_scale_steps: int = 3,
     progress: bool = False,
+    moves=None,
 ) -> ChainResult:
-    """Run one chain: Gibbs sweeps on ``Z`` plus hyperparameter updates.
+    """Run one chain: moves on ``Z`` (default one Gibbs sweep) plus hyperparameter updates.
 
-    Each iteration: one :func:`gibbs_sweep`; then, if asked, a conjugate draw of
+    Each iteration: the ``moves`` in turn (default: one :func:`gibbs_sweep`);
+    then, if asked, a conjugate draw of
     ``alpha`` from Gamma(a + K+, b + sum_i beta / (beta + i - 1)); then
     ``n_scale_steps`` log-scale random-walk Metropolis steps for ``sigma_a`` and
     for ``sigma_x`` (HalfNormal(1) priors). Step sizes start at 0.1 and adapt
@@ -226,6 +392,12 @@ def run_chain(
         0 is accepted.
     progress : bool, optional
         Show a tqdm progress bar.
+    moves : Move, str or list of them, optional
+        What one iteration does to ``Z``, in order: :class:`Move` objects
+        (:class:`GibbsSweep`, :class:`SequentialSplitMerge`, ``n_proposals=...``,
+        :class:`RandomSplitMerge`, :class:`SingletonUpdate`) or their names
+        (``"gibbs_sweep"``, ``"sequential_split_merge"``, ...; default settings).
+        Default ``[GibbsSweep()]``. At most ``10**7`` split-merge proposals per chain.
 
     Returns
     -------
@@ -259,6 +431,9 @@ def run_chain(
             "n_scale_steps must be >= 1 when update_sigma_a or update_sigma_x is True, got 0; "
             "to hold the scales fixed pass update_sigma_a=False and update_sigma_x=False")
     prior_shape, prior_rate = _check_alpha_prior(alpha_prior)
+    moves = (GibbsSweep(),) if moves is None else _check_moves(moves)
+    _check_proposal_budget(moves, n_sweeps)
+    move_keys = _move_keys(moves)
     N, D = X.shape
     Z = np.ones((N, 1), np.int8) if Z0 is None else check_feature_matrix("Z0", Z0, n_rows=N)
 
@@ -274,13 +449,23 @@ def run_chain(
     accepted = {name: 0 for name in scales}
     tried = {name: 0 for name in scales}
 
+    seconds = np.empty(n_sweeps)
+    accepted_moves = np.zeros(n_sweeps, np.int64)
+    move_stats = {key: [] for key, move in zip(move_keys, moves) if move.n_proposals}
+
     iterator = range(n_sweeps)
     if flags["progress"]:
         from tqdm.auto import tqdm
 
-        iterator = tqdm(iterator, desc="Gibbs sweeps")
+        iterator = tqdm(iterator, desc="iterations")
+    start = time.process_time()
     for t in iterator:
-        Z, _, _ = _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng)
+        hyper = Hyperparameters(alpha, sigma_x, sigma_a, beta)
+        for key, move in zip(move_keys, moves):
+            Z, stats = move(X, Z, rng, hyper)
+            if key in move_stats:
+                move_stats[key].append(stats)
+                accepted_moves[t] += stats["accepted_splits"] + stats["accepted_merges"]
         k_plus = Z.shape[1]
         if flags["update_alpha"]:
             alpha = _draw_alpha(rng, prior_shape + k_plus, prior_rate + h_n, alpha_max)
@@ -314,6 +499,7 @@ def run_chain(
         if t >= burn and (t - burn) % thin == 0:
             samples.append(Z.copy())
             sample_draws.append(t)
+        seconds[t] = time.process_time() - start
 
     trace = xr.Dataset(
         {name: ("draw", records[name].astype(np.int64) if name == "k_plus" else records[name])
@@ -327,8 +513,25 @@ def run_chain(
             # tried > 0 here: n_scale_steps >= 1 (checked above) and burn < n_sweeps
             acceptance[name] = accepted[name] / tried[name]
             acceptance[f"{name}_step"] = math.exp(log_steps[name])
+    sample_stats = xr.Dataset({"seconds": ("draw", seconds), "accepted_moves": ("draw", accepted_moves)},
+                              coords={"draw": np.arange(n_sweeps)},
+                              attrs={"moves": ", ".join(map(repr, moves))})
+    from ibp_lab.split_merge._metropolis import combine_stats
+
     return ChainResult(trace, samples, np.array(sample_draws, dtype=np.int64), Z, alpha,
-                       sigma_x, sigma_a, acceptance)
+                       sigma_x, sigma_a, acceptance, sample_stats,
+                       {key: combine_stats(all_stats) for key, all_stats in move_stats.items()})
+
+
+def _check_proposal_budget(moves: tuple[Move, ...], n_sweeps: int) -> None:
+    """Refuse chains whose split-merge stats would hold more than ``MAX_PROPOSALS`` entries."""
+    from ibp_lab.split_merge._metropolis import MAX_PROPOSALS
+
+    per_iteration = sum(move.n_proposals for move in moves)
+    if n_sweeps * per_iteration > MAX_PROPOSALS:
+        raise ValueError(
+            f"n_sweeps * (split-merge proposals per iteration) must be <= {MAX_PROPOSALS:g} "
+            f"per chain, got {n_sweeps} * {per_iteration}")
 
 
 def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=None,
@@ -350,16 +553,23 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
         One starting ``Z`` for every chain, or a list (or tuple) of matrices,
         one per chain (useful to start chains far apart).
     **options
-        Passed to :func:`run_chain` (``alpha``, ``sigma_x``, ``burn``, ...).
+        Passed to :func:`run_chain`, keyword-only: ``moves`` (what one
+        iteration does, default one Gibbs sweep; for example
+        ``moves=[GibbsSweep(), SequentialSplitMerge(n_proposals=10)]``),
+        ``alpha``, ``sigma_x``, ``sigma_a``, ``beta``, ``update_alpha``,
+        ``update_sigma_a``, ``update_sigma_x``, ``alpha_prior``, ``burn``,
+        ``thin``, ``n_scale_steps``, ``progress``.
 
     Returns
     -------
     idata : arviz.InferenceData
-        ``posterior``: the kept sweeps of every chain, dims ``(chain, draw)``;
-        ``warmup_posterior``: the first ``burn`` sweeps. Variables as in
-        :class:`ChainResult`'s ``trace``.
+        ``posterior``: the kept draws of every chain, dims ``(chain, draw)``;
+        ``warmup_posterior``: the first ``burn`` draws. Variables as in
+        :class:`ChainResult`'s ``trace``. ``sample_stats`` and
+        ``warmup_sample_stats``: the same draws of
+        :attr:`ChainResult.sample_stats` (``seconds``, ``accepted_moves``).
     chains : list of ChainResult
-        Everything else (kept ``Z``, final states).
+        Everything else (full traces, kept ``Z``, final states, move stats).
 
     Examples
     --------
@@ -372,6 +582,17 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
     >>> dict(idata.posterior.sizes)
     {'chain': 2, 'draw': 30}
     >>> rhat = az.rhat(idata, var_names=["k_plus", "log_joint"])
+
+    With split-merge proposals after each sweep, at fixed hyperparameters:
+
+    >>> idata, chains = run_chains(X, 2, 20, np.random.default_rng(1), sigma_x=0.3,
+    ...                            sigma_a=1.0, update_alpha=False, update_sigma_a=False,
+    ...                            moves=[GibbsSweep(), SequentialSplitMerge(n_proposals=5)])
+    >>> stats = chains[0].move_stats["sequential_split_merge"]
+    >>> stats["proposed_splits"] + stats["proposed_merges"] + stats["void"]
+    100
+    >>> sorted(idata.sample_stats.data_vars)
+    ['accepted_moves', 'seconds']
     """
     import arviz as az  # imported on use: arviz is slow to import
 
@@ -391,10 +612,13 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
     chains = [run_chain(X, n_sweeps, child, Z0=start, **options)
               for child, start in zip(rng.spawn(n_chains), starts)]
     burn = chains[0].trace.attrs["burn"]
-    posterior = xr.concat([c.posterior_trace.assign_coords(draw=np.arange(len(c.sample_draws)))
-                           for c in chains], dim="chain")
-    groups = {"posterior": posterior.assign_coords(chain=np.arange(n_chains))}
-    if burn:
-        warmup = xr.concat([c.trace.isel(draw=slice(0, burn)) for c in chains], dim="chain")
-        groups["warmup_posterior"] = warmup.assign_coords(chain=np.arange(n_chains))
+    groups = {}
+    for group, per_chain in (("posterior", lambda c: c.trace), ("sample_stats", lambda c: c.sample_stats)):
+        kept = xr.concat([per_chain(c).sel(draw=c.sample_draws)
+                          .assign_coords(draw=np.arange(len(c.sample_draws))) for c in chains],
+                         dim="chain")
+        groups[group] = kept.assign_coords(chain=np.arange(n_chains))
+        if burn:
+            warmup = xr.concat([per_chain(c).isel(draw=slice(0, burn)) for c in chains], dim="chain")
+            groups[f"warmup_{group}"] = warmup.assign_coords(chain=np.arange(n_chains))
     return az.InferenceData(**groups), chains
