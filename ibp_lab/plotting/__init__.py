@@ -1,7 +1,17 @@
 """Plotting helpers for the book: one palette, one place for figure boilerplate.
 
 Submodules hold the figures of one topic each; the most used names are
-re-exported here.
+re-exported here. One figure API and one axis convention throughout:
+
+- a ``*_figure(...)`` function makes and returns a whole new
+  :class:`matplotlib.figure.Figure`;
+- a ``plot_*(...)`` function draws on one axes given as keyword-only ``ax=None``
+  (or ``axes=None`` for a row of axes), makes a figure if none is given, and
+  returns the Axes;
+- options are keyword-only and named alike everywhere (``shape`` of one image,
+  ``labels`` one per item, ``title``, ``color``);
+- figures never run a model or a sampler: they draw results the package computed
+  (the explorers' computations are in :mod:`ibp_lab.explorers`).
 
 - :mod:`ibp_lab.plotting.matrices`: binary matrices, grids of images.
 - :mod:`ibp_lab.plotting.buffet`: counts against Poisson laws, the buffet explorer.
@@ -37,7 +47,8 @@ from ibp_lab.plotting.gibbs import (
     sensitivity_figure,
     sigma_alpha_explorer_figure,
 )
-from ibp_lab.plotting.matrices import plot_binary_matrix, plot_image_grid
+from ibp_lab.plotting.matrices import image_grid_figure, plot_binary_matrix
+from ibp_lab.plotting.matrices import plot_image_grid  # noqa: F401  deprecated name, not in __all__
 from ibp_lab.plotting.recursive import marginals_figure, recursion_step_figure
 
 __all__ = [
@@ -48,7 +59,7 @@ __all__ = [
     "INK_CMAP",
     "SEQUENTIAL_CMAP",
     "plot_binary_matrix",
-    "plot_image_grid",
+    "image_grid_figure",
     "plot_counts_vs_poisson",
     "buffet_explorer_figure",
     "marginals_figure",

@@ -2,8 +2,9 @@
 
 The number and array doors of :mod:`ibp_lab._checks` judge numbers and data; the
 checks here judge what only figures take: image shapes, stacks of flattened
-images, grid layout numbers, colour limits, legend labels, dictionaries of runs
-and the chains of :func:`ibp_lab.gibbs.run_chain`. Each raises ``ValueError`` or
+images, grid layout numbers, colour limits, legend labels, dictionaries of runs,
+the results of :mod:`ibp_lab.explorers` and the chains of
+:func:`ibp_lab.chains.run_chain`. Each raises ``ValueError`` or
 ``TypeError`` naming the argument and what is allowed, so that a mistake is
 reported at the figure's door rather than as an ``IndexError`` from matplotlib
 or a silently blank panel.
@@ -43,6 +44,46 @@ def check_axes(name: str, ax):
     if not isinstance(ax, Axes):
         raise TypeError(f"{name} must be a matplotlib Axes, got {type(ax).__name__}")
     return ax
+
+
+def axes_or_new(name: str, ax, *, figsize: tuple[float, float] = (4.0, 3.2)):
+    """``ax`` checked, or (if ``None``) the axes of a new pyplot figure of ``figsize``.
+
+    The ``plot_*`` functions draw on one axes given as ``ax=None``; with none given
+    they make a pyplot figure, so that a notebook cell shows it as usual.
+
+    Examples
+    --------
+    >>> axes_or_new("ax", None).__class__.__name__
+    'Axes'
+    >>> axes_or_new("ax", "left")
+    Traceback (most recent call last):
+    ...
+    TypeError: ax must be a matplotlib Axes, got str
+    """
+    if ax is not None:
+        return check_axes(name, ax)
+    import matplotlib.pyplot as plt
+
+    return plt.figure(figsize=figsize).subplots()
+
+
+def check_result(name: str, value, kind: type, *, made_by: str):
+    """Return ``value`` if it is a ``kind`` (a result of :mod:`ibp_lab.explorers`), else raise.
+
+    ``made_by`` names the function that computes such a result, for the message.
+
+    Examples
+    --------
+    >>> from ibp_lab.explorers import BuffetDraws
+    >>> check_result("draws", 2.0, BuffetDraws, made_by="ibp_lab.explorers.buffet")
+    Traceback (most recent call last):
+    ...
+    TypeError: draws must be a BuffetDraws (from ibp_lab.explorers.buffet(...)), got float
+    """
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__} (from {made_by}(...)), got {type(value).__name__}")
+    return value
 
 
 def check_shape(name: str, shape) -> tuple[int, int]:
@@ -195,24 +236,37 @@ def check_runs(name: str, runs, *, keys: str = "str") -> dict:
     return out
 
 
-def check_chains(name: str, chains) -> list:
-    """A non-empty list of :class:`ibp_lab.gibbs.ChainResult`, as a list.
+#: What a figure reads from a chain result (:class:`ibp_lab.chains.ChainResult`).
+CHAIN_FIELDS = ("trace", "samples", "Z")
 
-    A bare ``ChainResult`` is refused (with a hint) rather than wrapped: its
+
+def _is_chain_result(value) -> bool:
+    """Whether ``value`` carries the fields of a chain result.
+
+    Judged by its fields, not its class: the figures must not import the chain
+    runner's module (figures never run a sampler), only read what it returned.
+    """
+    import xarray as xr
+
+    return all(hasattr(value, field) for field in CHAIN_FIELDS) and isinstance(value.trace, xr.Dataset)
+
+
+def check_chains(name: str, chains) -> list:
+    """A non-empty list of chain results (:class:`ibp_lab.chains.ChainResult`), as a list.
+
+    A bare chain result is refused (with a hint) rather than wrapped: its
     labels would then be counted against the wrong number of chains.
     """
-    from ibp_lab.chains import ChainResult
-
-    if isinstance(chains, ChainResult):
+    if _is_chain_result(chains):
         raise TypeError(f"{name} must be a list of ChainResult; wrap one chain in a list: [chain]")
     if isinstance(chains, (str, bytes)) or not isinstance(chains, Sequence):
-        raise TypeError(f"{name} must be a list of ibp_lab.gibbs.ChainResult, got {type(chains).__name__}")
+        raise TypeError(f"{name} must be a list of ibp_lab.chains.ChainResult, got {type(chains).__name__}")
     if len(chains) == 0:
         raise ValueError(f"{name} must hold at least one ChainResult, got none")
     check_size(f"{name} (one line per chain)", float(len(chains)), limit=MAX_PANELS,
                hint="draw fewer chains")
     for c, chain in enumerate(chains):
-        if not isinstance(chain, ChainResult):
+        if not _is_chain_result(chain):
             raise TypeError(f"{name}[{c}] must be a ChainResult, got {type(chain).__name__}")
     return list(chains)
 

@@ -1,16 +1,24 @@
-"""Figures of chapters 1 and 2: counts against their Poisson laws, the buffet explorer."""
+"""Figures of chapters 1 and 2: counts against their Poisson laws, the buffet explorer.
+
+- :func:`plot_counts_vs_poisson`: draws on one axes (``ax=None``) and returns it.
+- :func:`buffet_explorer_figure`: a new figure of the draws that
+  :func:`ibp_lab.explorers.buffet` made (the figure draws no random numbers).
+"""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+import warnings
+
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from scipy import stats
 
-from ibp_lab._checks import check_count, check_positive, check_real_array, check_size
-from ibp_lab.plotting._doors import check_axes
+from ibp_lab._checks import check_positive, check_real_array
+from ibp_lab.explorers import BuffetDraws
+from ibp_lab.plotting._doors import axes_or_new, check_result
 from ibp_lab.plotting._style import PALETTE
 from ibp_lab.plotting.matrices import plot_binary_matrix
-from ibp_lab.prior import expected_num_features, sample_ibp, simulate_feature_counts
 
 __all__ = ["plot_counts_vs_poisson", "buffet_explorer_figure"]
 
@@ -19,20 +27,18 @@ __all__ = ["plot_counts_vs_poisson", "buffet_explorer_figure"]
 MAX_BINS = 200
 #: Largest Poisson mean a count plot accepts: counts stay exact in float64.
 MAX_MEAN = 1e15
-#: Most customers (``n * n_draws``) the buffet explorer seats for one frame.
-MAX_CUSTOMERS = 10**6
-
-
-def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blue"], label: str = ""):
+def plot_counts_vs_poisson(counts, mean: float, *args, ax=None, color: str = PALETTE["blue"],
+                           label: str = ""):
     """Histogram of integer ``counts`` with the Poisson(``mean``) probabilities on top.
 
     Parameters
     ----------
-    ax : matplotlib.axes.Axes
     counts : array_like of int
         Simulated counts: at least one, integers in ``[0, MAX_MEAN]``.
     mean : float
         Mean of the Poisson law to compare with.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure is made if omitted.
     color : str, optional
     label : str, optional
         Prefix of the legend entries.
@@ -43,11 +49,19 @@ def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blu
 
     Examples
     --------
-    >>> fig, ax = plt.subplots()
-    >>> _ = plot_counts_vs_poisson(ax, [1, 2, 2, 3], 2.0)
+    >>> ax = plot_counts_vs_poisson([1, 2, 2, 3], 2.0)
     >>> len(ax.patches) > 0
     True
     """
+    if isinstance(counts, Axes):  # the old order (ax, counts, mean), until its callers move
+        if len(args) != 1 or ax is not None:
+            raise TypeError("plot_counts_vs_poisson takes (counts, mean, *, ax=None)")
+        warnings.warn("plot_counts_vs_poisson(ax, counts, mean) is deprecated: call "
+                      "plot_counts_vs_poisson(counts, mean, ax=ax)", DeprecationWarning, stacklevel=2)
+        ax, counts, mean = counts, mean, args[0]
+    elif args:
+        raise TypeError(f"plot_counts_vs_poisson takes 2 positional arguments (counts, mean), "
+                        f"got {2 + len(args)}; options are keyword-only")
     counts = check_real_array("counts", counts).ravel()
     if counts.size == 0:
         raise ValueError("counts must hold at least one count, got none")
@@ -55,10 +69,10 @@ def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blu
         raise ValueError("counts must be non-negative integers")
     if counts.max() > MAX_MEAN:  # beyond it the bin edges are no longer exact integers
         raise ValueError(f"counts must be at most {MAX_MEAN:g}, got {counts.max():g}")
-    check_axes("ax", ax)
     mean = check_positive("mean", mean, allow_zero=True, upper=MAX_MEAN)
     if not isinstance(label, str):
         raise TypeError(f"label must be a string, got {type(label).__name__}")
+    ax = axes_or_new("ax", ax, figsize=(5, 3.4))
     law = stats.poisson(mean)
     top = int(max(counts.max(), law.ppf(0.999))) + 1
     if top <= MAX_BINS:  # one bin per integer from 0, as the book's figures show
@@ -80,16 +94,19 @@ def plot_counts_vs_poisson(ax, counts, mean: float, *, color: str = PALETTE["blu
     return ax
 
 
-def buffet_explorer_figure(alpha: float, beta: float, *, n: int = 50, n_draws: int = 300, seed: int = 0):
-    """The alpha/beta explorer of chapter 1, as one figure for one setting.
+def buffet_explorer_figure(draws: BuffetDraws) -> Figure:
+    """The alpha/beta explorer of chapter 1: one figure of the draws at one setting.
 
-    Three panels: one left-ordered draw of ``Z`` with ``n`` customers; the
-    histogram of ``K+`` over ``n_draws`` draws against its Poisson law; the
-    number of dishes per customer (pooled over rows and draws) against
-    Poisson(``alpha``); ``n * n_draws`` may be at most :data:`MAX_CUSTOMERS`.
-    The figure is a pure function of its arguments (the
-    draws use ``np.random.default_rng(seed)``), so the static and the live
-    explorer show the same picture at the same setting.
+    Three panels: the first draw of ``Z``, left-ordered; the histogram of ``K+``
+    over the other draws against its Poisson law; the number of dishes per
+    customer (pooled over rows and draws) against Poisson(``alpha``). The draws
+    come from :func:`ibp_lab.explorers.buffet`, so the static and the live
+    explorer, which both render ``buffet_explorer_figure(explorers.buffet(...))``,
+    show the same picture at the same setting.
+
+    Parameters
+    ----------
+    draws : ibp_lab.explorers.BuffetDraws
 
     Returns
     -------
@@ -97,27 +114,20 @@ def buffet_explorer_figure(alpha: float, beta: float, *, n: int = 50, n_draws: i
 
     Examples
     --------
-    >>> fig = buffet_explorer_figure(2.0, 1.0, n=10, n_draws=20)
+    >>> from ibp_lab import explorers
+    >>> fig = buffet_explorer_figure(explorers.buffet(alpha=2.0, beta=1.0, n=10, n_draws=20))
     >>> len(fig.axes)
     3
     """
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    n = check_count("n", n, minimum=1)
-    n_draws = check_count("n_draws", n_draws, minimum=1)
-    seed = check_count("seed", seed, maximum=None)
-    # Every draw seats n customers one by one: a frame of the explorer must stay quick.
-    check_size("the explorer's draws (n x n_draws customers)", float(n) * n_draws,
-               limit=MAX_CUSTOMERS, hint="use fewer customers or fewer draws")
-    rng = np.random.default_rng(seed)
-    Z = sample_ibp(alpha, n, rng, beta=beta)
-    k_plus, per_row = simulate_feature_counts(alpha, n, n_draws, rng, beta=beta)
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), gridspec_kw={"width_ratios": [1.2, 1, 1]})
-    plot_binary_matrix(Z, ax=axes[0], title=f"one draw: K+ = {Z.shape[1]}")
-    plot_counts_vs_poisson(axes[1], k_plus, expected_num_features(alpha, n, beta=beta))
-    axes[1].set_xlabel(f"K+ among {n} customers")
-    plot_counts_vs_poisson(axes[2], per_row.ravel(), alpha, color=PALETTE["orange"])
+    draws = check_result("draws", draws, BuffetDraws, made_by="ibp_lab.explorers.buffet")
+    fig = Figure(figsize=(11, 3.4))
+    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.2, 1, 1]})
+    plot_binary_matrix(draws.Z, ax=axes[0], title=f"one draw: K+ = {draws.Z.shape[1]}")
+    plot_counts_vs_poisson(draws.k_plus, draws.expected_k_plus, ax=axes[1])
+    axes[1].set_xlabel(f"K+ among {draws.n} customers")
+    plot_counts_vs_poisson(draws.dishes_per_customer.ravel(), draws.alpha, ax=axes[2],
+                           color=PALETTE["orange"])
     axes[2].set_xlabel("dishes per customer")
-    fig.suptitle(f"alpha = {alpha:g}, beta = {beta:g}")
+    fig.suptitle(f"alpha = {draws.alpha:g}, beta = {draws.beta:g}")
     fig.tight_layout()
     return fig

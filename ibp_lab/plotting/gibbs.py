@@ -1,10 +1,12 @@
 """Figures of the chapter on the linear-Gaussian model and Gibbs (``book/04_linear_gaussian.md``).
 
-Every function returns a new :class:`matplotlib.figure.Figure` built without pyplot (no
-figure is shown twice, an explorer rendering many frames leaks none) and is a pure function
-of its arguments.
+Every ``*_figure`` function returns a new :class:`matplotlib.figure.Figure` built without
+pyplot (no figure is shown twice, an explorer rendering many frames leaks none) and is a pure
+function of its arguments; none runs a sampler (the explorer's chain is
+:func:`ibp_lab.explorers.sigma_alpha_chain`).
 
-- :func:`plot_feature_mosaic`: many feature images in one picture (fast: one ``imshow``).
+- :func:`plot_feature_mosaic`: many feature images in one picture on one axes (fast: one
+  ``imshow``).
 - :func:`k_plus_check_figure`: a sampler's histogram of ``K+`` against the exact posterior.
 - :func:`free_fit_figure`: the fit with every hyperparameter free, over sweeps.
 - :func:`sensitivity_figure`: posterior ``K+`` against fixed ``sigma_x`` and fixed ``alpha``.
@@ -15,17 +17,18 @@ of its arguments.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from ibp_lab._checks import check_count, check_positive, check_real_array, check_size
+from ibp_lab._checks import check_count, check_real_array, check_size
+from ibp_lab.explorers import SigmaAlphaRun
 from ibp_lab.plotting._doors import (
     MAX_PANELS,
     MAX_SCALE,
-    check_axes,
+    axes_or_new,
     check_images,
+    check_result,
     check_runs,
     check_scale,
     check_shape,
@@ -47,20 +50,21 @@ EXPLORER_SCALE = 0.8
 
 
 def plot_feature_mosaic(
-    ax, images, shape: tuple[int, int], *, ncols: int = 10, scale: float | None = None, gap: int = 1
+    images, shape: tuple[int, int], *, ax=None, ncols: int = 10, scale: float | None = None, gap: int = 1
 ):
-    """Tile feature images into one picture on ``ax``, red adding ink and blue removing it.
+    """Tile feature images into one picture on one axes, red adding ink and blue removing it.
 
     One ``imshow`` for all features, so that drawing sixty of them costs no more than
     drawing one (the explorer renders dozens of such frames).
 
     Parameters
     ----------
-    ax : matplotlib.axes.Axes
     images : array_like
         ``(K, h * w)`` finite flattened images; ``K = 0`` draws an empty panel.
     shape : (int, int)
         ``(h, w)`` of one image, integers >= 1.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure is made if omitted.
     ncols : int, optional
         Images per row, >= 1.
     scale : float, optional
@@ -71,16 +75,15 @@ def plot_feature_mosaic(
 
     Returns
     -------
-    matplotlib.image.AxesImage
+    matplotlib.axes.Axes
+        Its last image (``ax.images[-1]``) is the mosaic, for a colour bar.
 
     Examples
     --------
-    >>> ax = Figure().subplots()
-    >>> im = plot_feature_mosaic(ax, np.eye(3, 4), (2, 2), ncols=2)
-    >>> im.get_array().shape
+    >>> ax = plot_feature_mosaic(np.eye(3, 4), (2, 2), ncols=2)
+    >>> ax.images[-1].get_array().shape
     (5, 5)
     """
-    check_axes("ax", ax)
     shape = check_shape("shape", shape)
     images = check_images("images", images, shape)
     ncols = check_count("ncols", ncols, minimum=1)
@@ -104,7 +107,8 @@ def plot_feature_mosaic(
     if vmax > MAX_SCALE:  # -vmax..vmax would overflow the colour normalisation
         raise ValueError(f"images must be at most {MAX_SCALE:g} in absolute value (or pass scale), "
                          f"got {vmax:g}")
-    im = ax.imshow(
+    ax = axes_or_new("ax", ax, figsize=(0.6 * ncols, 0.8 * nrows + 0.3))
+    ax.imshow(
         np.ma.masked_invalid(canvas),
         cmap=DIVERGING_CMAP,
         vmin=-vmax,
@@ -115,7 +119,7 @@ def plot_feature_mosaic(
     ax.set_yticks([])
     for side in ax.spines.values():
         side.set_visible(False)
-    return im
+    return ax
 
 
 def _check_probability_vector(name: str, p) -> np.ndarray:
@@ -326,55 +330,19 @@ def sensitivity_figure(
     return fig
 
 
-@lru_cache(maxsize=1)
-def _training_digits() -> np.ndarray:
-    from ibp_lab.datasets import load_digit_sets
+def sigma_alpha_explorer_figure(run: SigmaAlphaRun) -> Figure:
+    """The sigma_X / alpha explorer: one Gibbs chain on the digits at one fixed setting.
 
-    X = load_digit_sets().train
-    X.setflags(write=False)
-    return X
-
-
-@lru_cache(maxsize=64)
-def _explorer_chain(sigma_x: float, alpha: float, n_sweeps: int, seed: int):
-    """K+ trace and the last draw's feature images of one explorer setting (memoised)."""
-    from ibp_lab.gibbs import run_chain
-    from ibp_lab.linear_gaussian import feature_posterior
-
-    X = _training_digits()
-    chain = run_chain(
-        X, n_sweeps, np.random.default_rng(seed), sigma_x=sigma_x, alpha=alpha, update_alpha=False
-    )
-    images, _ = feature_posterior(X, chain.Z, sigma_x, chain.sigma_a)
-    owners = chain.Z.sum(axis=0)
-    order = np.argsort(-owners, kind="stable")
-    return chain.trace.k_plus.values.copy(), images[order], owners[order]
-
-
-def sigma_alpha_explorer_figure(
-    sigma_x: float, alpha: float, *, n_sweeps: int = 100, seed: int = 0
-) -> Figure:
-    """The sigma_X / alpha explorer: a Gibbs chain on the digits at one fixed setting.
-
-    Runs :func:`ibp_lab.gibbs.run_chain` on the 300 centred training digits with
-    ``sigma_x`` and ``alpha`` held fixed (``sigma_a`` is sampled, starting at 0.3),
-    from one feature owned by every digit, with ``np.random.default_rng(seed)``.
-    Left: ``K+`` over the sweeps, with the prior mean ``alpha * H_300`` for
-    comparison. Right: the posterior mean image of every feature of the last
-    draw, most owned first, all on the same colour scale. A pure function of its
-    arguments (results are memoised), so the static and the live explorer agree.
+    Draws a run of :func:`ibp_lab.explorers.sigma_alpha_chain`. Left: ``K+`` over the
+    sweeps, with the prior mean ``alpha * H_N`` for comparison. Right: the posterior mean
+    image of every feature of the last draw, most owned first, all on the same colour
+    scale (:data:`EXPLORER_SCALE`) so that frames compare. The static and the live
+    explorer both render ``sigma_alpha_explorer_figure(explorers.sigma_alpha_chain(...))``,
+    so they show the same picture at the same setting.
 
     Parameters
     ----------
-    sigma_x : float
-        Noise standard deviation, > 0.
-    alpha : float
-        IBP mass, > 0.
-    n_sweeps : int, optional
-        Sweeps of the chain (100 take about a second on the digits, two to three
-        at ``sigma_x = 0.15`` where the features are many). ``K+`` settles within
-        a few dozen sweeps from the one-feature start.
-    seed : int, optional
+    run : ibp_lab.explorers.SigmaAlphaRun
 
     Returns
     -------
@@ -382,24 +350,18 @@ def sigma_alpha_explorer_figure(
 
     Examples
     --------
-    >>> fig = sigma_alpha_explorer_figure(0.3, 1.0, n_sweeps=5)
+    >>> from ibp_lab import explorers
+    >>> fig = sigma_alpha_explorer_figure(explorers.sigma_alpha_chain(sigma_x=0.3, alpha=1.0, n_sweeps=5))
     >>> len(fig.axes)  # K+ trace, features, colour bar
     3
     """
-    from ibp_lab.datasets import DIGIT_SHAPE
-    from ibp_lab.prior import harmonic_rate
-
-    sigma_x = check_positive("sigma_x", sigma_x)
-    alpha = check_positive("alpha", alpha)
-    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
-    seed = check_count("seed", seed)
-    k_plus, images, owners = _explorer_chain(sigma_x, alpha, n_sweeps, seed)
-    prior_mean = alpha * harmonic_rate(_training_digits().shape[0])
+    run = check_result("run", run, SigmaAlphaRun, made_by="ibp_lab.explorers.sigma_alpha_chain")
+    prior_mean, images, owners = run.prior_mean_k_plus, run.features, run.owners
 
     fig = Figure(figsize=(11, 3.6), layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=[1, 1.6])
-    sweeps = np.arange(1, n_sweeps + 1)
-    left.plot(sweeps, k_plus, color=PALETTE["blue"], label="K+ of the chain")
+    sweeps = np.arange(1, run.n_sweeps + 1)
+    left.plot(sweeps, run.k_plus, color=PALETTE["blue"], label="K+ of the chain")
     top = 80
     if prior_mean < top:
         left.axhline(
@@ -421,17 +383,17 @@ def sigma_alpha_explorer_figure(
         xlabel="sweep",
         ylabel="K+",
         ylim=(0, top),
-        xlim=(0, n_sweeps),
-        title=f"sigma_X = {sigma_x:g}, alpha = {alpha:g}",
+        xlim=(0, run.n_sweeps),
+        title=f"sigma_X = {run.sigma_x:g}, alpha = {run.alpha:g}",
     )
     left.legend(fontsize=8, frameon=False, loc="lower right")
-    im = plot_feature_mosaic(right, images, DIGIT_SHAPE, ncols=12, scale=EXPLORER_SCALE)
+    plot_feature_mosaic(images, run.shape, ax=right, ncols=12, scale=EXPLORER_SCALE)
     right.set_title(
         f"the {images.shape[0]} features of the last draw (most owned first; "
         f"owners: {owners.max() if owners.size else 0} to {owners.min() if owners.size else 0})",
         fontsize=9,
     )
-    fig.colorbar(im, ax=right, shrink=0.8, label="change of ink")
+    fig.colorbar(right.images[-1], ax=right, shrink=0.8, label="change of ink")
     return fig
 
 

@@ -1,9 +1,15 @@
-"""Pictures of binary matrices and of images made of pixels (features, digits)."""
+"""Pictures of binary matrices and of images made of pixels (features, digits).
+
+- :func:`plot_binary_matrix`: draws on one axes (``ax=None``) and returns it.
+- :func:`image_grid_figure`: a new figure with one panel per image.
+"""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+import warnings
+
 import numpy as np
+from matplotlib.figure import Figure
 
 from ibp_lab._checks import (
     check_binary_matrix,
@@ -12,11 +18,11 @@ from ibp_lab._checks import (
     check_positive,
     check_size,
 )
-from ibp_lab.plotting._doors import check_axes, check_images, check_shape
+from ibp_lab.plotting._doors import axes_or_new, check_images, check_labels, check_shape
 from ibp_lab.plotting._style import BINARY_CMAP, DIVERGING_CMAP, INK_CMAP
 from ibp_lab.prior import left_ordered
 
-__all__ = ["plot_binary_matrix", "plot_image_grid"]
+__all__ = ["plot_binary_matrix", "image_grid_figure"]
 
 
 def plot_binary_matrix(Z, *, ax=None, left_order: bool = True, title: str | None = None):
@@ -46,12 +52,9 @@ def plot_binary_matrix(Z, *, ax=None, left_order: bool = True, title: str | None
     left_order = check_flag("left_order", left_order)
     check_size("Z", float(Z.size), hint="plot a smaller matrix")
     _check_title("title", title)
-    if ax is not None:
-        check_axes("ax", ax)
+    ax = axes_or_new("ax", ax, figsize=(4, 4))
     if left_order:
         Z = left_ordered(Z)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4, 4))
     shown = Z if Z.shape[1] else np.zeros((Z.shape[0], 1), np.int8)
     ax.imshow(shown, cmap=BINARY_CMAP, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
     ax.set_xlabel("dish (feature)")
@@ -70,18 +73,18 @@ def _check_title(name: str, title) -> None:
         raise TypeError(f"{name} must be a string or None, got {type(title).__name__}")
 
 
-def plot_image_grid(
+def image_grid_figure(
     images,
     shape: tuple[int, int],
     *,
     ncols: int = 10,
-    titles=None,
+    labels=None,
     diverging: bool = False,
     scale: float | None = None,
     size: float = 1.0,
-    suptitle: str | None = None,
-):
-    """Draw flattened images (digits or features) on a grid.
+    title: str | None = None,
+) -> Figure:
+    """Flattened images (digits or features) on a grid, one panel each, in a new figure.
 
     Parameters
     ----------
@@ -92,8 +95,8 @@ def plot_image_grid(
         ``(h, w)`` of one image.
     ncols : int, optional
         Images per row of the grid.
-    titles : sequence of str, optional
-        One title per image.
+    labels : sequence of str, optional
+        One label per image, drawn above it.
     diverging : bool, optional
         Features are changes to the average image: draw them with a symmetric
         red (adds ink) and blue (removes ink) scale. Otherwise ink in grey.
@@ -102,7 +105,8 @@ def plot_image_grid(
         or 1 (ink).
     size : float, optional
         Inches per image.
-    suptitle : str, optional
+    title : str, optional
+        Title of the whole figure.
 
     Returns
     -------
@@ -110,7 +114,7 @@ def plot_image_grid(
 
     Examples
     --------
-    >>> fig = plot_image_grid(np.eye(4), (2, 2), ncols=2)
+    >>> fig = image_grid_figure(np.eye(4), (2, 2), ncols=2)
     >>> len(fig.axes)
     4
     """
@@ -121,15 +125,15 @@ def plot_image_grid(
     if scale is not None:
         scale = check_positive("scale", scale)
     size = check_positive("size", size, upper=100.0)
-    _check_title("suptitle", suptitle)
+    _check_title("title", title)
     check_size("images", float(images.shape[0]), limit=MAX_IMAGES, hint="draw fewer images")
-    if titles is not None and (isinstance(titles, (str, bytes)) or len(titles) != images.shape[0]):
-        raise ValueError(f"titles must hold one title per image ({images.shape[0]})")
+    if labels is not None:
+        labels = check_labels("labels", labels, images.shape[0], what="image")
     m = max(images.shape[0], 1)
     ncols = min(ncols, m)
     nrows = int(np.ceil(m / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows * shape[0] / shape[1] + 0.3),
-                             squeeze=False)
+    fig = Figure(figsize=(size * ncols, size * nrows * shape[0] / shape[1] + 0.3))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     if diverging:
         vmax = scale or float(np.abs(images).max() or 1.0)
         kw = dict(cmap=DIVERGING_CMAP, vmin=-vmax, vmax=vmax)
@@ -142,9 +146,22 @@ def plot_image_grid(
             ax.axis("off")
             continue
         ax.imshow(images[idx].reshape(shape), interpolation="nearest", **kw)
-        if titles is not None:
-            ax.set_title(str(titles[idx]), fontsize=8)
-    if suptitle:
-        fig.suptitle(suptitle)
+        if labels is not None:
+            ax.set_title(labels[idx], fontsize=8)
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def plot_image_grid(images, shape, *, titles=None, suptitle=None, **options) -> Figure:
+    """Deprecated name of :func:`image_grid_figure` (``titles`` is now ``labels``, ``suptitle`` ``title``).
+
+    It returns a whole figure, so by the package's convention it is a ``*_figure``
+    function; this name is kept only until its last callers move.
+    """
+    warnings.warn("plot_image_grid is deprecated: call image_grid_figure(images, shape, labels=..., "
+                  "title=...)", DeprecationWarning, stacklevel=2)
+    if titles is not None and not isinstance(titles, (str, bytes)) and hasattr(titles, "__len__"):
+        titles = [str(t) for t in titles]  # the old function drew any title as str(title)
+    return image_grid_figure(images, shape, labels=titles, title=suptitle, **options)

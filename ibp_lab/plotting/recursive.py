@@ -2,10 +2,13 @@
 
 Every function returns a new :class:`matplotlib.figure.Figure` built without pyplot, so a
 figure is never shown twice and an explorer that renders many frames leaks no open figures.
-All functions are pure: the same arguments give the same picture.
+All functions are pure: the same arguments give the same picture. They compute nothing
+of the model: the two figures of the explorer draw results of :mod:`ibp_lab.explorers`.
 
-- :func:`recursion_step_figure`: one step of the recursion in three panels.
-- :func:`marginals_figure`: the table of marginals; the render function of the explorer.
+- :func:`recursion_step_figure`: one step of the recursion in three panels
+  (:func:`ibp_lab.explorers.recursion_step`).
+- :func:`marginals_figure`: the table of marginals; the explorer renders it
+  (:func:`ibp_lab.explorers.marginals_table`).
 - :func:`comparison_grid_figure`: analytic against Monte Carlo tables over a grid.
 - :func:`mse_figure`: Monte Carlo error against the number of samples, log-log.
 - :func:`memory_figure`: what the recursion keeps against the whole history.
@@ -17,18 +20,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
-from scipy import stats
 
-from ibp_lab._checks import check_count, check_positive, check_size
-from ibp_lab.plotting._doors import check_finite, check_optional_real, check_panels
+from ibp_lab._checks import check_count, check_positive
+from ibp_lab.explorers import MarginalsTable, RecursionStep
+from ibp_lab.plotting._doors import check_finite, check_optional_real, check_panels, check_result
 from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP
-from ibp_lab.recursive import (
-    columns_needed,
-    marginals,
-    new_dish_probabilities,
-    new_dishes_rate,
-    num_dishes_rate,
-)
 
 __all__ = [
     "recursion_step_figure",
@@ -59,12 +55,6 @@ def _heatmap(ax, table: np.ndarray):
 MAX_BARS = 500
 
 
-def _check_table(n: int, k_max: int) -> None:
-    """Refuse an ``(n, k_max)`` table of marginals beyond MAX_ENTRIES, naming both."""
-    check_size("the table of marginals (n x k_max)", float(n) * k_max,
-               hint="use fewer customers n or fewer dishes k_max")
-
-
 def _bars(ax, k: np.ndarray, height: np.ndarray, *, bottom=None, **kwargs):
     """Bars at the dishes ``k = 1..k_max``; a filled outline when they are too many to draw."""
     if k.size <= MAX_BARS:
@@ -74,7 +64,7 @@ def _bars(ax, k: np.ndarray, height: np.ndarray, *, bottom=None, **kwargs):
     return ax.fill_between(k, base, base + height, step="mid", lw=0, **kwargs)
 
 
-def recursion_step_figure(alpha: float, beta: float, n: int, *, k_max: int | None = None) -> Figure:
+def recursion_step_figure(step: RecursionStep) -> Figure:
     """Show how customer ``n``'s marginals come from a running sum and two Poisson laws.
 
     Left: the running sum ``sum_{n' < n} p(z_{n'k} = 1)`` per dish. Middle: the laws of the
@@ -84,12 +74,8 @@ def recursion_step_figure(alpha: float, beta: float, n: int, *, k_max: int | Non
 
     Parameters
     ----------
-    alpha, beta : float
-        IBP parameters, > 0.
-    n : int
-        The customer, >= 2.
-    k_max : int, optional
-        Dishes shown; by default enough to cover all but 1e-4 of ``Lambda_n``.
+    step : ibp_lab.explorers.RecursionStep
+        From :func:`ibp_lab.explorers.recursion_step`.
 
     Returns
     -------
@@ -97,51 +83,39 @@ def recursion_step_figure(alpha: float, beta: float, n: int, *, k_max: int | Non
 
     Examples
     --------
-    >>> fig = recursion_step_figure(3.0, 2.0, 10)
+    >>> from ibp_lab import explorers
+    >>> fig = recursion_step_figure(explorers.recursion_step(alpha=3.0, beta=2.0, n=10))
     >>> len(fig.axes)
     3
     """
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    n = check_count("n", n, minimum=2)
-    if k_max is None:
-        k_max = columns_needed(alpha, beta, n, tail=1e-4)
-    k_max = check_count("k_max", k_max, minimum=1)
-    _check_table(n, k_max)
-    table = marginals(alpha, beta, n, k_max)
-    running_sum = table[:-1].sum(axis=0)
-    rate_before = num_dishes_rate(alpha, beta, n - 1)
-    rate_after = rate_before + new_dishes_rate(alpha, beta, n)
-    fresh = new_dish_probabilities(rate_before, new_dishes_rate(alpha, beta, n), k_max)
-    old = running_sum / (beta + n - 1)
+    step = check_result("step", step, RecursionStep, made_by="ibp_lab.explorers.recursion_step")
+    n, k_max, rate_before, rate_after = step.n, step.k_max, step.rate_before, step.rate_after
     k = np.arange(1, k_max + 1)
 
     fig = Figure(figsize=(11.5, 3.4), layout="constrained")
     ax_sum, ax_count, ax_next = fig.subplots(1, 3)
-    _bars(ax_sum, k, running_sum, color=PALETTE["blue"])
+    _bars(ax_sum, k, step.running_sum, color=PALETTE["blue"])
     ax_sum.set(xlabel="dish k", ylabel="running sum",
                title=f"$\\sum_{{n'<{n}}} p(z_{{n'k}}=1)$")
     counts = np.arange(0, k_max + 1)
-    ax_count.step(counts, stats.poisson.pmf(counts, rate_before), where="mid",
+    ax_count.step(counts, step.law_before, where="mid",
                   color=PALETTE["blue"], label=f"$\\Lambda_{{{n - 1}}}$ (mean {rate_before:.1f})")
-    ax_count.step(counts, stats.poisson.pmf(counts, rate_after), where="mid",
+    ax_count.step(counts, step.law_after, where="mid",
                   color=PALETTE["orange"], label=f"$\\Lambda_{{{n}}}$ (mean {rate_after:.1f})")
     ax_count.set(xlabel="number of dishes", ylabel="probability",
                  title="distribution of the number of dishes")
     ax_count.legend(frameon=False, fontsize=8)
-    _bars(ax_next, k, old, color=PALETTE["blue"], label="existing dish, taken again")
-    _bars(ax_next, k, fresh, bottom=old, color=PALETTE["orange"],
+    _bars(ax_next, k, step.existing, color=PALETTE["blue"], label="existing dish, taken again")
+    _bars(ax_next, k, step.created, bottom=step.existing, color=PALETTE["orange"],
           label=f"dish created by customer {n}")
     ax_next.set(xlabel="dish k", ylabel="probability", title=f"$p(z_{{{n}k}}=1)$")
     ax_next.legend(frameon=False, fontsize=8)
-    fig.suptitle(f"one step of the recursion: alpha = {alpha:g}, beta = {beta:g}, customer {n}")
+    fig.suptitle(f"one step of the recursion: alpha = {step.alpha:g}, beta = {step.beta:g}, customer {n}")
     return fig
 
 
-def marginals_figure(
-    alpha: float, beta: float, *, n: int = 50, k_max: int | None = None
-) -> Figure:
-    """The table of marginals ``p(z_nk = 1 | alpha, beta)``; the explorer's render function.
+def marginals_figure(result: MarginalsTable) -> Figure:
+    """The table of marginals ``p(z_nk = 1 | alpha, beta)``; the explorer renders it.
 
     Left: the table as a heatmap (customers down, dishes across in order of creation) on a
     fixed colour scale, with the expected number of dishes after each customer drawn on
@@ -149,14 +123,8 @@ def marginals_figure(
 
     Parameters
     ----------
-    alpha, beta : float
-        IBP parameters, > 0.
-    n : int, optional
-        Customers shown, >= 1.
-    k_max : int, optional
-        Dishes shown, >= 1. By default all dishes that exist after ``n`` customers with
-        probability above 1e-3 (:func:`ibp_lab.recursive.columns_needed`), so the width of
-        the window follows ``alpha`` and ``beta``.
+    result : ibp_lab.explorers.MarginalsTable
+        From :func:`ibp_lab.explorers.marginals_table`.
 
     Returns
     -------
@@ -164,23 +132,18 @@ def marginals_figure(
 
     Examples
     --------
-    >>> fig = marginals_figure(2.0, 1.0, n=10, k_max=20)
+    >>> from ibp_lab import explorers
+    >>> fig = marginals_figure(explorers.marginals_table(alpha=2.0, beta=1.0, n=10, k_max=20))
     >>> len(fig.axes)  # heatmap, colour bar, rows
     3
     """
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    n = check_count("n", n, minimum=1)
-    if k_max is None:
-        k_max = columns_needed(alpha, beta, n, tail=1e-3)
-    k_max = check_count("k_max", k_max, minimum=1)
-    _check_table(n, k_max)
-    table = marginals(alpha, beta, n, k_max)
+    result = check_result("result", result, MarginalsTable, made_by="ibp_lab.explorers.marginals_table")
+    alpha, beta, n, k_max, table = result.alpha, result.beta, result.n, result.k_max, result.table
     fig = Figure(figsize=(10, 3.8), layout="constrained")
     ax_map, ax_rows = fig.subplots(1, 2, width_ratios=[1.6, 1])
     image = _heatmap(ax_map, table)
     customers = np.arange(1, n + 1)
-    expected = np.array([num_dishes_rate(alpha, beta, i) for i in customers])
+    expected = result.expected_dishes.copy()
     expected[expected > k_max + 0.5] = np.nan  # leave the window rather than hug its edge
     ax_map.plot(expected, customers, color="white", lw=1.5, ls="--",
                 label="expected number of dishes")
@@ -222,6 +185,7 @@ def comparison_grid_figure(
 
     Examples
     --------
+    >>> from ibp_lab.recursive import marginals
     >>> table = marginals(2.0, 1.0, 5, 6)
     >>> fig = comparison_grid_figure({(2.0, 1.0): (table, table)}, [2.0], [1.0])
     >>> len(fig.axes)  # two heatmaps and a colour bar
