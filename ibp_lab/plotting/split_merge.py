@@ -147,13 +147,15 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
                         ylabels=None, ylim_quantile: float | None = 0.02):
     """Traces of several chains against compute time, one column per sampler.
 
-    Each chain's draws are spread evenly over its measured CPU time, so that
-    samplers with different costs per iteration are compared at equal compute.
+    Each chain's draws are placed at the CPU time its run recorded for them
+    (:attr:`ibp_lab.chains.ChainResult.seconds`), so that samplers with
+    different costs per iteration are compared at equal compute.
 
     Parameters
     ----------
     runs : dict
-        Column title -> :class:`ibp_lab.split_merge.MoveChains`.
+        Column title -> the chains of one :func:`ibp_lab.chains.run_chains`
+        call (its list of :class:`~ibp_lab.chains.ChainResult`).
     variables : sequence of str, optional
         Trace variables, one row of panels each.
     labels : sequence of str, optional
@@ -170,10 +172,12 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
 
     Examples
     --------
-    >>> from ibp_lab.split_merge import run_chains_with_moves
+    >>> from ibp_lab import chains as ch
     >>> X = np.random.default_rng(0).normal(size=(6, 2))
-    >>> run = run_chains_with_moves(X, [np.ones((6, 1))], 4, np.random.default_rng(1),
-    ...                             alpha=1.0, sigma_x=0.5, sigma_a=1.0)
+    >>> _, run = ch.run_chains(X, 1, 4, np.random.default_rng(1), Z0=np.ones((6, 1)),
+    ...                        alpha=1.0, sigma_x=0.5, sigma_a=1.0, update_alpha=False,
+    ...                        update_sigma_a=False,
+    ...                        moves=[ch.GibbsSweep(), ch.SequentialSplitMerge(n_proposals=2)])
     >>> fig = plot_traces_by_time({"with the move": run})
     >>> len(fig.axes)
     2
@@ -185,20 +189,17 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
         raise ValueError("variables must name at least one trace variable, got none")
     check_panels("variables and runs", len(variables) * float(len(runs)))
     variables = check_labels("variables", variables, len(variables), what="row of panels")
-    n_chains = None
     for title, run in runs.items():
-        for name in variables:
-            if name not in run.trace.data_vars:
-                raise ValueError(f"variables must be in the trace of every run; runs[{title!r}] has no {name!r} "
-                                 f"(it has {sorted(map(str, run.trace.data_vars))})")
-            if set(run.trace[name].dims) != {"chain", "draw"}:
-                raise ValueError(f"runs[{title!r}].trace.{name} must have dims (chain, draw), "
-                                 f"got {run.trace[name].dims}")
-            check_finite(f"runs[{title!r}].trace.{name}", run.trace[name].values)
-        n_chains = run.trace.sizes["chain"] if n_chains is None else max(n_chains, run.trace.sizes["chain"])
+        for c, chain in enumerate(run):
+            for name in variables:
+                if name not in chain.trace.data_vars:
+                    raise ValueError(f"variables must be in the trace of every chain; runs[{title!r}][{c}] has "
+                                     f"no {name!r} (it has {sorted(map(str, chain.trace.data_vars))})")
+                check_finite(f"runs[{title!r}][{c}].trace.{name}", chain.trace[name].values, ndim=1)
+    n_chains = max(len(run) for run in runs.values())
     check_panels("runs (chains, one line each)", n_chains)
     if labels is not None:
-        labels = check_labels("labels", labels, runs[next(iter(runs))].trace.sizes["chain"], what="chain")
+        labels = check_labels("labels", labels, len(runs[next(iter(runs))]), what="chain")
     ylabels = list(variables) if ylabels is None else check_labels("ylabels", ylabels, len(variables),
                                                                      what="variable")
     if ylim_quantile is not None:
@@ -207,21 +208,18 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
                                                                   2.6 * len(variables)),
                              sharex="col", sharey="row", squeeze=False)
     for col, (title, run) in enumerate(runs.items()):
-        trace = run.trace
-        n_draws = trace.sizes["draw"]
         for row, name in enumerate(variables):
             ax = axes[row, col]
-            for c in range(trace.sizes["chain"]):
-                seconds = np.arange(1, n_draws + 1) * run.seconds[c] / n_draws
+            for c, chain in enumerate(run):
                 label = labels[c] if labels is not None and row == 0 and col == 0 else None
-                ax.plot(seconds, trace[name].transpose("chain", "draw").values[c], color=CYCLE[c % len(CYCLE)], lw=0.8,
+                ax.plot(chain.seconds, chain.trace[name].values, color=CYCLE[c % len(CYCLE)], lw=0.8,
                         label=label)
             if col == 0:
                 ax.set_ylabel(ylabels[row])
         axes[0, col].set_title(title)
         axes[-1, col].set_xlabel("CPU time (s)")
     if ylim_quantile is not None:
-        last = np.concatenate([run.trace[variables[-1]].values.ravel() for run in runs.values()])
+        last = np.concatenate([chain.trace[variables[-1]].values for run in runs.values() for chain in run])
         axes[-1, 0].set_ylim(np.quantile(last, ylim_quantile), last.max()
                              + 0.05 * (last.max() - np.quantile(last, ylim_quantile)))
     if labels is not None:
@@ -231,22 +229,30 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
 
 
 def _check_move_runs(runs) -> dict:
-    """Titles -> :class:`ibp_lab.split_merge.MoveChains` with draws and positive CPU times per chain."""
-    from ibp_lab.split_merge import MoveChains
+    """Titles -> lists of :class:`ibp_lab.chains.ChainResult` with per-draw CPU times."""
+    from ibp_lab.chains import ChainResult
 
     if not isinstance(runs, Mapping):
-        raise TypeError(f"runs must be a dict (title -> MoveChains), got {type(runs).__name__}")
+        raise TypeError(f"runs must be a dict (title -> list of ChainResult), got {type(runs).__name__}")
     if len(runs) == 0:
         raise ValueError("runs must hold at least one run, got an empty dict")
     check_panels("runs", len(runs))
+    checked = {}
     for title, run in runs.items():
         if not isinstance(title, str):
             raise TypeError(f"runs keys must be strings (column titles), got {type(title).__name__}")
-        if not isinstance(run, MoveChains):
-            raise TypeError(f"runs[{title!r}] must be an ibp_lab.split_merge.MoveChains, got {type(run).__name__}")
-        sizes = run.trace.sizes
-        if sizes.get("draw", 0) < 1 or sizes.get("chain", 0) < 1:
-            raise ValueError(f"runs[{title!r}].trace must hold at least one chain and one draw, got {dict(sizes)}")
-        check_finite(f"runs[{title!r}].seconds", run.seconds, ndim=1, length=sizes["chain"],
-                     partner="chains", low=0.0)
-    return dict(runs)
+        if isinstance(run, ChainResult):
+            raise TypeError(f"runs[{title!r}] must be a list of ChainResult; wrap one chain in a list: [chain]")
+        if not isinstance(run, (list, tuple)) or len(run) == 0:
+            raise TypeError(f"runs[{title!r}] must be a non-empty list of ibp_lab.chains.ChainResult "
+                            f"(from run_chains), got {type(run).__name__}")
+        for c, chain in enumerate(run):
+            if not isinstance(chain, ChainResult):
+                raise TypeError(f"runs[{title!r}][{c}] must be a ChainResult, got {type(chain).__name__}")
+            if chain.trace.sizes.get("draw", 0) < 1 or "seconds" not in chain.sample_stats:
+                raise ValueError(f"runs[{title!r}][{c}] must hold at least one draw and its CPU seconds "
+                                 f"(run it with ibp_lab.chains.run_chains)")
+            check_finite(f"runs[{title!r}][{c}].seconds", chain.seconds, ndim=1,
+                         length=chain.trace.sizes["draw"], partner="draws", low=0.0)
+        checked[title] = list(run)
+    return checked
