@@ -1,11 +1,14 @@
-"""Figures of chapter 9: predictive checks and completed digits."""
+"""Figures of chapter 9: predictive checks and completed digits.
+
+Each function returns a new :class:`matplotlib.figure.Figure` built without pyplot.
+"""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
-
 from collections.abc import Mapping
+
+import numpy as np
+from matplotlib.figure import Figure
 
 from ibp_lab.plotting._doors import (
     check_finite,
@@ -18,7 +21,7 @@ from ibp_lab.plotting._style import CYCLE, INK_CMAP, PALETTE
 __all__ = ["ink_check_figure", "completion_figure"]
 
 
-def ink_check_figure(real: dict, replicated: dict, *, ink_real=None, ink_replicated=None):
+def ink_check_figure(real: dict, replicated: dict, *, ink_real=None, ink_replicated=None) -> Figure:
     """Observed ink statistics against their posterior predictive distribution.
 
     Parameters
@@ -51,7 +54,8 @@ def ink_check_figure(real: dict, replicated: dict, *, ink_real=None, ink_replica
         ink_real = check_finite("ink_real", ink_real, min_size=1)
         ink_replicated = check_finite("ink_replicated", ink_replicated, min_size=1)
     n_panels = 3 if ink_real is not None else 2
-    fig, axes = plt.subplots(1, n_panels, figsize=(4.2 * n_panels, 3.3))
+    fig = Figure(figsize=(4.2 * n_panels, 3.3))
+    axes = fig.subplots(1, n_panels)
     axes[0].hist(replicated["share_blank"], bins=15, color=PALETTE["blue"], alpha=0.6,
                  label="replicated data sets")
     axes[0].axvline(float(np.mean(real["share_blank"])), color=PALETTE["vermillion"], lw=2, label="real digits")
@@ -91,7 +95,7 @@ def _check_ink_stats(name: str, stats) -> dict:
     return out
 
 
-def completion_figure(X_raw, predictions: dict, observed, hidden, shape=(8, 6), *, offset=None):
+def completion_figure(X_raw, predictions: dict, observed, hidden, shape=(8, 6), *, offset=None) -> Figure:
     """Test digits with their bottom halves completed by each model.
 
     Parameters
@@ -146,7 +150,8 @@ def completion_figure(X_raw, predictions: dict, observed, hidden, shape=(8, 6), 
         checked[name] = values
     predictions = checked
     rows = ["truth"] + list(predictions)
-    fig, axes = plt.subplots(len(rows), n, figsize=(0.9 * n + 1.2, 1.25 * len(rows)), squeeze=False)
+    fig = Figure(figsize=(0.9 * n + 1.2, 1.25 * len(rows)))
+    axes = fig.subplots(len(rows), n, squeeze=False)
     for r, name in enumerate(rows):
         for c in range(n):
             image = X_raw[c].copy()
