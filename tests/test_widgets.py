@@ -5,12 +5,15 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pytest
 
+from ibp_lab import explorers
 from ibp_lab.plotting import buffet_explorer_figure
+from ibp_lab.plotting.gibbs import sigma_alpha_explorer_figure
+from ibp_lab.plotting.recursive import marginals_figure
 from ibp_lab.widgets import figure_png, live_explorer, static_explorer
 
 
 def small_buffet(alpha, beta):
-    return buffet_explorer_figure(alpha, beta, n=12, n_draws=30)
+    return buffet_explorer_figure(explorers.buffet(alpha=alpha, beta=beta, n=12, n_draws=30))
 
 
 def test_static_frame_equals_the_live_computation_at_the_same_setting():
@@ -126,20 +129,20 @@ def test_a_grid_too_large_to_render_is_refused_before_rendering():
     assert calls == []
 
 
-@pytest.mark.parametrize(
-    "render, setting",
-    [
-        (buffet_explorer_figure, {"alpha": 2.0, "beta": 1.0}),
-        ("marginals_figure", {"alpha": 6.0, "beta": 5.6}),
-        ("sigma_alpha_explorer_figure", {"sigma_x": 0.25, "alpha": 1.0}),
-    ],
-    ids=["buffet (ch. 1)", "marginals (ch. 3)", "sigma_x/alpha (ch. 4)"],
-)
+#: The chapters' render functions, as the chapters write them (figure of an explorers result).
+BOOK_RENDERS = {
+    "buffet (ch. 1)": (lambda alpha, beta: buffet_explorer_figure(explorers.buffet(alpha=alpha, beta=beta)),
+                       {"alpha": 2.0, "beta": 1.0}),
+    "marginals (ch. 3)": (lambda alpha, beta: marginals_figure(explorers.marginals_table(alpha=alpha, beta=beta)),
+                          {"alpha": 6.0, "beta": 5.6}),
+    "sigma_x/alpha (ch. 4)": (lambda sigma_x, alpha: sigma_alpha_explorer_figure(
+        explorers.sigma_alpha_chain(sigma_x=sigma_x, alpha=alpha)), {"sigma_x": 0.25, "alpha": 1.0}),
+}
+
+
+@pytest.mark.parametrize("render, setting", list(BOOK_RENDERS.values()), ids=list(BOOK_RENDERS))
 def test_each_book_explorer_shows_the_live_picture_in_its_static_frame(render, setting):
     """The chapters' explorers: the static frame at a setting is the live figure at that setting."""
-    import ibp_lab.plotting as plotting
-
-    render = getattr(plotting, render) if isinstance(render, str) else render
     explorer = static_explorer(render, {name: [value] for name, value in setting.items()})
     assert explorer.frame_at(**setting) == figure_png(render(**setting))
 

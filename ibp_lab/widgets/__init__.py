@@ -1,8 +1,10 @@
 """Explorers: drag a parameter and watch a figure respond, live or in the static book.
 
-An explorer is a pure figure function ``render(**params) -> Figure`` (for
-example :func:`ibp_lab.plotting.buffet_explorer_figure`) and a grid of
-parameter values. It can be shown two ways:
+An explorer is a pure figure function ``render(**params) -> Figure`` and a grid
+of parameter values. In the book, ``render`` draws a result that
+:mod:`ibp_lab.explorers` computed for the setting, for example
+``lambda alpha, beta: buffet_explorer_figure(explorers.buffet(alpha=alpha, beta=beta))``.
+It can be shown two ways:
 
 - :func:`live_explorer`: ipywidgets sliders that call ``render`` in the running
   kernel (JupyterLab, Binder);
