@@ -32,8 +32,9 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from ibp_lab import exact, gibbs
+from ibp_lab import exact, gibbs, reports
 from ibp_lab import split_merge as sm
+from ibp_lab.split_merge import _metropolis, _random, _sequential, _target
 from ibp_lab.linear_gaussian import collapsed_loglik
 from ibp_lab.prior import log_prior
 from tests.seeds import stat_rng
@@ -61,7 +62,7 @@ def random_matrix(rng, n, k, p=0.4):
 def test_log_joint_matches_log_prior_and_collapsed_loglik(beta):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(9, 4))
-    target = sm._LogJoint(X, 1.7, 0.5, 1.3, beta)
+    target = _target.LogJoint(X, 1.7, 0.5, 1.3, beta)
     for k in [0, 1, 3, 6, 10]:
         Z = random_matrix(rng, 9, k)
         log_lik, log_pri = target(Z)
@@ -109,15 +110,15 @@ def test_allocation_probability_matches_full_likelihoods(seed):
     Z_rest = random_matrix(rng, N, 4)
     i, j, *others = rng.permutation(N)
     order = np.array(others[:8])
-    target = sm._LogJoint(X, 1.0, 0.7, 1.1, 1.5)
+    target = _target.LogJoint(X, 1.0, 0.7, 1.1, 1.5)
     # forced choices
     choices = rng.integers(3, size=order.size)
-    got, log_q = sm._run_allocation(target, Z_rest, i, j, order, forced=choices)
+    got, log_q = _sequential._run_allocation(target, Z_rest, i, j, order, forced=choices)
     np.testing.assert_array_equal(got, choices)
     assert log_q == pytest.approx(
         reference_allocation_log_q(X, Z_rest, i, j, order, choices, 0.7, 1.1, 1.5), rel=1e-10)
     # drawn choices report their own probability
-    drawn, log_q_drawn = sm._run_allocation(target, Z_rest, i, j, order,
+    drawn, log_q_drawn = _sequential._run_allocation(target, Z_rest, i, j, order,
                                             uniforms=rng.random(order.size))
     assert log_q_drawn == pytest.approx(
         reference_allocation_log_q(X, Z_rest, i, j, order, drawn, 0.7, 1.1, 1.5), rel=1e-10)
@@ -134,13 +135,13 @@ def test_allocation_draws_with_the_probabilities_it_reports():
     X = rng.normal(size=(6, 3))
     Z_rest = random_matrix(rng, 6, 2)
     order = np.array([2, 4])
-    target = sm._LogJoint(X, 1.0, 0.6, 1.0, 1.0)
+    target = _target.LogJoint(X, 1.0, 0.6, 1.0, 1.0)
     n_draws = 20_000
     draws = stat_rng(3)
-    outcomes = [tuple(sm._run_allocation(target, Z_rest, 0, 1, order,
+    outcomes = [tuple(_sequential._run_allocation(target, Z_rest, 0, 1, order,
                                          uniforms=draws.random(2))[0]) for _ in range(n_draws)]
     all_choices = list(itertools.product(range(3), repeat=2))
-    p = np.array([math.exp(sm._run_allocation(target, Z_rest, 0, 1, order,
+    p = np.array([math.exp(_sequential._run_allocation(target, Z_rest, 0, 1, order,
                                               forced=np.array(choices))[1])
                   for choices in all_choices])
     assert p.sum() == pytest.approx(1.0, rel=1e-12)
@@ -161,12 +162,12 @@ def random_move_paths(Z):
         return
     if K >= 2:
         for a, b in itertools.combinations(range(K), 2):
-            yield 0.5 / math.comb(K, 2), sm._random_merge(Z, a, b)
+            yield 0.5 / math.comb(K, 2), _random._random_merge(Z, a, b)
     p_split = 1.0 if K == 1 else 0.5
     for k in range(K):
         m = int(Z[:, k].sum())
         for labels in itertools.product(range(3), repeat=m):
-            yield p_split / K / 3**m, sm._random_split(Z, k, np.array(labels, np.int64))
+            yield p_split / K / 3**m, _random._random_split(Z, k, np.array(labels, np.int64))
 
 
 def sequential_move_paths(target, Z):
@@ -181,10 +182,10 @@ def sequential_move_paths(target, Z):
         for a in features.tolist():
             p = p_pair / features.size
             if Z[j, a]:
-                others = sm._other_owners(Z[:, a], i, j)
+                others = _sequential._other_owners(Z[:, a], i, j)
                 for order in itertools.permutations(others.tolist()):
                     for choices in itertools.product(range(3), repeat=others.size):
-                        proposal, log_q = sm._sequential_split(
+                        proposal, log_q = _sequential._sequential_split(
                             target, Z, i, j, a, np.array(order, np.int64),
                             forced=np.array(choices, np.int64))
                         yield p / math.factorial(others.size) * math.exp(log_q), proposal
@@ -193,10 +194,10 @@ def sequential_move_paths(target, Z):
             if candidates.size == 0:
                 yield p, None
             for b in candidates.tolist():
-                others = sm._other_owners(Z[:, a] | Z[:, b], i, j)
+                others = _sequential._other_owners(Z[:, a] | Z[:, b], i, j)
                 for order in itertools.permutations(others.tolist()):
                     yield (p / candidates.size / math.factorial(others.size),
-                           sm._sequential_merge(target, Z, i, j, a, b, np.array(order, np.int64)))
+                           _sequential._sequential_merge(target, Z, i, j, a, b, np.array(order, np.int64)))
 
 
 def transition_matrices(move, X, alpha, sigma_x, sigma_a, beta, k_max):
@@ -208,7 +209,7 @@ def transition_matrices(move, X, alpha, sigma_x, sigma_a, beta, k_max):
     lie beyond k_max).
     """
     post = exact.class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
-    target = sm._LogJoint(np.asarray(X, float), alpha, sigma_x, sigma_a, beta)
+    target = _target.LogJoint(np.asarray(X, float), alpha, sigma_x, sigma_a, beta)
     log_pi, T = {}, {}
     for counts, log_weight, Z in zip(post.counts, post.log_weights, post.classes()):
         key = tuple(counts)
@@ -267,8 +268,8 @@ def test_detailed_balance_check_catches_a_forgotten_factorial(monkeypatch):
         _, multiplicities = np.unique(Z, axis=1, return_counts=True)
         return log_lik, log_pri + float(gammaln(multiplicities + 1.0).sum())
 
-    original = sm._LogJoint.__call__
-    monkeypatch.setattr(sm._LogJoint, "__call__", without_factorials)
+    original = _target.LogJoint.__call__
+    monkeypatch.setattr(_target.LogJoint, "__call__", without_factorials)
     for move in ("random", "sequential"):
         log_pi, T = transition_matrices(move, X3, 1.3, 0.6, 1.2, 1.0, 3)
         errors, _ = balance_errors(log_pi, T)
@@ -411,41 +412,6 @@ def test_same_seed_same_result(move):
     assert not np.array_equal(s1["log_ratio"], s3["log_ratio"])
 
 
-def test_run_chains_with_moves_records_the_log_joint_of_its_states():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(12, 3))
-    starts = [np.ones((12, 1)), random_matrix(rng, 12, 6)]
-    out = sm.run_chains_with_moves(X, starts, 15, np.random.default_rng(1), alpha=1.5,
-                                   sigma_x=0.5, sigma_a=1.0, beta=1.2, n_proposals=4)
-    assert dict(out.trace.sizes) == {"chain": 2, "draw": 15}
-    for c, Z in enumerate(out.states):
-        assert int(out.trace.k_plus[c, -1]) == Z.shape[1]
-        expected = collapsed_loglik(X, Z, 0.5, 1.0) + log_prior(Z, 1.5, beta=1.2)
-        assert float(out.trace.log_joint[c, -1]) == pytest.approx(expected, rel=1e-10)
-        stats = out.stats[c]
-        assert stats["proposed_splits"] + stats["proposed_merges"] + stats["void"] == 60
-    assert (out.seconds > 0).all()
-    accepted = out.trace.accepted_moves.sum("draw").values
-    np.testing.assert_array_equal(
-        accepted, [st["accepted_splits"] + st["accepted_merges"] for st in out.stats])
-    summary = sm.summarize_run(out)
-    assert summary["iterations"] == 15 and summary["accepted moves"] == accepted.sum()
-    assert summary["CPU seconds"] == pytest.approx(out.seconds.sum())
-    combined = sm._combine_stats(out.stats)
-    parts = sm.log_ratio_parts(combined)
-    for kind in ("split", "merge"):
-        chosen = combined["kind"] == kind
-        assert chosen.any()
-        assert parts.loc["log acceptance ratio", kind] == pytest.approx(
-            np.median(combined["log_ratio"][chosen]))
-    again = sm.run_chains_with_moves(X, starts, 15, np.random.default_rng(1), alpha=1.5,
-                                     sigma_x=0.5, sigma_a=1.0, beta=1.2, n_proposals=4)
-    assert out.trace.identical(again.trace)
-    gibbs_only = sm.run_chains_with_moves(X, starts, 5, np.random.default_rng(1), alpha=1.5,
-                                          sigma_x=0.5, sigma_a=1.0, move=None)
-    assert gibbs_only.stats[0]["kind"].size == 0
-
-
 RNG = np.random.default_rng(0)
 Z3 = np.ones((3, 1))
 
@@ -477,19 +443,7 @@ def test_bad_inputs_are_reported_by_name(move, args, kwargs, error, message):
     [
         (lambda: sm.singleton_update(X3, Z3, 1.0, 0.6, 1.2, RNG, beta=-1), ValueError,
          "beta must be > 0"),
-        (lambda: sm.run_chains_with_moves(X3, Z3, 5, RNG, alpha=1.0, sigma_x=0.6, sigma_a=1.2),
-         TypeError, "Z0 must be a non-empty list"),
-        (lambda: sm.run_chains_with_moves(X3, [Z3], 5, RNG, alpha=1.0, sigma_x=0.6,
-                                          sigma_a=1.2, move="sideways"), ValueError,
-         "move must be 'sequential', 'random' or None"),
-        (lambda: sm.run_chains_with_moves(X3, [Z3], 0, RNG, alpha=1.0, sigma_x=0.6,
-                                          sigma_a=1.2), ValueError,
-         "n_iterations must be an integer >= 1"),
-        (lambda: sm.run_chains_with_moves(X3, [np.ones((4, 1))], 5, RNG, alpha=1.0,
-                                          sigma_x=0.6, sigma_a=1.2), ValueError,
-         r"Z0\[0\] must have 3 rows"),
-        (lambda: sm.summarize_run({"trace": None}), TypeError, "run must be a MoveChains"),
-        (lambda: sm.log_ratio_parts({"kind": []}), TypeError, "stats must be the dict"),
+        (lambda: reports.log_ratio_parts({"kind": []}), TypeError, "stats must be the dict"),
     ],
 )
 def test_bad_inputs_of_the_helpers(call, error, message):

@@ -1,0 +1,153 @@
+"""Tests of ibp_lab.chains: one runner for every combination of moves.
+
+The moves themselves are checked against exact enumeration in
+``tests/test_split_merge.py`` and ``tests/test_gibbs.py``; here the runner is
+checked to compose them faithfully (the same draws as a loop written by hand),
+to record what it did (log joint of its states, per-draw CPU time, move
+statistics), to refuse bad ``moves``, and, on three rows, to sample the exact
+posterior with split-merge moves in the loop.
+"""
+
+import numpy as np
+import pytest
+
+from ibp_lab import chains, exact, gibbs, reports
+from ibp_lab import split_merge as sm
+from ibp_lab.linear_gaussian import collapsed_loglik
+from ibp_lab.prior import log_prior
+from ibp_lab.split_merge._metropolis import combine_stats
+from tests.seeds import stat_rng
+from tests.stats_checks import TEST_LEVEL, assert_chain_frequencies
+
+X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
+FIXED = dict(update_alpha=False, update_sigma_a=False)
+
+
+def data(n=12, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)), [np.ones((n, 1)), (rng.random((n, 6)) < 0.4)]
+
+
+@pytest.mark.parametrize("move_class, move_function", [
+    (chains.SequentialSplitMerge, sm.sequential_split_merge),
+    (chains.RandomSplitMerge, sm.random_split_merge),
+])
+def test_runner_draws_what_a_hand_written_loop_draws(move_class, move_function):
+    X, starts = data()
+    hyper = dict(alpha=1.5, sigma_x=0.5, sigma_a=1.0, beta=1.2)
+    _, runs = chains.run_chains(X, 2, 10, np.random.default_rng(1), Z0=starts, **FIXED, **hyper,
+                                moves=[chains.GibbsSweep(), move_class(n_proposals=3)])
+    for child, start, run in zip(np.random.default_rng(1).spawn(2), starts, runs):
+        Z = start.astype(np.int8)
+        all_stats = []
+        for _ in range(10):
+            Z = gibbs.gibbs_sweep(X, Z, 1.5, 0.5, 1.0, child, beta=1.2)
+            Z, stats = move_function(X, Z, 1.5, 0.5, 1.0, child, 3, beta=1.2)
+            all_stats.append(stats)
+        np.testing.assert_array_equal(run.Z, Z)
+        expected = combine_stats(all_stats)
+        got = run.move_stats[move_class.name]
+        for name in ("proposed_splits", "accepted_splits", "proposed_merges", "accepted_merges",
+                     "void"):
+            assert got[name] == expected[name]
+        np.testing.assert_array_equal(got["log_ratio"], expected["log_ratio"])
+
+
+def test_runner_records_the_log_joint_seconds_and_acceptances_of_its_states():
+    X, starts = data()
+    idata, runs = chains.run_chains(
+        X, 2, 15, np.random.default_rng(1), Z0=starts, alpha=1.5, sigma_x=0.5, sigma_a=1.0,
+        beta=1.2, **FIXED, burn=5, moves=["gibbs_sweep", chains.SequentialSplitMerge(n_proposals=4)])
+    assert dict(idata.posterior.sizes) == {"chain": 2, "draw": 10}
+    assert dict(idata.warmup_sample_stats.sizes) == {"chain": 2, "draw": 5}
+    for run in runs:
+        expected = collapsed_loglik(X, run.Z, 0.5, 1.0) + log_prior(run.Z, 1.5, beta=1.2)
+        assert float(run.trace.log_joint[-1]) == pytest.approx(expected, rel=1e-10)
+        assert int(run.trace.k_plus[-1]) == run.Z.shape[1]
+        stats = run.move_stats["sequential_split_merge"]
+        assert stats["proposed_splits"] + stats["proposed_merges"] + stats["void"] == 60
+        assert int(run.sample_stats.accepted_moves.sum()) == (stats["accepted_splits"]
+                                                               + stats["accepted_merges"])
+        assert (np.diff(run.seconds) >= 0).all() and run.seconds[-1] > 0
+    summary = reports.summarize_run(runs, warmup_fraction=0.0)
+    assert summary["iterations"] == 15
+    assert summary["accepted moves"] == sum(int(r.sample_stats.accepted_moves.sum()) for r in runs)
+    assert summary["CPU seconds"] == pytest.approx(sum(r.seconds[-1] for r in runs))
+    combined = combine_stats([r.move_stats["sequential_split_merge"] for r in runs])
+    parts = reports.log_ratio_parts(combined)
+    for kind in ("split", "merge"):
+        chosen = combined["kind"] == kind
+        assert chosen.any()
+        assert parts.loc["log acceptance ratio", kind] == pytest.approx(
+            np.median(combined["log_ratio"][chosen]))
+    _, again = chains.run_chains(
+        X, 2, 15, np.random.default_rng(1), Z0=starts, alpha=1.5, sigma_x=0.5, sigma_a=1.0,
+        beta=1.2, **FIXED, burn=5, moves=["gibbs_sweep", chains.SequentialSplitMerge(n_proposals=4)])
+    assert all(a.trace.identical(b.trace) for a, b in zip(runs, again))
+
+
+def test_default_moves_are_one_gibbs_sweep():
+    X, starts = data()
+    by_default = chains.run_chain(X, 8, np.random.default_rng(3), Z0=starts[1], sigma_x=0.5)
+    explicit = chains.run_chain(X, 8, np.random.default_rng(3), Z0=starts[1], sigma_x=0.5,
+                                moves=[chains.GibbsSweep()])
+    assert by_default.trace.identical(explicit.trace)
+    assert by_default.move_stats == {}
+
+
+def test_repeated_moves_get_numbered_keys():
+    X, starts = data()
+    run = chains.run_chain(X, 3, np.random.default_rng(3), sigma_x=0.5, **FIXED,
+                           moves=["gibbs_sweep", "random_split_merge", "random_split_merge"])
+    assert sorted(run.move_stats) == ["random_split_merge_1", "random_split_merge_2"]
+
+
+@pytest.mark.parametrize("moves, error, message", [
+    ([], TypeError, "moves must be a Move, a move name or a non-empty list"),
+    (["sideways"], ValueError, r"moves\[0\] must be one of"),
+    ([chains.GibbsSweep(), 3], TypeError, r"moves\[1\] must be a Move"),
+])
+def test_bad_moves_are_reported_by_name(moves, error, message):
+    with pytest.raises(error, match=message):
+        chains.run_chain(X3, 2, np.random.default_rng(0), moves=moves)
+
+
+def test_bad_inputs_of_the_move_objects_and_reports():
+    with pytest.raises(ValueError, match="n_proposals must be an integer >= 0"):
+        chains.SequentialSplitMerge(n_proposals=-1)
+    with pytest.raises(ValueError, match="n_sweeps \\* \\(split-merge proposals per iteration\\)"):
+        chains.run_chain(X3, 10**4, np.random.default_rng(0),
+                         moves=[chains.RandomSplitMerge(n_proposals=10**4)])
+    with pytest.raises(TypeError, match="wrap one chain in a list"):
+        reports.summarize_run(chains.run_chain(X3, 6, np.random.default_rng(0)))
+    with pytest.raises(ValueError, match="warmup_fraction must be in"):
+        reports.summarize_run([chains.run_chain(X3, 6, np.random.default_rng(0))],
+                              warmup_fraction=1.0)
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.parametrize("moves", [
+    pytest.param([chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=1)],
+                 id="gibbs+sequential"),
+    pytest.param([chains.SingletonUpdate(), chains.RandomSplitMerge(n_proposals=1)],
+                 id="singletons+random"),
+])
+def test_run_chains_at_fixed_hyperparameters_matches_exact_posterior(moves):
+    """K+ histogram of run_chains against enumeration on three rows.
+
+    Tolerance from the Monte Carlo error: each of the k_max + 2 bins is judged
+    by an exact binomial tail at the chain's effective sample size
+    (``tests/stats_checks.py``), Bonferroni over the bins, total false-alarm
+    rate TEST_LEVEL.
+    """
+    alpha, sigma_x, sigma_a, beta, k_max, n_sweeps = 1.3, 0.6, 1.2, 1.0, 12, 30_000
+    post = exact.class_posterior(X3, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
+    tail = post.tail_bound
+    assert tail < 1e-3
+    _, runs = chains.run_chains(X3, 1, n_sweeps, stat_rng(23), Z0=np.ones((3, 1)), alpha=alpha,
+                                sigma_x=sigma_x, sigma_a=sigma_a, beta=beta, **FIXED, moves=moves)
+    k_plus = np.minimum(runs[0].trace.k_plus.values.astype(np.int64), k_max + 1)
+    p_k = np.bincount(post.k_plus, weights=post.probabilities, minlength=k_max + 2)
+    p_high = p_k.copy()
+    p_high[-1] = tail  # K+ > k_max carries at most the enumeration's tail bound
+    assert_chain_frequencies(k_plus, p_k * (1 - tail), p_high, level=TEST_LEVEL, what="K+ bins")
