@@ -27,6 +27,8 @@ model's likelihood only involves the features some row owns.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.linalg import cho_solve
 
@@ -39,7 +41,7 @@ from ibp_lab._checks import (
     check_rng,
 )
 
-__all__ = ["collapsed_loglik", "feature_posterior", "simulate"]
+__all__ = ["collapsed_loglik", "feature_posterior", "simulate", "SimulatedData"]
 
 # Limits shared with the samplers (ibp_lab._hyper); MIN_SCALE stays importable from here.
 MIN_SCALE = _hyper.MIN_SCALE
@@ -206,6 +208,14 @@ def feature_posterior(X, Z, sigma_x: float, sigma_a: float) -> tuple[np.ndarray,
     return mean, cov
 
 
+class SimulatedData(NamedTuple):
+    """Data drawn from the model, and the truth behind them (unpacks as ``X, Z, A``)."""
+
+    X: np.ndarray  #: ``(n, d)`` data
+    Z: np.ndarray  #: ``(n, K+)`` ``int8`` feature ownership, columns in order of creation
+    A: np.ndarray  #: ``(K+, d)`` true feature images
+
+
 def simulate(
     n: int,
     rng: np.random.Generator,
@@ -215,8 +225,12 @@ def simulate(
     sigma_a: float,
     d: int,
     beta: float = 1.0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> SimulatedData:
     """Simulate the whole generative model: ``Z`` from the IBP, then ``A`` and ``X``.
+
+    The one simulator of the linear-Gaussian model (the streaming chapter's factor
+    analysis adds weights to it: :func:`ibp_lab.streaming.simulate_factor_analysis`).
+    Random numbers are drawn in this order: ``Z``, then ``A``, then the noise.
 
     Parameters
     ----------
@@ -235,12 +249,10 @@ def simulate(
 
     Returns
     -------
-    X : numpy.ndarray
-        ``(n, d)`` data, ``X = Z A + noise``.
-    Z : numpy.ndarray
-        ``(n, K+)`` ``int8`` feature matrix from :func:`ibp_lab.prior.sample_ibp`.
-    A : numpy.ndarray
-        ``(K+, d)`` feature images.
+    SimulatedData
+        ``(X, Z, A)``: ``(n, d)`` data ``X = Z A + noise``, the ``(n, K+)`` ``int8``
+        feature matrix from :func:`ibp_lab.prior.sample_ibp` and the ``(K+, d)``
+        feature images.
 
     Examples
     --------
@@ -248,6 +260,17 @@ def simulate(
     ...                    sigma_a=1.0, d=3)
     >>> X.shape, Z.shape[0], A.shape == (Z.shape[1], 3)
     ((10, 3), 10, True)
+    """
+    sigma_x = check_positive("sigma_x", sigma_x)  # every check before the first draw
+    Z, A = _draw_features(n, rng, alpha=alpha, sigma_a=sigma_a, d=d, beta=beta)
+    return SimulatedData(Z @ A + rng.normal(0.0, sigma_x, size=(n, d)), Z, A)
+
+
+def _draw_features(n, rng, *, alpha, sigma_a, d, beta):
+    """``Z ~ IBP(alpha, beta)`` and ``A``: the first two draws of every simulator.
+
+    Checks ``n``, ``d``, ``sigma_a`` and ``rng`` (``alpha`` and ``beta`` in
+    :func:`ibp_lab.prior.sample_ibp`), refusing before anything is drawn.
     """
     from ibp_lab.prior import sample_ibp  # imported here: prior is only needed to simulate
 
@@ -258,10 +281,7 @@ def simulate(
         raise ValueError(
             f"n * d must be <= {_MAX_SIMULATED_ENTRIES:g} entries of X, got {n} * {d} = {n * d:g}"
         )
-    sigma_x = check_positive("sigma_x", sigma_x)
     sigma_a = check_positive("sigma_a", sigma_a)
     rng = check_rng(rng)
     Z = sample_ibp(alpha, n, rng, beta=beta)
-    A = rng.normal(0.0, sigma_a, size=(Z.shape[1], d))
-    X = Z @ A + rng.normal(0.0, sigma_x, size=(n, d))
-    return X, Z, A
+    return Z, rng.normal(0.0, sigma_a, size=(Z.shape[1], d))
