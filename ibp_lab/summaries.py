@@ -49,6 +49,7 @@ from ibp_lab._checks import (
     check_binary_matrix,
     check_count,
     check_data_matrix,
+    check_flag,
     check_positive,
     check_real_array,
     check_rng,
@@ -559,7 +560,7 @@ def _correlations(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class FeatureMatch:
-    """A one-to-one matching of reference features to the features of another draw.
+    """A one-to-one matching of reference features to the features of another set.
 
     Attributes
     ----------
@@ -568,21 +569,35 @@ class FeatureMatch:
         ``index[j]`` of the other set (sorted by ``ref_index``). There are
         ``min(K_ref, K)`` pairs; the rest of the larger set is unmatched.
     correlation : numpy.ndarray
-        Correlation of each matched pair.
+        Correlation of each matched pair (its absolute value when matched with
+        ``absolute=True``).
+    n_ref : int or None
+        ``K_ref``, the number of reference features (``None`` in a match built by
+        hand: then :meth:`matched_to` and :meth:`ref_correlation` need ``n_ref``).
     """
 
     ref_index: np.ndarray
     index: np.ndarray
     correlation: np.ndarray
+    n_ref: int | None = None
 
-    def matched_to(self, n_ref: int, *, threshold: float = -1.0) -> np.ndarray:
-        """For each of ``n_ref`` reference features, its partner's index or -1.
-
-        A pair with correlation at or below ``threshold`` counts as no match.
-        """
+    def _n_ref(self, n_ref) -> int:
+        if n_ref is None:
+            if self.n_ref is None:
+                raise TypeError("n_ref is needed for a FeatureMatch built without n_ref")
+            return self.n_ref
         n_ref = check_count("n_ref", n_ref, maximum=_MAX_K_BINS)
         if n_ref <= (int(self.ref_index.max()) if self.ref_index.size else -1):
             raise ValueError(f"n_ref must exceed every matched reference index, got {n_ref}")
+        return n_ref
+
+    def matched_to(self, n_ref: int | None = None, *, threshold: float = -1.0) -> np.ndarray:
+        """For each of the ``n_ref`` reference features, its partner's index or -1.
+
+        A pair with correlation at or below ``threshold`` counts as no match.
+        ``n_ref`` defaults to the number of reference features matched.
+        """
+        n_ref = self._n_ref(n_ref)
         if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) \
                 or not -1.0 <= threshold < 1.0:
             raise ValueError(f"threshold must be a correlation in [-1, 1), got {threshold!r}")
@@ -591,24 +606,47 @@ class FeatureMatch:
         out[self.ref_index[good]] = self.index[good]
         return out
 
+    def ref_correlation(self, n_ref: int | None = None) -> np.ndarray:
+        """For each reference feature, the correlation with its partner; 0 if it has none.
 
-def match_features(A_ref, A) -> FeatureMatch:
+        0, not NaN, for an unmatched reference feature, as if matched to a blank
+        (constant) feature, which :func:`feature_correlations` correlates 0 with
+        everything: a NaN would spread silently through a mean or a minimum.
+
+        Examples
+        --------
+        >>> m = match_features(np.eye(3), np.eye(3)[:1])  # one feature found for three
+        >>> m.ref_correlation().round(2).tolist(), m.matched_to().tolist()
+        ([1.0, 0.0, 0.0], [0, -1, -1])
+        """
+        out = np.zeros(self._n_ref(n_ref))
+        out[self.ref_index] = self.correlation
+        return out
+
+
+def match_features(A_ref, A, *, absolute: bool = False) -> FeatureMatch:
     """Match features one-to-one so that the total correlation is largest.
 
     Labels mean nothing across draws, but images do: the feature of ``A`` that
     plays the part of reference feature ``k`` should look like it. The
     assignment is the Hungarian solution on :func:`feature_correlations`
     (:func:`scipy.optimize.linear_sum_assignment`), so two reference features
-    can never claim the same partner.
+    can never claim the same partner. The reference comes first: the true
+    features of simulated data, or one draw that others are compared with.
 
     Parameters
     ----------
     A_ref, A : array_like
         ``(K_ref, D)`` and ``(K, D)`` feature images.
+    absolute : bool, optional
+        Match on ``|correlation|`` (factor analysis: a feature and its negative
+        are the same feature with the weight's sign flipped).
 
     Returns
     -------
     FeatureMatch
+        The pairs; :meth:`FeatureMatch.ref_correlation` and
+        :meth:`FeatureMatch.matched_to` give one number per reference feature.
 
     Examples
     --------
@@ -617,6 +655,8 @@ def match_features(A_ref, A) -> FeatureMatch:
     >>> m = match_features(A_true, found)
     >>> m.ref_index, m.index, m.correlation.round(2)
     (array([0, 2]), array([1, 0]), array([1.  , 0.99]))
+    >>> match_features(A_true, -found, absolute=True).correlation.round(2)
+    array([1.  , 0.99])
     """
     from scipy.optimize import linear_sum_assignment
 
@@ -624,12 +664,15 @@ def match_features(A_ref, A) -> FeatureMatch:
     # argument is reported as ``A`` (not feature_correlations' ``B``)
     A_ref = _check_images("A_ref", A_ref)
     A = _check_images("A", A, n_dims=A_ref.shape[1])
+    absolute = check_flag("absolute", absolute)
     corr = _correlations(A_ref, A)
-    if corr.size == 0:
+    score = np.abs(corr) if absolute else corr
+    n_ref = A_ref.shape[0]
+    if score.size == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return FeatureMatch(empty, empty.copy(), np.zeros(0))
-    rows, cols = linear_sum_assignment(corr, maximize=True)
-    return FeatureMatch(rows.astype(np.int64), cols.astype(np.int64), corr[rows, cols])
+        return FeatureMatch(empty, empty.copy(), np.zeros(0), n_ref)
+    rows, cols = linear_sum_assignment(score, maximize=True)
+    return FeatureMatch(rows.astype(np.int64), cols.astype(np.int64), score[rows, cols], n_ref)
 
 
 def draw_feature_means(X, samples, sigma_x, sigma_a) -> list[np.ndarray]:
@@ -747,7 +790,7 @@ def reappearance(A_ref, draws, *, threshold: float = 0.9) -> np.ndarray:
     hits = np.zeros(A_ref.shape[0])
     for s, A in enumerate(draws):
         A = _check_images(f"draws[{s}]", A, n_dims=A_ref.shape[1])
-        hits += match_features(A_ref, A).matched_to(A_ref.shape[0], threshold=threshold) >= 0
+        hits += match_features(A_ref, A).matched_to(threshold=threshold) >= 0
     return hits / len(draws)
 
 

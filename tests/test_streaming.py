@@ -38,11 +38,12 @@ from ibp_lab.streaming import (
     bp_means_one_pass,
     filtering_prior,
     log_fit,
-    match_features,
     paper_prior,
-    simulate_linear_gaussian,
+    simulate_factor_analysis,
     stream_cost,
 )
+from ibp_lab.linear_gaussian import simulate
+from ibp_lab.summaries import match_features
 from ibp_lab.streaming import _factor_analysis as fa
 from ibp_lab.streaming import _linear_gaussian as lg
 from ibp_lab.streaming.filtering import log_filtering_prior, log_new_feature_fraction
@@ -297,7 +298,7 @@ def test_four_features_recovered(four_feature_fits):
     # finds no feature, or merges them all, succeeds on none.
     successes = 0
     for model, A in four_feature_fits:
-        corr, _ = match_features(model.features_, A)
+        corr = match_features(A, model.features_).ref_correlation()
         successes += abs(model.n_features_expected_ - 4) <= 1 and corr.min() > 0.95
     assert successes >= required_successes(len(four_feature_fits), 0.76)
 
@@ -312,9 +313,9 @@ def test_number_of_features_and_features_recovered_from_ibp_data():
     successes = 0
     n_sets = 15
     for i in range(n_sets):
-        stream = simulate_linear_gaussian(800, 36, 0.5, stat_rng(2000 + i), sigma_x=0.1)
+        stream = simulate(800, stat_rng(2000 + i), alpha=0.5, sigma_x=0.1, sigma_a=1.0, d=36)
         model = RecursiveIBP(0.5, 1.0, 0.2, 1.0, rng=np.random.default_rng(1)).fit(stream.X)
-        corr, _ = match_features(model.features_, stream.A)
+        corr = match_features(stream.A, model.features_).ref_correlation()
         used = stream.Z.sum(axis=0) >= 5
         successes += (abs(model.n_features_expected_ - stream.A.shape[0]) <= 1
                       and np.all(corr[used] > 0.9))
@@ -353,8 +354,8 @@ def test_factor_analysis_counts_features_of_factor_analysis_data():
     counted = better = 0
     n_sets = 12
     for i in range(n_sets):
-        stream = simulate_linear_gaussian(360, 36, 0.5, stat_rng(3000 + i), sigma_x=0.1,
-                                          sigma_w=1.0)
+        stream = simulate_factor_analysis(360, stat_rng(3000 + i), alpha=0.5, sigma_x=0.1,
+                                          sigma_a=1.0, sigma_w=1.0, d=36)
         train, test = stream.X[:300], stream.X[300:]
         fa_model = RecursiveIBP(0.5, 1.0, 0.2, 1.0, model="factor_analysis",
                                 rng=np.random.default_rng(0)).fit(train)
@@ -438,17 +439,23 @@ def test_predictive_agrees_with_exact_enumeration(small_model):
         (dict(n_steps=0), ValueError, "n_steps must be an integer >= 1"),
         (dict(n_steps=2.5), TypeError, "n_steps must be an integer"),
         (dict(tol=0.5), ValueError, "tol must be <= 0.01"),
-        (dict(rng=42), TypeError, "rng must be a numpy.random.Generator"),
+        (dict(rng="42"), TypeError, "rng must be a numpy.random.Generator"),
+        (dict(rng=-1), ValueError, "rng must be a non-negative seed"),
+        (dict(alpha=None), ValueError, "alpha must be > 0, got None|alpha must be a real"),
+        (dict(log_alpha=-3.0), ValueError, "give alpha or log_alpha, not both"),
         (dict(ossify="yes"), TypeError, "ossify must be True or False"),
         (dict(sigma_w=-2.0), ValueError, "sigma_w must be > 0"),
     ],
 )
-def test_bad_constructor_arguments_are_named(kwargs, error, message):
+def test_bad_parameters_are_named_at_fit(kwargs, error, message):
     args = dict(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0)
     args.update(kwargs)
     positional = [args.pop(name) for name in ("alpha", "beta", "sigma_x", "sigma_a")]
-    with pytest.raises(error, match=message):
-        RecursiveIBP(*positional, **args)
+    model = RecursiveIBP(*positional, **args)  # scikit-learn: __init__ only stores them
+    for door in (model.fit, model.partial_fit):
+        with pytest.raises((error, TypeError), match=message):
+            door(np.ones((2, 2)))
+    assert not hasattr(model, "features_")
 
 
 def test_bad_data_are_rejected_with_messages():
@@ -534,7 +541,7 @@ def test_one_row_at_a_time_equals_one_batch():
 # --- slots and memory -------------------------------------------------------------------------
 
 def test_state_is_a_few_numbers_per_slot_whatever_the_stream_length():
-    stream = simulate_linear_gaussian(600, 10, 1.0, np.random.default_rng(2))
+    stream = simulate(600, np.random.default_rng(2), alpha=1.0, sigma_x=0.1, sigma_a=1.0, d=10)
     model = RecursiveIBP(1.0, 1.0, 0.2, 1.0, keep_history=False)
     model.partial_fit(stream.X)
     k = model.features_.shape[0]
@@ -617,7 +624,7 @@ def test_bounded_allocations_are_refused_with_messages():
     with pytest.raises(ValueError, match="the predictive draws would need"):
         model.predictive_logpdf(np.zeros(2), n_draws=10**9)
     with pytest.raises(ValueError, match="n_steps must be an integer <= 10000"):
-        RecursiveIBP(1.0, 1.0, 0.5, 1.0, n_steps=10**9)
+        RecursiveIBP(1.0, 1.0, 0.5, 1.0, n_steps=10**9).fit(np.ones((3, 2)))
     with pytest.raises(ValueError, match="X entries must be at most 1e\\+100"):
         model.partial_fit([[1e200, 0.0]])
     assert model.n_seen_ == 3
@@ -647,7 +654,7 @@ def test_non_real_data_are_refused(X, message):
 @pytest.mark.parametrize("value", ["no", 1, None, np.array([True])])
 def test_flags_must_be_bools(name, value):
     with pytest.raises(TypeError, match=f"{name} must be True or False"):
-        RecursiveIBP(1.0, 1.0, 0.5, 1.0, **{name: value})
+        RecursiveIBP(1.0, 1.0, 0.5, 1.0, **{name: value}).fit(np.ones((2, 2)))
     fitted = RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit(np.ones((2, 2)))
     with pytest.raises(TypeError, match="return_draws must be True or False"):
         fitted.predictive_logpdf(np.ones(2), return_draws=value)
@@ -668,13 +675,17 @@ def test_helpers_route_their_arguments_through_the_checks():
         paper_prior(["1"], [1], 2, 1.0, 5.0, 0.1)
     with pytest.raises(TypeError, match="absolute must be True or False"):
         match_features(np.eye(2), np.eye(2), absolute="no")
-    with pytest.raises(TypeError, match="learned must hold real numbers, got dtype complex128"):
-        match_features(np.eye(2) * 1j, np.eye(2))
+    with pytest.raises(TypeError, match="A must hold real numbers, got dtype complex128"):
+        match_features(np.eye(2), np.eye(2) * 1j)
+    with pytest.raises(ValueError, match="sigma_w must be > 0"):
+        simulate_factor_analysis(5, np.random.default_rng(0), alpha=1.0, sigma_x=0.1,
+                                 sigma_a=1.0, sigma_w=-1.0, d=2)
     with pytest.raises(ValueError, match="n and values must be 1-D of the same length"):
         log_fit([1, 2, 3], [1.0, 2.0])
     with pytest.raises(ValueError, match="n must be finite and > 0"):
         log_fit([0, 2], [1.0, 2.0])
     with pytest.raises(TypeError, match="model must be a RecursiveIBP"):
         stream_cost("model", np.zeros((5, 2)), [3])
-    with pytest.raises(ValueError, match="would need more than"):
-        simulate_linear_gaussian(10**6, 10**3, 1.0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="n \\* d must be <= 1e\\+08 entries of X"):
+        simulate_factor_analysis(10**6, np.random.default_rng(0), alpha=1.0, sigma_x=0.1,
+                                 sigma_a=1.0, sigma_w=1.0, d=10**3)

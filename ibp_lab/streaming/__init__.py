@@ -1,7 +1,8 @@
 """Streaming inference with the Recursive IBP (Schaeffer, Du, Liu & Fiete 2022).
 
 - :class:`RecursiveIBP`: one-pass variational inference for the linear-Gaussian and
-  factor-analysis models with an IBP prior; scikit-learn-like (``partial_fit``, ``fit``,
+  factor-analysis models with an IBP prior; a scikit-learn estimator (``fit``,
+  ``partial_fit``, ``transform``, ``score``, ``get_params``/``set_params``/``clone``,
   fitted attributes ending in ``_``), with ``get_state``/``set_state`` and
   ``save``/``load`` to interrupt and resume a stream.
 - :class:`NotFittedError`: raised by a method or fitted attribute of an unfitted
@@ -10,8 +11,10 @@
   observation (``ibp_lab.streaming.filtering``).
 - :func:`bp_means_one_pass`: BP-means (Broderick, Kulis & Jordan 2013) in one pass, the
   zero-noise limit of :class:`RecursiveIBP` (``ibp_lab.streaming.bp_means``).
-- :func:`simulate_linear_gaussian`, :func:`match_features`: data drawn from the model,
-  and learned features paired with the true ones (``ibp_lab.streaming.simulate``).
+- :func:`simulate_factor_analysis`: data drawn from the factor-analysis model
+  (``ibp_lab.streaming.simulate``); the linear-Gaussian model's simulator is
+  :func:`ibp_lab.linear_gaussian.simulate`, and learned features are paired with true
+  ones by :func:`ibp_lab.summaries.match_features`.
 - :func:`stream_cost`, :func:`log_fit`: time and memory per observation as a stream grows
   (``ibp_lab.streaming.cost``).
 
@@ -23,7 +26,7 @@ from ibp_lab.streaming.bp_means import bp_means_one_pass
 from ibp_lab.streaming.cost import StreamCost, log_fit, stream_cost
 from ibp_lab.streaming.filtering import filtering_prior, paper_prior
 from ibp_lab.streaming.model import RecursiveIBP
-from ibp_lab.streaming.simulate import match_features, simulate_linear_gaussian
+from ibp_lab.streaming.simulate import SimulatedStream, simulate_factor_analysis
 
 __all__ = [
     "RecursiveIBP",
@@ -31,8 +34,8 @@ __all__ = [
     "filtering_prior",
     "paper_prior",
     "bp_means_one_pass",
-    "simulate_linear_gaussian",
-    "match_features",
+    "simulate_factor_analysis",
+    "SimulatedStream",
     "stream_cost",
     "StreamCost",
     "log_fit",

@@ -174,3 +174,47 @@ def objective(o, mu, s, b, phi, Phi, log_q, log_1mq, mu0, s0, sigma2, sigma_w2) 
     kl_weights = 0.5 * (np.trace(Phi) / sigma_w2 + phi @ phi / sigma_w2 - K
                         + K * np.log(sigma_w2) - logdet)
     return expected_loglik - kl_features - kl_weights - bernoulli_kl(b, log_q, log_1mq)
+
+
+class FactorAnalysisLocal:
+    """One observation's coordinate ascent and birth proposal for the factor-analysis model.
+
+    Implements :class:`ibp_lab.streaming.model.LocalModel` (see :class:`LinearGaussianLocal
+    <ibp_lab.streaming._linear_gaussian.LinearGaussianLocal>`).
+    """
+
+    def __init__(self, sigma_x: float, sigma_w: float, n_steps: int, ossify: bool) -> None:
+        self.sigma2 = sigma_x**2
+        self.sigma_w = sigma_w
+        self.sigma_w2 = sigma_w**2
+        self.n_steps = n_steps
+        self.ossify = ossify
+
+    def fit_observation(self, o, n_old, mu, s, b, log_q, log_1mq, mu0, s0, usage):
+        """Posteriors ``(mu, s, b)`` of one observation; slots from ``n_old`` on are fresh."""
+        logit_q = log_q - log_1mq
+        sigma2, sigma_w2 = self.sigma2, self.sigma_w2
+        # Start every existing feature switched on and every fresh slot off (see
+        # local_fit): only the birth proposal can create a feature.
+        b[:n_old] = 1.0
+        b[n_old:] = 0.0
+        phi, Phi = local_fit(o, mu, s, b, logit_q, mu0, s0, usage, sigma2, sigma_w2,
+                             self.n_steps, self.ossify)
+        unclaimed = np.arange(n_old, b.size)
+        unclaimed = unclaimed[b[unclaimed] < 0.5]
+        if unclaimed.size:
+            f = int(unclaimed[0])
+            before = objective(o, mu, s, b, phi, Phi, log_q, log_1mq, mu0, s0, sigma2, sigma_w2)
+            saved = (mu.copy(), s.copy(), b.copy())
+            phi1, Phi1 = propose_birth(f, o, mu, s, b, phi, Phi, logit_q, mu0, s0, usage,
+                                       sigma2, sigma_w2, self.n_steps, self.ossify)
+            after = objective(o, mu, s, b, phi1, Phi1, log_q, log_1mq, mu0, s0, sigma2,
+                              sigma_w2)
+            if not (after > before and b[f] >= 0.5):
+                mu, s, b = saved
+        return mu, s, b
+
+    def predictive_weights(self, z, rng):
+        """Coefficients ``z w`` and ``z w^2`` of a predictive draw, ``w ~ N(0, sigma_w^2)``."""
+        w = self.sigma_w * rng.standard_normal(z.shape)
+        return z * w, z * w * w

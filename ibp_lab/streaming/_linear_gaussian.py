@@ -198,3 +198,41 @@ def bernoulli_kl(b, log_q, log_1mq) -> float:
     kl = np.sum(b[on] * (np.log(b[on]) - log_q[on]))
     kl += np.sum((1 - b[off]) * (np.log1p(-b[off]) - log_1mq[off]))
     return float(kl)
+
+
+class LinearGaussianLocal:
+    """One observation's coordinate ascent and birth proposal for the linear-Gaussian model.
+
+    Implements :class:`ibp_lab.streaming.model.LocalModel`: the estimator hands it the
+    prior of every slot and the previous posteriors, and gets back this observation's
+    posteriors; it never needs to know which model it holds.
+    """
+
+    def __init__(self, sigma_x: float, n_steps: int, ossify: bool) -> None:
+        self.sigma2 = sigma_x**2
+        self.n_steps = n_steps
+        self.ossify = ossify
+
+    def fit_observation(self, o, n_old, mu, s, b, log_q, log_1mq, mu0, s0, usage):
+        """Posteriors ``(mu, s, b)`` of one observation; slots from ``n_old`` on are fresh."""
+        logit_q = log_q - log_1mq
+        R = local_fit(o, mu, s, b, logit_q, mu0, s0, usage, self.sigma2, self.n_steps,
+                      self.ossify)
+        unclaimed = np.arange(n_old, b.size)
+        unclaimed = unclaimed[b[unclaimed] < 0.5]
+        if unclaimed.size:
+            f = int(unclaimed[0])
+            saved = (mu[f].copy(), s[f], b[f], R.copy())
+            terms = slot_terms(f, mu, s, b, mu0, s0, log_q, log_1mq)
+            R = propose_birth(f, o, mu, s, b, logit_q, mu0, s0, usage, R.copy(), self.sigma2,
+                              self.n_steps, self.ossify)
+            gain = birth_gain(f, saved[3], terms, R, mu, s, b, mu0, s0, log_q, log_1mq,
+                              self.sigma2)
+            # a proposal that ends with the slot mostly off is not a birth
+            if not (gain > 0 and b[f] >= 0.5):
+                mu[f], s[f], b[f], R = saved
+        return mu, s, b
+
+    def predictive_weights(self, z, rng):
+        """Coefficients of the feature means and variances in a predictive draw: ``z``."""
+        return z, z

@@ -24,6 +24,7 @@ dtype, so that every one of them round-trips bit for bit.
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import numbers
@@ -32,11 +33,12 @@ import secrets
 import struct
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ibp_lab._checks import MAX_PARAMETER, check_count, check_flag, check_positive
+from ibp_lab._checks import MAX_PARAMETER, check_count, check_flag, check_positive, check_rng
 
 __all__ = [
     "BIT_GENERATORS",
@@ -44,7 +46,12 @@ __all__ = [
     "MAX_RECORDED_ROWS",
     "MAX_STEPS",
     "STATE_VERSION",
+    "Settings",
+    "capture",
+    "check_generator",
+    "check_settings",
     "read_state",
+    "restore",
     "validate_state",
     "write_state",
 ]
@@ -82,6 +89,90 @@ _WORD_DTYPES = {"uint32": np.uint32, "uint64": np.uint64}
 _PARSE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
                  KeyError, TypeError, IndexError, struct.error, zlib.error, OverflowError,
                  NotImplementedError, RecursionError, UnicodeError)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The estimator's parameters once checked (:func:`check_settings`); ``alpha`` as a log."""
+
+    log_alpha: float
+    beta: float
+    sigma_x: float
+    sigma_a: float
+    sigma_w: float
+    model: str
+    n_steps: int
+    tol: float
+    ossify: bool
+    keep_history: bool
+    record_posteriors: bool
+
+    @property
+    def alpha(self) -> float:
+        """The mass parameter (0.0 where it underflows, as in the BP-means limit)."""
+        return float(np.exp(self.log_alpha))
+
+
+#: The settings a state stores, in the order of :class:`Settings`.
+SETTING_KEYS = tuple(Settings.__dataclass_fields__)
+
+
+def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, n_steps, tol,
+                   ossify, keep_history, record_posteriors) -> Settings:
+    """The one door of the estimator's parameters: :meth:`RecursiveIBP.fit`, ``partial_fit``
+    and a restored state (:func:`validate_state`) all come through it.
+
+    Exactly one of ``alpha`` (> 0) and ``log_alpha`` (finite, at most
+    ``log(MAX_PARAMETER)``) is given; the logarithm reaches masses below the smallest
+    float (:meth:`RecursiveIBP.bp_means_limit`).
+
+    Examples
+    --------
+    >>> s = check_settings(alpha=2.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+    ...                    sigma_w=1.0, model="linear_gaussian", n_steps=3, tol=1e-6,
+    ...                    ossify=False, keep_history=True, record_posteriors=False)
+    >>> round(s.alpha, 12), s.n_steps
+    (2.0, 3)
+    """
+    if log_alpha is None:
+        log_alpha = float(np.log(check_positive("alpha", alpha)))
+    elif alpha is not None:
+        raise ValueError(f"give alpha or log_alpha, not both (got alpha={alpha!r} and "
+                         f"log_alpha={log_alpha!r}); set alpha=None to use log_alpha")
+    elif isinstance(log_alpha, bool) or not isinstance(log_alpha, numbers.Real) \
+            or not np.isfinite(log_alpha) or log_alpha > np.log(MAX_PARAMETER):
+        raise ValueError(f"log_alpha must be a finite real <= log({MAX_PARAMETER:g}), "
+                         f"got {log_alpha!r}")
+    if not isinstance(model, str) or model not in MODELS:
+        raise ValueError(f"model must be 'linear_gaussian' or 'factor_analysis', got {model!r}")
+    return Settings(
+        log_alpha=float(log_alpha),
+        beta=check_positive("beta", beta),
+        sigma_x=check_positive("sigma_x", sigma_x),
+        sigma_a=check_positive("sigma_a", sigma_a),
+        sigma_w=check_positive("sigma_w", sigma_w),
+        model=model,
+        n_steps=check_count("n_steps", n_steps, minimum=1, maximum=MAX_STEPS),
+        tol=check_positive("tol", tol, upper=0.01),
+        ossify=check_flag("ossify", ossify),
+        keep_history=check_flag("keep_history", keep_history),
+        record_posteriors=check_flag("record_posteriors", record_posteriors),
+    )
+
+
+def check_generator(rng) -> np.random.Generator:
+    """The estimator's generator for one fit: a copy of ``rng``, so that fitting never
+    advances the parameter and two fits with the same parameters draw the same numbers.
+
+    ``None`` gives fresh entropy (as in scikit-learn), an ``int`` seeds a new generator.
+    """
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        if rng < 0:
+            raise ValueError(f"rng must be a non-negative seed or a Generator, got {rng}")
+        return np.random.default_rng(int(rng))
+    return copy.deepcopy(check_rng(rng))
 
 
 class InvalidState(Exception):
@@ -220,29 +311,16 @@ def _check_keys(state) -> None:
 
 
 def _hyperparameters(state) -> dict:
-    """The constructor's settings, each through the check the constructor uses."""
+    """The estimator's settings, through the door :meth:`RecursiveIBP.fit` uses."""
     version = state["version"]
     if isinstance(version, bool) or not isinstance(version, numbers.Integral) \
             or version != STATE_VERSION:
         raise InvalidState(f"version must be {STATE_VERSION}, got {version!r}")
-    log_alpha = state["log_alpha"]
-    if isinstance(log_alpha, bool) or not isinstance(log_alpha, numbers.Real) \
-            or not np.isfinite(log_alpha) or log_alpha > np.log(MAX_PARAMETER):
-        raise InvalidState(f"log_alpha must be a finite real <= log({MAX_PARAMETER:g}), "
-                           f"got {log_alpha!r}")
-    model = state["model"]
-    if not isinstance(model, str) or model not in MODELS:
-        raise InvalidState(f"model must be one of {list(MODELS)}, got {model!r}")
-    out = {"log_alpha": float(log_alpha), "model": model,
-           "n_steps": _scalar(check_count, "n_steps", state["n_steps"], minimum=1,
-                              maximum=MAX_STEPS),
-           "tol": _scalar(check_positive, "tol", state["tol"], upper=0.01)}
-    for name in ("beta", "sigma_x", "sigma_a", "sigma_w"):
-        out[name] = _scalar(check_positive, name, state[name])
-    for name in ("ossify", "keep_history", "record_posteriors"):
-        out[name] = _scalar(check_flag, name, state[name])
-    out["rng"] = make_generator(state["rng_kind"], state["rng_state"])
-    return out
+    try:
+        settings = check_settings(alpha=None, **{name: state[name] for name in SETTING_KEYS})
+    except (TypeError, ValueError) as exc:
+        raise InvalidState(str(exc)) from None
+    return {"settings": settings, "rng": make_generator(state["rng_kind"], state["rng_state"])}
 
 
 def _counters(state) -> dict:
@@ -312,15 +390,16 @@ def _slots(state, counts, sigma_a: float) -> dict:
 def _histories(state, counts, settings, k: int) -> dict:
     """Rate and slot histories, and the recorded posteriors."""
     n_seen = counts["n_seen"]
-    if settings["record_posteriors"] and n_seen > MAX_RECORDED_ROWS:
+    settings = settings["settings"]
+    if settings.record_posteriors and n_seen > MAX_RECORDED_ROWS:
         raise InvalidState(f"n_seen = {n_seen} exceeds {MAX_RECORDED_ROWS}, the most "
                            "observations recorded with record_posteriors=True")
     rates = _array(state, "rate_history", "f", 1)
     slots = _array(state, "slots_history", "i", 1)
-    length = n_seen if settings["keep_history"] else 0
+    length = n_seen if settings.keep_history else 0
     if rates.size != length or slots.size != length:
         raise InvalidState(f"rate_history and slots_history must have {length} entries "
-                           f"(keep_history={settings['keep_history']}, n_seen={n_seen}), got "
+                           f"(keep_history={settings.keep_history}, n_seen={n_seen}), got "
                            f"{rates.size} and {slots.size}")
     if not np.all(np.isfinite(rates) & (rates >= 0)):
         raise InvalidState("rate_history must hold finite rates >= 0")
@@ -333,7 +412,7 @@ def _histories(state, counts, settings, k: int) -> dict:
     if not rows.size == dishes.size == values.size:
         raise InvalidState("posterior_rows, posterior_dishes and posterior_values must have "
                            "the same length")
-    if rows.size and not settings["record_posteriors"]:
+    if rows.size and not settings.record_posteriors:
         raise InvalidState("posteriors are recorded only with record_posteriors=True")
     if rows.size:
         same_row = np.diff(rows) == 0
@@ -359,7 +438,7 @@ def validate_state(state, source: str = "state") -> dict:
         _check_keys(state)
         settings = _hyperparameters(state)
         counts = _counters(state)
-        slots = _slots(state, counts, settings["sigma_a"])
+        slots = _slots(state, counts, settings["settings"].sigma_a)
         histories = _histories(state, counts, settings, slots["features"].shape[0])
     except InvalidState as exc:
         raise invalid(source, str(exc)) from None
@@ -476,3 +555,88 @@ def read_state(path) -> dict:
     except _PARSE_ERRORS as exc:
         raise invalid(source, f"corrupt or truncated ({type(exc).__name__}: {exc})") from None
     return validate_state(state, source)
+
+
+# ---------------------------------------------------------------------------------------
+# an estimator's state, out and in
+# ---------------------------------------------------------------------------------------
+
+def capture(estimator) -> dict:
+    """The state of a started :class:`~ibp_lab.streaming.RecursiveIBP` stream, as copies."""
+    settings = estimator._settings
+    k = estimator._k
+    rows, dishes, values = [], [], []
+    for i, (d, v) in enumerate(estimator._posteriors):
+        rows.append(np.full(d.size, i))
+        dishes.append(d)
+        values.append(v)
+    return {
+        "version": STATE_VERSION,
+        **{name: getattr(settings, name) for name in SETTING_KEYS},
+        "rng_state": estimator.rng_.bit_generator.state,
+        "rng_kind": type(estimator.rng_.bit_generator).__name__,
+        "dim": estimator._dim,
+        "n_seen": estimator._n_seen,
+        "retired_rate": estimator._retired_rate,
+        "next_dish": estimator._next_dish,
+        "rate": estimator._rate,
+        "features": estimator._mu[:k].copy(),
+        "variances": estimator._var[:k].copy(),
+        "usage": estimator._usage[:k].copy(),
+        "log_unowned": estimator._log_unowned[:k].copy(),
+        "dish": estimator._dish[:k].copy(),
+        "rate_history": np.array(estimator._rate_history, dtype=float),
+        "slots_history": np.array(estimator._slots_history, dtype=np.int64),
+        "posterior_rows": np.concatenate(rows) if rows else np.zeros(0, np.int64),
+        "posterior_dishes": np.concatenate(dishes) if dishes else np.zeros(0, np.int64),
+        "posterior_values": np.concatenate(values) if values else np.zeros(0),
+    }
+
+
+def _parameters_of(settings: Settings, rng: np.random.Generator) -> dict:
+    """Constructor parameters that reproduce ``settings`` exactly.
+
+    ``alpha`` where ``log(alpha)`` gives back the stored logarithm bit for bit (then a
+    refit computes the same prior), ``log_alpha`` otherwise (the BP-means limit).
+    """
+    params = {name: getattr(settings, name) for name in SETTING_KEYS if name != "log_alpha"}
+    alpha = settings.alpha
+    exact = alpha > 0 and float(np.log(alpha)) == settings.log_alpha
+    params["alpha"] = alpha if exact else None
+    params["log_alpha"] = None if exact else settings.log_alpha
+    params["rng"] = rng
+    return params
+
+
+def restore(estimator, valid: dict) -> None:
+    """Replace the estimator's parameters and stream by a validated state, all at once.
+
+    The new stream is built aside on a fresh estimator and then swapped in, so nothing
+    can fail half-way.
+    """
+    settings, rng = valid["settings"], valid["rng"]
+    fresh = type(estimator)(**_parameters_of(settings, copy.deepcopy(rng)))
+    fresh._start(settings, rng)
+    fresh._dim = valid["dim"]
+    if fresh._dim is not None:
+        fresh._mu = valid["features"]
+        fresh._var = valid["variances"]
+        fresh._usage = valid["usage"]
+        fresh._log_unowned = valid["log_unowned"]
+        fresh._dish = valid["dish"]
+        fresh._k = fresh._mu.shape[0]
+        fresh._ensure_capacity(max(fresh._k, 8))
+    fresh._n_seen = valid["n_seen"]
+    fresh._retired_rate = valid["retired_rate"]
+    fresh._next_dish = valid["next_dish"]
+    fresh._rate = valid["rate"]
+    fresh._rate_history = [float(v) for v in valid["rate_history"]]
+    fresh._slots_history = [int(v) for v in valid["slots_history"]]
+    if settings.record_posteriors:
+        rows = valid["posterior_rows"]
+        bounds = np.searchsorted(rows, np.arange(fresh._n_seen + 1))
+        dishes, values = valid["posterior_dishes"], valid["posterior_values"]
+        fresh._posteriors = [(dishes[lo:hi], values[lo:hi])
+                             for lo, hi in zip(bounds[:-1], bounds[1:])]
+    estimator.__dict__.clear()
+    estimator.__dict__.update(fresh.__dict__)

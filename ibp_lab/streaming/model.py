@@ -43,7 +43,18 @@ would need more than :data:`MAX_ENTRIES` numbers, or whose entries exceed
 :data:`MAX_DATA_MAGNITUDE`; a large ``alpha`` is refused with a message instead of
 running for hours. Checkpoints (:meth:`~RecursiveIBP.save`, :meth:`~RecursiveIBP.load`,
 :meth:`~RecursiveIBP.set_state`) are checked completely and written atomically
-(``ibp_lab.streaming._state``).
+(``ibp_lab.streaming._state``, which also holds the one door of the parameters).
+
+A scikit-learn estimator. :class:`RecursiveIBP` derives from
+:class:`sklearn.base.BaseEstimator`: ``__init__`` stores its parameters as given,
+``fit``/``partial_fit`` check them (``ibp_lab.streaming._state.check_settings``), so
+``get_params``, ``set_params`` and :func:`sklearn.base.clone` work; learned attributes end
+in ``_``; ``transform`` gives new rows' posterior feature probabilities and ``score`` their
+mean predictive log-density. ``rng`` keeps the project's name for scikit-learn's
+``random_state``: a ``Generator``, a seed or ``None``, copied at each ``fit`` so that
+fitting never advances it and the same parameters give the same results. The two local
+models (``_linear_gaussian``, ``_factor_analysis``) sit behind one protocol,
+:class:`LocalModel`.
 
 Derived here, not in the paper: the existence factor ``Pi_k`` in the filtering prior (so
 that it is a probability by construction; :mod:`ibp_lab.streaming.filtering`), the birth
@@ -54,31 +65,30 @@ measurements behind each.
 
 from __future__ import annotations
 
-import numbers
+from typing import Protocol
 
 import numpy as np
 from scipy import special
+from sklearn.base import BaseEstimator
 
 from ibp_lab._checks import (
     NotFittedError,
     check_count,
     check_data_matrix,
     check_flag,
-    check_positive,
     check_real_array,
     check_rng,
 )
-from ibp_lab.streaming import _factor_analysis as fa
-from ibp_lab.streaming import _linear_gaussian as lg
 from ibp_lab.streaming import _state
+from ibp_lab.streaming._factor_analysis import FactorAnalysisLocal
+from ibp_lab.streaming._linear_gaussian import LinearGaussianLocal
 from ibp_lab.streaming.filtering import log_filtering_prior
 
-__all__ = ["RecursiveIBP", "MAX_EXPECTED_FEATURES", "MAX_ENTRIES", "MAX_DATA_MAGNITUDE"]
+__all__ = ["RecursiveIBP", "LocalModel", "MAX_EXPECTED_FEATURES", "MAX_ENTRIES",
+           "MAX_DATA_MAGNITUDE"]
 
-_MODELS = _state.MODELS
 # Fresh slots are examined in blocks of this many (their prior probabilities decrease).
 _FRESH_BLOCK = 4
-_VERSION = _state.STATE_VERSION
 # Fresh slots examined at most: a Poisson(10^4) variable exceeds 4 * 10^4 with a
 # probability far below the smallest tol (1e-100).
 _MAX_FRESH = 1 << 16
@@ -98,15 +108,50 @@ MAX_ENTRIES = 2**26
 MAX_DATA_MAGNITUDE = 1e100
 #: Largest stream kept with ``record_posteriors=True`` (one list entry per observation).
 MAX_RECORDED_ROWS = _state.MAX_RECORDED_ROWS
+# The per-slot arrays of the running state (grown together, compacted together).
+_SLOT_ARRAYS = ("_mu", "_var", "_usage", "_log_unowned", "_dish")
 
 
-class RecursiveIBP:
+class LocalModel(Protocol):
+    """What the estimator asks of a local model (linear-Gaussian or factor analysis).
+
+    ``fit_observation`` takes observation ``o``, the number ``n_old`` of kept slots (the
+    rest are fresh), starting posteriors ``mu`` ``(K, D)``, ``s`` and ``b`` (changed in
+    place), the log prior probabilities of each slot being on and off, the previous
+    posteriors ``mu0``, ``s0`` and the usages, and returns the posteriors ``(mu, s, b)``
+    of this observation (birth proposal included). ``predictive_weights`` turns the
+    ``(n_draws, K)`` indicator draws ``z`` of a predictive draw into the coefficients of
+    the feature means and of the feature variances (``z`` and ``z`` for the
+    linear-Gaussian model; ``z w`` and ``z w^2`` with weights drawn from ``rng`` for
+    factor analysis).
+    """
+
+    def fit_observation(self, o, n_old, mu, s, b, log_q, log_1mq, mu0, s0,
+                        usage) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def predictive_weights(self, z, rng) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def _local_model(settings: _state.Settings) -> LocalModel:
+    """The one place that chooses the local model."""
+    if settings.model == "factor_analysis":
+        return FactorAnalysisLocal(settings.sigma_x, settings.sigma_w, settings.n_steps,
+                                   settings.ossify)
+    return LinearGaussianLocal(settings.sigma_x, settings.n_steps, settings.ossify)
+
+
+class RecursiveIBP(BaseEstimator):
     """Streaming Recursive-IBP inference for a linear-Gaussian or factor-analysis model.
+
+    A scikit-learn estimator: the parameters are stored as given and checked by
+    :meth:`fit` and :meth:`partial_fit`, so :meth:`get_params`, :meth:`set_params` and
+    :func:`sklearn.base.clone` work.
 
     Parameters
     ----------
-    alpha : float
-        IBP mass parameter, > 0 (expected number of features per observation).
+    alpha : float or None
+        IBP mass parameter, > 0 (expected number of features per observation); ``None``
+        when ``log_alpha`` is given instead.
     beta : float
         IBP concentration, > 0.
     sigma_x : float
@@ -118,9 +163,13 @@ class RecursiveIBP:
         ``w ~ N(0, sigma_w^2 I)`` per observation.
     n_steps : int, optional
         Coordinate-ascent steps per observation (``S``), >= 1.
-    rng : numpy.random.Generator, optional
-        Used only by :meth:`predictive_logpdf` (fitting is deterministic). ``None`` makes
-        an unseeded generator. Its state is part of :meth:`get_state`.
+    rng : numpy.random.Generator, int or None, optional
+        Source of the draws of :meth:`predictive_logpdf` and :meth:`score` (fitting is
+        deterministic). Copied at every :meth:`fit` (and at the first
+        :meth:`partial_fit`) into :attr:`rng_`, so that the parameter itself never
+        advances: the same parameters give the same results. An ``int`` seeds a new
+        generator; ``None`` takes fresh entropy. :attr:`rng_`'s state is part of
+        :meth:`get_state`.
     tol : float, optional
         A feature slot is kept while its prior or posterior probability exceeds ``tol``,
         in (0, 0.01].
@@ -138,6 +187,9 @@ class RecursiveIBP:
     record_posteriors : bool, optional
         Keep every observation's ``b_nk`` (memory grows with the stream; for teaching and
         testing), available as :attr:`posterior_history_`.
+    log_alpha : float, optional
+        The mass parameter as its logarithm, for masses below the smallest float
+        (:meth:`bp_means_limit`); then ``alpha`` must be ``None``.
 
     Attributes
     ----------
@@ -160,69 +212,107 @@ class RecursiveIBP:
         Number of kept slots after each observation (these two need ``keep_history``).
     n_seen_ : int
         Observations processed.
+    n_features_in_ : int
+        ``D``, the width of the observations (scikit-learn's name).
+    rng_ : numpy.random.Generator
+        This fit's copy of ``rng``.
 
     Examples
     --------
     Four 6 x 6 features, each in 30% of the images, streamed once:
 
     >>> from ibp_lab.datasets import simulate_four_feature_data
-    >>> from ibp_lab.streaming import match_features
+    >>> from ibp_lab.summaries import match_features
     >>> X, Z, A = simulate_four_feature_data(np.random.default_rng(0), n=300, sigma_x=0.1,
     ...                                      p_on=0.3)
     >>> model = RecursiveIBP(1.0, 1.0, 0.2, 0.5, rng=np.random.default_rng(1)).fit(X)
     >>> model.features_.shape, round(model.n_features_expected_, 2)
     ((4, 36), 4.0)
-    >>> correlation, _ = match_features(model.features_, A)
-    >>> bool(correlation.min() > 0.99)
+    >>> bool(match_features(A, model.features_).ref_correlation().min() > 0.99)
     True
+    >>> from sklearn.base import clone
+    >>> clone(model).get_params()["sigma_x"]
+    0.2
     """
 
     def __init__(
         self,
-        alpha: float,
+        alpha: float | None,
         beta: float,
         sigma_x: float,
         sigma_a: float,
         *,
         model: str = "linear_gaussian",
         n_steps: int = 3,
-        rng: np.random.Generator | None = None,
+        rng: np.random.Generator | int | None = None,
         tol: float = 1e-6,
         sigma_w: float = 1.0,
         ossify: bool = False,
         keep_history: bool = True,
         record_posteriors: bool = False,
+        log_alpha: float | None = None,
     ) -> None:
-        self._configure(
-            log_alpha=np.log(check_positive("alpha", alpha)),
-            beta=beta, sigma_x=sigma_x, sigma_a=sigma_a, model=model, n_steps=n_steps,
-            rng=rng, tol=tol, sigma_w=sigma_w, ossify=ossify, keep_history=keep_history,
-            record_posteriors=record_posteriors,
+        self.alpha = alpha
+        self.beta = beta
+        self.sigma_x = sigma_x
+        self.sigma_a = sigma_a
+        self.model = model
+        self.n_steps = n_steps
+        self.rng = rng
+        self.tol = tol
+        self.sigma_w = sigma_w
+        self.ossify = ossify
+        self.keep_history = keep_history
+        self.record_posteriors = record_posteriors
+        self.log_alpha = log_alpha
+
+    # ------------------------------------------------------------------------------------
+    # parameters: one door, and the stream they started
+    # ------------------------------------------------------------------------------------
+
+    def _checked_settings(self) -> _state.Settings:
+        """The parameters through :func:`ibp_lab.streaming._state.check_settings`."""
+        return _state.check_settings(
+            alpha=self.alpha, log_alpha=self.log_alpha, beta=self.beta, sigma_x=self.sigma_x,
+            sigma_a=self.sigma_a, sigma_w=self.sigma_w, model=self.model,
+            n_steps=self.n_steps, tol=self.tol, ossify=self.ossify,
+            keep_history=self.keep_history, record_posteriors=self.record_posteriors,
         )
 
-    # ------------------------------------------------------------------------------------
-    # construction and hyperparameters
-    # ------------------------------------------------------------------------------------
+    def _parameter_key(self) -> tuple:
+        """The parameters as they stand (the generator by identity): changed mid-stream?"""
+        return tuple(id(v) if isinstance(v, np.random.Generator) else v
+                     for v in (getattr(self, name) for name in _PARAMETERS))
 
-    def _configure(self, *, log_alpha, beta, sigma_x, sigma_a, model, n_steps, rng, tol,
-                   sigma_w, ossify, keep_history, record_posteriors):
-        self.beta = check_positive("beta", beta)
-        self.sigma_x = check_positive("sigma_x", sigma_x)
-        self.sigma_a = check_positive("sigma_a", sigma_a)
-        self.sigma_w = check_positive("sigma_w", sigma_w)
-        if not isinstance(model, str) or model not in _MODELS:
-            raise ValueError(f"model must be 'linear_gaussian' or 'factor_analysis', got {model!r}")
-        self.model = model
-        self.n_steps = check_count("n_steps", n_steps, minimum=1, maximum=_state.MAX_STEPS)
-        self.tol = check_positive("tol", tol, upper=0.01)
-        self.ossify = check_flag("ossify", ossify)
-        self.keep_history = check_flag("keep_history", keep_history)
-        self.record_posteriors = check_flag("record_posteriors", record_posteriors)
-        self.rng = np.random.default_rng() if rng is None else check_rng(rng)
-        if not isinstance(log_alpha, numbers.Real) or not np.isfinite(log_alpha):
-            raise ValueError(f"log_alpha must be a finite real number, got {log_alpha!r}")
-        self._log_alpha = float(log_alpha)
-        self._reset()
+    def _start(self, settings: _state.Settings, rng: np.random.Generator) -> None:
+        """Begin a new stream (forget any previous one) with checked settings."""
+        self._settings = settings
+        self._local = _local_model(settings)
+        self._key = self._parameter_key()
+        self.rng_ = rng
+        self._dim = None
+        self._k = 0
+        self._mu = np.zeros((0, 0))
+        self._var = np.zeros(0)
+        self._usage = np.zeros(0)
+        self._log_unowned = np.zeros(0)
+        self._dish = np.zeros(0, dtype=np.int64)
+        self._n_seen = 0
+        self._retired_rate = 0.0
+        self._next_dish = 1
+        self._rate = 0.0
+        self._rate_history: list[float] = []
+        self._slots_history: list[int] = []
+        self._posteriors: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def _stream_settings(self) -> _state.Settings:
+        """The settings of the running stream; refuse parameters changed since it began."""
+        if self._parameter_key() != self._key:
+            raise ValueError(
+                "the parameters changed since this stream started (set_params during "
+                "partial_fit): call fit(X) to start again with the new parameters"
+            )
+        return self._settings
 
     @classmethod
     def bp_means_limit(
@@ -240,55 +330,32 @@ class RecursiveIBP:
 
         As ``sigma_x -> 0`` one pass of this model is one pass of BP-means with penalty
         ``gamma^2`` per feature (Proposition 4.1 of Schaeffer et al. 2022;
-        :func:`ibp_lab.streaming.bp_means_one_pass`). ``alpha`` is held as its logarithm,
-        since for small ``sigma_x`` it is far below the smallest positive float.
+        :func:`ibp_lab.streaming.bp_means_one_pass`). ``alpha`` is given as its logarithm
+        (``log_alpha``), since for small ``sigma_x`` it is far below the smallest positive
+        float.
 
         Examples
         --------
         >>> model = RecursiveIBP.bp_means_limit(1.0, 1e-3)
-        >>> model.log_alpha
-        -500000.0
+        >>> model.log_alpha, model.alpha
+        (-500000.0, None)
         """
+        from ibp_lab._checks import check_positive
+
         gamma = check_positive("gamma", gamma)
         sigma_x = check_positive("sigma_x", sigma_x)
-        obj = cls.__new__(cls)
-        obj._configure(
-            log_alpha=-gamma**2 / (2 * sigma_x**2), beta=1.0, sigma_x=sigma_x,
-            sigma_a=sigma_a, model="linear_gaussian", n_steps=n_steps,
-            rng=np.random.default_rng(0), tol=tol, sigma_w=1.0, ossify=ossify,
-            keep_history=True, record_posteriors=record_posteriors,
-        )
-        return obj
-
-    @property
-    def alpha(self) -> float:
-        """The mass parameter (0.0 if it underflows; see :attr:`log_alpha`)."""
-        return float(np.exp(self._log_alpha))
-
-    @property
-    def log_alpha(self) -> float:
-        """Logarithm of the mass parameter."""
-        return self._log_alpha
-
-    def _reset(self) -> None:
-        self._dim = None
-        self._k = 0
-        self._mu = np.zeros((0, 0))
-        self._var = np.zeros(0)
-        self._usage = np.zeros(0)
-        self._log_unowned = np.zeros(0)
-        self._dish = np.zeros(0, dtype=np.int64)
-        self._n_seen = 0
-        self._retired_rate = 0.0
-        self._next_dish = 1
-        self._rate = 0.0
-        self._rate_history: list[float] = []
-        self._slots_history: list[int] = []
-        self._posteriors: list[tuple[np.ndarray, np.ndarray]] = []
+        model = cls(None, 1.0, sigma_x, sigma_a, model="linear_gaussian", n_steps=n_steps,
+                    rng=0, tol=tol, ossify=ossify, keep_history=True,
+                    record_posteriors=record_posteriors, log_alpha=-gamma**2 / (2 * sigma_x**2))
+        model._checked_settings()  # refuse bad arguments here, as the other doors do
+        return model
 
     # ------------------------------------------------------------------------------------
     # fitted attributes
     # ------------------------------------------------------------------------------------
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return getattr(self, "_n_seen", 0) > 0
 
     def _check_fitted(self, name: str) -> None:
         """Raise :class:`~ibp_lab._checks.NotFittedError` if nothing has been seen yet.
@@ -296,7 +363,7 @@ class RecursiveIBP:
         It is both a ValueError (a method called too early is a misuse, refused like any
         other) and an AttributeError (``hasattr(model, "features_")`` stays False).
         """
-        if self._n_seen == 0:
+        if not self.__sklearn_is_fitted__():
             raise NotFittedError(
                 f"{name} is not available before fitting: call fit(X) or partial_fit(x) first"
             )
@@ -331,9 +398,14 @@ class RecursiveIBP:
         self._check_fitted("n_features_expected_")
         return self._rate
 
+    @property
+    def n_features_in_(self) -> int:
+        self._check_fitted("n_features_in_")
+        return self._dim
+
     def _check_history(self, name: str) -> None:
         self._check_fitted(name)
-        if not self.keep_history:
+        if not self._settings.keep_history:
             raise AttributeError(f"{name} needs RecursiveIBP(..., keep_history=True)")
 
     @property
@@ -357,7 +429,7 @@ class RecursiveIBP:
     def posterior_history_(self) -> np.ndarray:
         """``(n_seen, n_dishes)`` matrix of ``b_nk`` by dish (needs ``record_posteriors``)."""
         self._check_fitted("posterior_history_")
-        if not self.record_posteriors:
+        if not self._settings.record_posteriors:
             raise AttributeError(
                 "posterior_history_ needs RecursiveIBP(..., record_posteriors=True)"
             )
@@ -372,54 +444,103 @@ class RecursiveIBP:
     @property
     def state_nbytes(self) -> int:
         """Bytes of what the stream needs to continue (the histories excluded)."""
+        self._check_fitted("state_nbytes")
         k = self._k
-        per_slot = self._mu[:k].nbytes + self._var[:k].nbytes + self._usage[:k].nbytes
-        per_slot += self._log_unowned[:k].nbytes + self._dish[:k].nbytes
+        per_slot = sum(getattr(self, name)[:k].nbytes for name in _SLOT_ARRAYS)
         return int(per_slot) + 4 * 8  # n_seen, retired rate, next dish number, rate
 
     # ------------------------------------------------------------------------------------
     # fitting
     # ------------------------------------------------------------------------------------
 
-    def fit(self, X) -> RecursiveIBP:
+    def fit(self, X, y=None) -> RecursiveIBP:
         """Forget any previous fit and make one pass over the rows of ``X``, in order.
 
         Parameters
         ----------
         X : array_like
             ``(n, D)`` observations.
+        y : None
+            Ignored (scikit-learn's signature).
 
         Returns
         -------
         RecursiveIBP
             ``self``.
         """
+        settings = self._checked_settings()
+        rng = _state.check_generator(self.rng)
         X = check_data_matrix("X", X)
-        self._check_work(X, n_before=0)  # refuse before forgetting the previous fit
-        self._reset()
-        return self.partial_fit(X)
+        self._check_work(settings, X, n_before=0)  # refuse before forgetting the previous fit
+        self._start(settings, rng)
+        return self._consume(X)
 
-    def _check_work(self, X: np.ndarray, n_before: int | None = None) -> None:
+    def partial_fit(self, X, y=None) -> RecursiveIBP:
+        """Process one observation (``(D,)``) or a batch of them (``(n, D)``), in order.
+
+        Each row is used once and not stored. Calling ``partial_fit`` on the halves of a
+        data set gives exactly the same result as calling it (or :meth:`fit`) on the whole.
+        The first call checks the parameters and starts the stream; changing them later
+        (``set_params``) is refused until the next :meth:`fit`.
+
+        Parameters
+        ----------
+        X : array_like
+            One observation ``(D,)`` or rows ``(n, D)``.
+        y : None
+            Ignored (scikit-learn's signature).
+
+        Returns
+        -------
+        RecursiveIBP
+            ``self``.
+        """
+        started = hasattr(self, "_settings")
+        settings = self._stream_settings() if started else self._checked_settings()
+        rng = None if started else _state.check_generator(self.rng)
+        X = _as_rows("X", X)
+        self._check_work(settings, X, n_before=self._n_seen if started else 0)
+        if not started:
+            self._start(settings, rng)
+        return self._consume(X)
+
+    def _consume(self, X: np.ndarray) -> RecursiveIBP:
+        if self._dim is None:
+            self._dim = X.shape[1]
+            self._mu = np.zeros((8, self._dim))
+            self._var = np.zeros(8)
+            self._usage = np.zeros(8)
+            self._log_unowned = np.zeros(8)
+            self._dish = np.zeros(8, dtype=np.int64)
+        elif X.shape[1] != self._dim:
+            raise ValueError(
+                f"X must have {self._dim} columns (the dimension seen so far), got {X.shape[1]}"
+            )
+        for row in X:
+            self._observe(row)
+        return self
+
+    def _check_work(self, settings: _state.Settings, X: np.ndarray, n_before: int) -> None:
         """Refuse, before any work, a batch whose memory or work would be out of bounds.
 
-        ``n_before``: observations already seen when the batch starts (default: ``n_seen``).
+        ``n_before``: observations already seen when the batch starts.
         """
         largest = float(np.max(np.abs(X)))
         if largest > MAX_DATA_MAGNITUDE:
             raise ValueError(f"X entries must be at most {MAX_DATA_MAGNITUDE:g} in magnitude "
                              f"(squared norms overflow), got {largest:g}")
-        n_total = (self._n_seen if n_before is None else n_before) + X.shape[0]
-        if self.record_posteriors and n_total > MAX_RECORDED_ROWS:
+        n_total = n_before + X.shape[0]
+        if settings.record_posteriors and n_total > MAX_RECORDED_ROWS:
             raise ValueError(f"record_posteriors=True keeps one entry per observation: at most "
                              f"{MAX_RECORDED_ROWS} observations, got {n_total}")
-        expected = self.expected_prior_features(n_total)
-        cap = MAX_EXPECTED_FEATURES[self.model]
+        expected = _expected_prior_features(settings, n_total)
+        cap = MAX_EXPECTED_FEATURES[settings.model]
         if expected > cap:
             raise ValueError(
-                f"alpha = {self.alpha:.4g} and beta = {self.beta:g} expect {expected:.4g} "
-                f"features after {n_total} observations (alpha beta (digamma(beta + n) - "
-                f"digamma(beta))); model={self.model!r} supports at most {cap}: lower alpha "
-                "or beta"
+                f"alpha = {settings.alpha:.4g} and beta = {settings.beta:g} expect "
+                f"{expected:.4g} features after {n_total} observations (alpha beta "
+                f"(digamma(beta + n) - digamma(beta))); model={settings.model!r} supports at "
+                f"most {cap}: lower alpha or beta"
             )
         _check_entries("the features", expected * X.shape[1], "lower alpha, or reduce D")
 
@@ -436,42 +557,7 @@ class RecursiveIBP:
         3.6667
         """
         n = check_count("n", n)
-        harmonic = special.digamma(self.beta + n) - special.digamma(self.beta)
-        return float(np.exp(self._log_alpha + np.log(self.beta)) * harmonic)
-
-    def partial_fit(self, X) -> RecursiveIBP:
-        """Process one observation (``(D,)``) or a batch of them (``(n, D)``), in order.
-
-        Each row is used once and not stored. Calling ``partial_fit`` on the halves of a
-        data set gives exactly the same result as calling it (or :meth:`fit`) on the whole.
-
-        Parameters
-        ----------
-        X : array_like
-            One observation ``(D,)`` or rows ``(n, D)``.
-
-        Returns
-        -------
-        RecursiveIBP
-            ``self``.
-        """
-        arr = check_real_array("X", X)
-        X = check_data_matrix("X", arr[None, :] if arr.ndim == 1 else arr)
-        self._check_work(X)
-        if self._dim is None:
-            self._dim = X.shape[1]
-            self._mu = np.zeros((8, self._dim))
-            self._var = np.zeros(8)
-            self._usage = np.zeros(8)
-            self._log_unowned = np.zeros(8)
-            self._dish = np.zeros(8, dtype=np.int64)
-        elif X.shape[1] != self._dim:
-            raise ValueError(
-                f"X must have {self._dim} columns (the dimension seen so far), got {X.shape[1]}"
-            )
-        for row in X:
-            self._observe(row)
-        return self
+        return _expected_prior_features(self._checked_settings(), n)
 
     def _prior(self, n: int, n_fresh: int):
         """Log prior of the kept slots and of ``n_fresh`` fresh ones for observation ``n``."""
@@ -481,14 +567,14 @@ class RecursiveIBP:
         log_unowned = np.concatenate([self._log_unowned[:k], np.zeros(n_fresh)])
         dish = np.concatenate([self._dish[:k], fresh_dish])
         log_q, log_1mq = log_filtering_prior(
-            usage, log_unowned, dish, n, self._rate, self._log_alpha, self.beta,
-            last_used=self._next_dish - 1,
+            usage, log_unowned, dish, n, self._rate, self._settings.log_alpha,
+            self._settings.beta, last_used=self._next_dish - 1,
         )
         return log_q, log_1mq, dish
 
     def _prior_with_fresh(self, n: int):
         """The prior, with fresh slots while their probability exceeds ``tol`` (at least 1)."""
-        log_tol = np.log(self.tol)
+        log_tol = np.log(self._settings.tol)
         n_fresh = _FRESH_BLOCK
         while True:
             log_q, log_1mq, dish = self._prior(n, n_fresh)
@@ -502,70 +588,36 @@ class RecursiveIBP:
                 return log_q[:end], log_1mq[:end], dish[:end]
             n_fresh *= 2
 
-    def _observe(self, o: np.ndarray) -> None:
-        n = self._n_seen + 1
+    def _local_posterior(self, o: np.ndarray, prior):
+        """Observation ``o``'s posteriors ``(mu, s, b)`` of every slot, as the next one."""
+        log_q, log_1mq, _ = prior
         k = self._k
-        log_q, log_1mq, dish = self._prior_with_fresh(n)
         total = log_q.size
-        D = o.size
-        sigma2 = self.sigma_x**2
-        mu0 = np.zeros((total, D))
+        mu0 = np.zeros((total, o.size))
         mu0[:k] = self._mu[:k]
-        s0 = np.full(total, self.sigma_a**2)
+        s0 = np.full(total, self._settings.sigma_a**2)
         s0[:k] = self._var[:k]
         usage = np.zeros(total)
         usage[:k] = self._usage[:k]
-        mu, s = mu0.copy(), s0.copy()
-        b = np.exp(log_q)
-        logit_q = log_q - log_1mq
-        unclaimed = np.flatnonzero(np.arange(total) >= k)
-        if self.model == "linear_gaussian":
-            R = lg.local_fit(o, mu, s, b, logit_q, mu0, s0, usage, sigma2, self.n_steps,
-                             self.ossify)
-            unclaimed = unclaimed[b[unclaimed] < 0.5]
-            if unclaimed.size:
-                f = int(unclaimed[0])
-                saved = (mu[f].copy(), s[f], b[f], R.copy())
-                terms = lg.slot_terms(f, mu, s, b, mu0, s0, log_q, log_1mq)
-                R = lg.propose_birth(f, o, mu, s, b, logit_q, mu0, s0, usage, R.copy(), sigma2,
-                                     self.n_steps, self.ossify)
-                gain = lg.birth_gain(f, saved[3], terms, R, mu, s, b, mu0, s0, log_q, log_1mq,
-                                     sigma2)
-                # a proposal that ends with the slot mostly off is not a birth
-                if not (gain > 0 and b[f] >= 0.5):
-                    mu[f], s[f], b[f], R = saved
-        else:
-            sigma_w2 = self.sigma_w**2
-            # Start every existing feature switched on and every fresh slot off (see
-            # _factor_analysis.local_fit): only the birth proposal can create a feature.
-            b[:k] = 1.0
-            b[k:] = 0.0
-            phi, Phi = fa.local_fit(o, mu, s, b, logit_q, mu0, s0, usage, sigma2, sigma_w2,
-                                    self.n_steps, self.ossify)
-            unclaimed = unclaimed[b[unclaimed] < 0.5]
-            if unclaimed.size:
-                f = int(unclaimed[0])
-                before = fa.objective(o, mu, s, b, phi, Phi, log_q, log_1mq, mu0, s0, sigma2,
-                                      sigma_w2)
-                saved = (mu.copy(), s.copy(), b.copy())
-                phi1, Phi1 = fa.propose_birth(f, o, mu, s, b, phi, Phi, logit_q, mu0, s0,
-                                              usage, sigma2, sigma_w2, self.n_steps,
-                                              self.ossify)
-                after = fa.objective(o, mu, s, b, phi1, Phi1, log_q, log_1mq, mu0, s0, sigma2,
-                                     sigma_w2)
-                if not (after > before and b[f] >= 0.5):
-                    mu, s, b = saved
-        self._store(n, mu, s, b, log_q, dish)
+        return self._local.fit_observation(o, k, mu0.copy(), s0.copy(), np.exp(log_q), log_q,
+                                           log_1mq, mu0, s0, usage)
 
-    def _store(self, n, mu, s, b, log_q, dish) -> None:
+    def _observe(self, o: np.ndarray) -> None:
+        n = self._n_seen + 1
+        prior = self._prior_with_fresh(n)
+        mu, s, b = self._local_posterior(o, prior)
+        self._store(n, mu, s, b, prior[0])
+
+    def _store(self, n, mu, s, b, log_q) -> None:
         """Fold observation ``n``'s posterior into the running state; manage the slots."""
+        settings = self._settings
         k = self._k
-        log_tol = np.log(self.tol)
+        log_tol = np.log(settings.tol)
         with np.errstate(divide="ignore"):
             log_not_b = np.log1p(-b)
         # an old slot stays while its prior or posterior probability exceeds tol; a fresh
         # slot becomes a feature only if its posterior probability does
-        keep = b > self.tol
+        keep = b > settings.tol
         keep[:k] |= log_q[:k] > log_tol
         n_born = int(keep[k:].sum())
         self._ensure_capacity(k + n_born)
@@ -583,14 +635,14 @@ class RecursiveIBP:
         self._var[old] = s[:k]
         self._usage[old] += b[:k]
         self._log_unowned[old] += log_not_b[:k]
-        if self.record_posteriors:
-            shown = np.flatnonzero(keep & (b > self.tol))
+        if settings.record_posteriors:
+            shown = np.flatnonzero(keep & (b > settings.tol))
             self._posteriors.append((self._dish[shown].copy(), b[shown].copy()))
         if not keep[:k].all():  # retire: the slot's existence stays in the rate
             retired = np.flatnonzero(~keep[:k])
             self._retired_rate += float(np.sum(-np.expm1(self._log_unowned[retired])))
             kept = np.flatnonzero(np.r_[keep[:k], np.ones(n_born, bool)])
-            for name in ("_mu", "_var", "_usage", "_log_unowned", "_dish"):
+            for name in _SLOT_ARRAYS:
                 arr = getattr(self, name)
                 arr[: kept.size] = arr[kept]
             self._k = kept.size
@@ -598,7 +650,7 @@ class RecursiveIBP:
             self._k = k + n_born
         self._n_seen = n
         self._rate = float(np.sum(-np.expm1(self._log_unowned[: self._k]))) + self._retired_rate
-        if self.keep_history:
+        if settings.keep_history:
             self._rate_history.append(self._rate)
             self._slots_history.append(self._k)
 
@@ -607,7 +659,7 @@ class RecursiveIBP:
         if needed <= cap:
             return
         new = max(2 * cap, needed)
-        for name in ("_mu", "_var", "_usage", "_log_unowned", "_dish"):
+        for name in _SLOT_ARRAYS:
             arr = getattr(self, name)
             grown = np.zeros((new,) + arr.shape[1:], dtype=arr.dtype)
             grown[:cap] = arr
@@ -638,6 +690,69 @@ class RecursiveIBP:
         log_q, _, dish = self._prior_with_fresh(self._n_seen + 1)
         return dish, np.exp(log_q)
 
+    def _new_rows(self, X_new) -> np.ndarray:
+        """``X_new`` as checked rows of the fitted width, within the data bound."""
+        X_new = _as_rows("X_new", X_new)
+        if X_new.shape[1] != self._dim:
+            raise ValueError(
+                f"X_new must have {self._dim} columns (the fitted dimension), got {X_new.shape[1]}"
+            )
+        # The same bound as for the data fitted: beyond it squared norms overflow and the
+        # log density would come out as -inf (or NaN) instead of a number.
+        largest = float(np.max(np.abs(X_new)))
+        if largest > MAX_DATA_MAGNITUDE:
+            raise ValueError(f"X_new entries must be at most {MAX_DATA_MAGNITUDE:g} in magnitude "
+                             f"(squared norms overflow), got {largest:g}")
+        return X_new
+
+    def transform(self, X_new) -> np.ndarray:
+        """Posterior feature probabilities ``b_nk`` of new rows; the model is not updated.
+
+        Each row is treated as the next observation of the stream: the same filtering
+        prior, coordinate ascent and birth proposal as :meth:`partial_fit`, whose
+        probabilities of the kept features are returned; nothing is stored.
+
+        Parameters
+        ----------
+        X_new : array_like
+            ``(m, D)`` or ``(D,)`` observations.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(m, K)`` probabilities, one column per kept feature (:attr:`features_`).
+
+        Examples
+        --------
+        >>> X = np.repeat(np.eye(2), 20, axis=0)
+        >>> model = RecursiveIBP(1.0, 1.0, 0.1, 1.0).fit(X)
+        >>> model.transform([[1.0, 0.0], [0.0, 1.0]]).round(3)
+        array([[1., 0.],
+               [0., 1.]])
+        """
+        self._check_fitted("transform")
+        X_new = self._new_rows(X_new)
+        prior = self._prior_with_fresh(self._n_seen + 1)
+        out = np.empty((X_new.shape[0], self._k))
+        for i, row in enumerate(X_new):
+            out[i] = self._local_posterior(row, prior)[2][: self._k]
+        return out
+
+    def score(self, X_new, y=None, *, n_draws: int = 200) -> float:
+        """Mean log predictive density per row of ``X_new`` (:meth:`predictive_logpdf`).
+
+        Draws from :attr:`rng_`. ``y`` is ignored (scikit-learn's signature).
+
+        Examples
+        --------
+        >>> X = np.random.default_rng(0).normal(size=(30, 2))
+        >>> model = RecursiveIBP(1.0, 1.0, 1.0, 1.0, rng=3).fit(X)
+        >>> bool(np.isclose(model.score(X[:4]), model.set_params().fit(X)
+        ...                 .predictive_logpdf(X[:4]).mean()))
+        True
+        """
+        return float(np.mean(self.predictive_logpdf(X_new, n_draws=n_draws)))
+
     def predictive_logpdf(
         self,
         X_new,
@@ -665,7 +780,7 @@ class RecursiveIBP:
         n_draws : int, optional
             Posterior draws, >= 1.
         rng : numpy.random.Generator, optional
-            Source of the draws; the estimator's own ``rng`` by default.
+            Source of the draws; the estimator's own :attr:`rng_` by default.
         return_draws : bool, optional
             Also return the ``(m, n_draws)`` log-densities of the individual draws.
 
@@ -694,38 +809,24 @@ class RecursiveIBP:
         True
         """
         self._check_fitted("predictive_logpdf")
-        arr = check_real_array("X_new", X_new)
-        X_new = check_data_matrix("X_new", arr[None, :] if arr.ndim == 1 else arr)
-        if X_new.shape[1] != self._dim:
-            raise ValueError(
-                f"X_new must have {self._dim} columns (the fitted dimension), got {X_new.shape[1]}"
-            )
-        # The same bound as for the data fitted: beyond it squared norms overflow and the
-        # log density would come out as -inf (or NaN) instead of a number.
-        largest = float(np.max(np.abs(X_new)))
-        if largest > MAX_DATA_MAGNITUDE:
-            raise ValueError(f"X_new entries must be at most {MAX_DATA_MAGNITUDE:g} in magnitude "
-                             f"(squared norms overflow), got {largest:g}")
+        X_new = self._new_rows(X_new)
         n_draws = check_count("n_draws", n_draws, minimum=1)
         return_draws = check_flag("return_draws", return_draws)
-        rng = self.rng if rng is None else check_rng(rng)
+        rng = self.rng_ if rng is None else check_rng(rng)
         log_q, _, dish = self._prior_with_fresh(self._n_seen + 1)
         _check_entries("the predictive draws",
                        n_draws * (log_q.size + self._dim + X_new.shape[0]), "lower n_draws")
         k = self._k
         total = log_q.size
+        sigma_x = self._settings.sigma_x
         mu = np.zeros((total, self._dim))
         mu[:k] = self._mu[:k]
-        s = np.full(total, self.sigma_a**2)
+        s = np.full(total, self._settings.sigma_a**2)
         s[:k] = self._var[:k]
         z = (rng.random((n_draws, total)) < np.exp(log_q)).astype(float)
-        if self.model == "factor_analysis":
-            w = self.sigma_w * rng.standard_normal((n_draws, total))
-            coef, var_coef = z * w, z * w * w
-        else:
-            coef, var_coef = z, z
+        coef, var_coef = self._local.predictive_weights(z, rng)
         means = coef @ mu  # (n_draws, D)
-        variances = self.sigma_x**2 + var_coef @ s  # (n_draws,)
+        variances = sigma_x**2 + var_coef @ s  # (n_draws,)
         sq = (
             np.einsum("md,md->m", X_new, X_new)[:, None]
             - 2 * X_new @ means.T
@@ -738,66 +839,37 @@ class RecursiveIBP:
             # rather than return -inf, which no log density is.
             raise ValueError(
                 "X_new is too far from the fitted features for its log predictive density to "
-                f"be represented (squared distances over sigma_x^2 = {self.sigma_x**2:g} overflow)"
+                f"be represented (squared distances over sigma_x^2 = {sigma_x**2:g} overflow)"
             )
         return (logp, draws) if return_draws else logp
 
     # ------------------------------------------------------------------------------------
-    # interruption and resumption
+    # interruption and resumption (ibp_lab.streaming._state does the work)
     # ------------------------------------------------------------------------------------
 
     def get_state(self) -> dict:
-        """Everything needed to resume the stream: hyperparameters, running state, histories.
+        """Everything needed to resume the stream: settings, running state, histories.
 
         The returned dictionary holds copies (NumPy arrays and plain Python scalars, the
         generator's state as a dictionary), so it is not changed by later fitting.
         ``set_state`` on a new object, or :meth:`save` then :meth:`load`, resumes with
-        results identical to an uninterrupted run.
+        results identical to an uninterrupted run. Before any fit, the state of an empty
+        stream with these parameters.
         """
-        k = self._k
-        rows, dishes, values = [], [], []
-        for i, (d, v) in enumerate(self._posteriors):
-            rows.append(np.full(d.size, i))
-            dishes.append(d)
-            values.append(v)
-        return {
-            "version": _VERSION,
-            "log_alpha": self._log_alpha,
-            "beta": self.beta,
-            "sigma_x": self.sigma_x,
-            "sigma_a": self.sigma_a,
-            "sigma_w": self.sigma_w,
-            "model": self.model,
-            "n_steps": self.n_steps,
-            "tol": self.tol,
-            "ossify": self.ossify,
-            "keep_history": self.keep_history,
-            "record_posteriors": self.record_posteriors,
-            "rng_state": self.rng.bit_generator.state,
-            "rng_kind": type(self.rng.bit_generator).__name__,
-            "dim": self._dim,
-            "n_seen": self._n_seen,
-            "retired_rate": self._retired_rate,
-            "next_dish": self._next_dish,
-            "rate": self._rate,
-            "features": self._mu[:k].copy(),
-            "variances": self._var[:k].copy(),
-            "usage": self._usage[:k].copy(),
-            "log_unowned": self._log_unowned[:k].copy(),
-            "dish": self._dish[:k].copy(),
-            "rate_history": np.array(self._rate_history, dtype=float),
-            "slots_history": np.array(self._slots_history, dtype=np.int64),
-            "posterior_rows": np.concatenate(rows) if rows else np.zeros(0, np.int64),
-            "posterior_dishes": np.concatenate(dishes) if dishes else np.zeros(0, np.int64),
-            "posterior_values": np.concatenate(values) if values else np.zeros(0),
-        }
+        if hasattr(self, "_settings"):
+            return _state.capture(self)
+        empty = type(self)(**self.get_params())
+        empty._start(empty._checked_settings(), _state.check_generator(empty.rng))
+        return _state.capture(empty)
 
     def set_state(self, state: dict) -> RecursiveIBP:
-        """Restore a state made by :meth:`get_state` (hyperparameters included).
+        """Restore a state made by :meth:`get_state` (parameters included).
 
         The state is checked completely first (keys, types, dtypes, shapes, ranges and
         the consistency of its counts; ``ibp_lab.streaming._state``); if anything is
-        wrong, the estimator is left exactly as it was.
+        wrong, the estimator is left exactly as it was. The parameters become those of
+        the state (``rng`` its generator), so that :meth:`get_params` describes the
+        stream.
 
         Parameters
         ----------
@@ -817,51 +889,18 @@ class RecursiveIBP:
         """
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from get_state(), got {type(state).__name__}")
-        self._restore(_state.validate_state(state))
+        _state.restore(self, _state.validate_state(state))
         return self
-
-    def _restore(self, valid: dict) -> None:
-        """Replace every attribute at once from a validated state (nothing here can fail
-        half-way: the new object is built aside, then swapped in)."""
-        fresh = type(self).__new__(type(self))
-        fresh._configure(
-            log_alpha=valid["log_alpha"], beta=valid["beta"], sigma_x=valid["sigma_x"],
-            sigma_a=valid["sigma_a"], model=valid["model"], n_steps=valid["n_steps"],
-            rng=valid["rng"], tol=valid["tol"], sigma_w=valid["sigma_w"],
-            ossify=valid["ossify"], keep_history=valid["keep_history"],
-            record_posteriors=valid["record_posteriors"],
-        )
-        fresh._dim = valid["dim"]
-        if fresh._dim is not None:
-            fresh._mu = valid["features"]
-            fresh._var = valid["variances"]
-            fresh._usage = valid["usage"]
-            fresh._log_unowned = valid["log_unowned"]
-            fresh._dish = valid["dish"]
-            fresh._k = fresh._mu.shape[0]
-            fresh._ensure_capacity(max(fresh._k, 8))
-        fresh._n_seen = valid["n_seen"]
-        fresh._retired_rate = valid["retired_rate"]
-        fresh._next_dish = valid["next_dish"]
-        fresh._rate = valid["rate"]
-        fresh._rate_history = [float(v) for v in valid["rate_history"]]
-        fresh._slots_history = [int(v) for v in valid["slots_history"]]
-        if fresh.record_posteriors:
-            rows = valid["posterior_rows"]
-            bounds = np.searchsorted(rows, np.arange(fresh._n_seen + 1))
-            dishes, values = valid["posterior_dishes"], valid["posterior_values"]
-            fresh._posteriors = [(dishes[lo:hi], values[lo:hi])
-                                 for lo, hi in zip(bounds[:-1], bounds[1:])]
-        self.__dict__.update(fresh.__dict__)
 
     def save(self, path) -> None:
         """Write :meth:`get_state` to ``path`` (NumPy's ``.npz`` format, no pickle), as named.
 
         The state goes to a temporary file in the same folder, is flushed to disk, and
-        then replaces ``path`` in one atomic rename: a save that fails (a full disk, an
-        interrupted process) leaves the previous checkpoint at ``path`` intact. Every
-        bit generator of :class:`numpy.random.Generator` (PCG64, PCG64DXSM, MT19937,
-        Philox, SFC64) is saved exactly.
+        then replaces ``path`` in one atomic rename (:func:`ibp_lab.streaming._state.write_state`):
+        a save that fails (a full disk, an interrupted process) leaves the previous
+        checkpoint at ``path`` intact. Every bit generator of
+        :class:`numpy.random.Generator` (PCG64, PCG64DXSM, MT19937, Philox, SFC64) is saved
+        exactly.
 
         Examples
         --------
@@ -885,15 +924,26 @@ class RecursiveIBP:
         file raises ``FileNotFoundError``.
         """
         valid = _state.read_state(path)
-        obj = cls.__new__(cls)
-        obj._restore(valid)
+        obj = cls(None, 1.0, 1.0, 1.0, log_alpha=0.0)  # every parameter is replaced
+        _state.restore(obj, valid)
         return obj
 
-    def __repr__(self) -> str:
-        return (
-            f"RecursiveIBP(alpha={self.alpha:.4g}, beta={self.beta:g}, sigma_x={self.sigma_x:g}, "
-            f"sigma_a={self.sigma_a:g}, model={self.model!r}, n_steps={self.n_steps})"
-        )
+
+#: The constructor's parameters, in order.
+_PARAMETERS = ("alpha", "beta", "sigma_x", "sigma_a", "model", "n_steps", "rng", "tol",
+               "sigma_w", "ossify", "keep_history", "record_posteriors", "log_alpha")
+
+
+def _as_rows(name: str, X) -> np.ndarray:
+    """One observation ``(D,)`` or rows ``(n, D)`` as a checked 2-D array."""
+    arr = check_real_array(name, X)
+    return check_data_matrix(name, arr[None, :] if arr.ndim == 1 else arr)
+
+
+def _expected_prior_features(settings: _state.Settings, n: int) -> float:
+    """``alpha beta (digamma(beta + n) - digamma(beta))`` from checked settings."""
+    harmonic = special.digamma(settings.beta + n) - special.digamma(settings.beta)
+    return float(np.exp(settings.log_alpha + np.log(settings.beta)) * harmonic)
 
 
 def _check_entries(what: str, n_entries: float, advice: str) -> None:
