@@ -28,7 +28,8 @@ import time
 import numpy as np
 
 from ibp_lab.recursive import num_dishes_rate
-from ibp_lab.streaming import RecursiveIBP, log_fit, simulate_linear_gaussian, stream_cost
+from ibp_lab.linear_gaussian import simulate
+from ibp_lab.streaming import RecursiveIBP, log_fit, stream_cost
 
 
 def main() -> None:
@@ -40,8 +41,8 @@ def main() -> None:
     alpha, beta, noise, sigma_x, sigma_a = 1.0, 5.0, 0.1, 0.3, 1.0
 
     start = time.perf_counter()
-    stream = simulate_linear_gaussian(args.n, args.dim, alpha, np.random.default_rng(args.seed),
-                                      beta=beta, sigma_x=noise, sigma_a=sigma_a)
+    stream = simulate(args.n, np.random.default_rng(args.seed), alpha=alpha, beta=beta,
+                      sigma_x=noise, sigma_a=sigma_a, d=args.dim)
     print(f"Streaming R-IBP, linear-Gaussian, D = {args.dim}, alpha = {alpha}, beta = {beta}, "
           f"data noise {noise}, model sigma_x = {sigma_x}; true features in the stream: "
           f"{stream.A.shape[0]} (simulated in {time.perf_counter() - start:.1f} s)\n")
