@@ -8,17 +8,21 @@ wording matters to a student.
 
 from __future__ import annotations
 
+import ast
+import functools
 import time
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from ibp_lab import exact, summaries  # noqa: E402
+from ibp_lab import exact, explorers, summaries  # noqa: E402
 from ibp_lab.gibbs import run_chain  # noqa: E402
 from ibp_lab.plotting import (  # noqa: E402
     chain_traces_figure,
@@ -83,7 +87,8 @@ def test_chapter_four_pipeline_draws(chains):
 
 def test_mosaic_unchanged_at_valid_input():
     ax = Figure().subplots()
-    im = plot_feature_mosaic(ax, np.eye(3, 4), (2, 2), ncols=2)
+    assert plot_feature_mosaic(np.eye(3, 4), (2, 2), ax=ax, ncols=2) is ax
+    im = ax.images[-1]
     canvas = im.get_array()
     assert canvas.shape == (5, 5)
     assert canvas.mask[2].all() and canvas.mask[:, 2].all()  # the one-pixel gap
@@ -91,10 +96,11 @@ def test_mosaic_unchanged_at_valid_input():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: plot_feature_mosaic(Figure().subplots(), np.eye(3, 4), (2, 2), gap=10**9),
+    (lambda: plot_feature_mosaic(np.eye(3, 4), (2, 2), ax=Figure().subplots(), gap=10**9),
      r"\bgap\b"),
-    (lambda: plot_feature_mosaic(Figure().subplots(), np.eye(3, 4), None), r"^shape must be a pair"),
-    (lambda: plot_feature_mosaic(None, np.eye(3, 4), (2, 2)), r"^ax must be a matplotlib Axes"),
+    (lambda: plot_feature_mosaic(np.eye(3, 4), None, ax=Figure().subplots()), r"^shape must be a pair"),
+    (lambda: plot_feature_mosaic(np.eye(3, 4), (2, 2), ax="left"), r"^ax must be a matplotlib Axes"),
+    (lambda: recursion_step_figure(3.0), r"^step must be a RecursionStep \(from ibp_lab.explorers"),
     (lambda: k_plus_check_figure([0.2, 0.5, 0.3], {"run": [0.2, 0.5, 0.3]}, k_show=10**9),
      r"^k_show must be an integer <= 2"),
     (lambda: k_plus_check_figure([0.2, 0.5, 0.3], {"run": [0.2, 0.5]}), r"^frequencies\['run'\]"),
@@ -114,12 +120,147 @@ def test_refusals_name_the_argument(call, match):
 def test_many_dishes_draw_quickly():
     # alpha = 1e4 needs about 26,000 dishes: bars would take most of a minute to build.
     start = time.perf_counter()
-    _draw(recursion_step_figure(1e4, 2.0, 4))
+    _draw(recursion_step_figure(explorers.recursion_step(alpha=1e4, beta=2.0, n=4)))
     assert time.perf_counter() - start < 5.0
 
 
 def test_few_dishes_still_drawn_as_bars():
     from ibp_lab.recursive import columns_needed
 
-    fig = recursion_step_figure(3.0, 2.0, 10)
+    fig = recursion_step_figure(explorers.recursion_step(alpha=3.0, beta=2.0, n=10))
     assert len(fig.axes[0].patches) == columns_needed(3.0, 2.0, 10, tail=1e-4)
+
+
+# ---------------------------------------------------------------------------------------
+# one figure API: figures never run a sampler; *_figure returns a Figure, plot_* an Axes
+# ---------------------------------------------------------------------------------------
+
+PLOTTING_DIR = Path(__file__).resolve().parents[1] / "ibp_lab" / "plotting"
+#: Modules that run a sampler: a figure draws their results, never calls them.
+SAMPLER_MODULES = {"gibbs", "chains", "split_merge", "streaming"}
+
+
+def _imported_ibp_modules(source: str) -> set[str]:
+    """Every ``ibp_lab.<name>`` the source imports, at module level or inside a function.
+
+    Read from the syntax tree, so that docstring examples (which a reader runs, not the
+    module) do not count.
+    """
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "ibp_lab" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def test_the_import_scan_sees_function_level_imports():
+    """The scan must be able to fail: a sampler imported inside a function is found."""
+    source = "def f():\n    from ibp_lab.chains import run_chain\n    import ibp_lab.gibbs as g\n"
+    assert _imported_ibp_modules(source) & SAMPLER_MODULES == {"chains", "gibbs"}
+    assert _imported_ibp_modules('"""\n>>> from ibp_lab.gibbs import run_chain\n"""') == set()
+
+
+#: Known offenders, owned elsewhere: plotting/split_merge.py imports ibp_lab.chains for an
+#: isinstance check of ChainResult; _doors.is_chain_result (or check_chains) judges the
+#: same by the result's fields. Not strict: it is being edited in parallel.
+_IMPORTS_A_SAMPLER = {"split_merge.py": "imports ibp_lab.chains.ChainResult (use _doors.is_chain_result)"}
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, marks=pytest.mark.xfail(reason=_IMPORTS_A_SAMPLER[p.name])) if p.name in _IMPORTS_A_SAMPLER
+    else p for p in sorted(PLOTTING_DIR.glob("*.py"))], ids=lambda p: p.name)
+def test_no_plotting_module_imports_a_sampler(path):
+    samplers = _imported_ibp_modules(path.read_text()) & SAMPLER_MODULES
+    assert not samplers, f"{path.name} imports {sorted(samplers)}: figures must take results, not run samplers"
+
+
+def _public_figure_functions():
+    import importlib
+    import inspect
+    import pkgutil
+
+    import ibp_lab.plotting as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"ibp_lab.plotting.{info.name}")
+        for name in module.__all__:
+            if inspect.isfunction(getattr(module, name)):
+                yield f"plotting.{info.name}.{name}", getattr(module, name)
+
+
+def test_every_public_figure_function_is_named_by_what_it_returns():
+    odd = [qualified for qualified, _ in _public_figure_functions()
+           if not (qualified.rsplit(".", 1)[1].startswith("plot_") or qualified.endswith("_figure"))]
+    assert not odd, f"neither plot_* nor *_figure: {odd}"
+
+
+#: Known departures from the figure API, in plotting/split_merge.py (owned elsewhere, being
+#: edited in parallel, hence not strict): plot_traces_by_time makes its own figure (it is a
+#: *_figure function) and plot_log_ratios returns the Figure instead of its row of Axes.
+_API_DEPARTURES = {
+    "plotting.split_merge.plot_traces_by_time": "makes a whole figure: should be traces_by_time_figure",
+    "plotting.split_merge.plot_log_ratios": "returns the Figure, not its row of Axes",
+}
+
+
+def _cases(departures: dict, *, plot_only: bool = False) -> list:
+    return [pytest.param(qualified, function, id=qualified,
+                         marks=[pytest.mark.xfail(reason=departures[qualified])] if qualified in departures else [])
+            for qualified, function in _public_figure_functions()
+            if not plot_only or qualified.rsplit(".", 1)[1].startswith("plot_")]
+
+
+FIGURE_FUNCTIONS = _cases(_API_DEPARTURES)
+PLOT_FUNCTIONS = _cases({k: v for k, v in _API_DEPARTURES.items() if k.endswith("plot_traces_by_time")},
+                        plot_only=True)
+
+
+@pytest.mark.parametrize("qualified, function", PLOT_FUNCTIONS)
+def test_every_plot_function_takes_a_keyword_only_ax(qualified, function):
+    import inspect
+
+    params = inspect.signature(function).parameters
+    key = "axes" if "axes" in params else "ax"
+    assert key in params and params[key].kind is inspect.Parameter.KEYWORD_ONLY, f"no keyword-only {key}"
+    assert params[key].default is None
+
+
+@functools.cache
+def _figure_specs() -> dict:
+    """The campaign's valid call of every public figure function (small inputs)."""
+    import robust_inputs
+
+    specs = {}
+    for group in ("plotting", "plotting_submodules"):
+        for spec in robust_inputs.group_specs(group):
+            specs[spec.function] = spec
+    return specs
+
+
+@pytest.mark.parametrize("qualified, function", FIGURE_FUNCTIONS)
+def test_figure_functions_return_figures_and_plot_functions_axes(qualified, function):
+    import inspect
+
+    from matplotlib.axes import Axes
+
+    short = qualified.rsplit(".", 1)[1]
+    spec = _figure_specs().get(qualified) or _figure_specs().get(f"plotting.{short}")
+    assert spec is not None, f"no valid call of {qualified} in tests/robust_inputs.py"
+    result = spec.call(**spec.base)
+    plt.close("all")
+    if short.endswith("_figure"):
+        assert isinstance(result, Figure), f"returned {type(result).__name__}"
+    elif "axes" in inspect.signature(function).parameters:  # a row of axes
+        assert all(isinstance(ax, Axes) for ax in np.ravel(result)), f"returned {type(result).__name__}"
+    else:
+        assert isinstance(result, Axes), f"returned {type(result).__name__}"

@@ -240,7 +240,7 @@ def check_runs(name: str, runs, *, keys: str = "str") -> dict:
 CHAIN_FIELDS = ("trace", "samples", "Z")
 
 
-def _is_chain_result(value) -> bool:
+def is_chain_result(value) -> bool:
     """Whether ``value`` carries the fields of a chain result.
 
     Judged by its fields, not its class: the figures must not import the chain
@@ -257,7 +257,7 @@ def check_chains(name: str, chains) -> list:
     A bare chain result is refused (with a hint) rather than wrapped: its
     labels would then be counted against the wrong number of chains.
     """
-    if _is_chain_result(chains):
+    if is_chain_result(chains):
         raise TypeError(f"{name} must be a list of ChainResult; wrap one chain in a list: [chain]")
     if isinstance(chains, (str, bytes)) or not isinstance(chains, Sequence):
         raise TypeError(f"{name} must be a list of ibp_lab.chains.ChainResult, got {type(chains).__name__}")
@@ -266,7 +266,7 @@ def check_chains(name: str, chains) -> list:
     check_size(f"{name} (one line per chain)", float(len(chains)), limit=MAX_PANELS,
                hint="draw fewer chains")
     for c, chain in enumerate(chains):
-        if not _is_chain_result(chain):
+        if not is_chain_result(chain):
             raise TypeError(f"{name}[{c}] must be a ChainResult, got {type(chain).__name__}")
     return list(chains)
 
