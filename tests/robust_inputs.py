@@ -610,7 +610,7 @@ def _stats_check(out):
 
 
 def specs_models():
-    from ibp_lab import chains, exact, gibbs, linear_gaussian as lg, split_merge as sm
+    from ibp_lab import chains, exact, gibbs, linear_gaussian as lg, reports, split_merge as sm
 
     X, Z = data(), z_matrix()
     Xs = X[:3, :2]
@@ -621,8 +621,14 @@ def specs_models():
                                 ("tiny shape", (1e-300, 1.0), E), ("huge rate", (1.0, 1e300), E),
                                 ("subnormal", (5e-324, 5e-324), E), ("complex", (1j, 1.0), R)]
     posterior = exact.class_posterior(Xs, 1.0, 0.5, 1.0, k_max=4)
-    run = sm.run_chains_with_moves(X, [np.ones((6, 1))] * 2, 10, fresh_rng(), alpha=1.0, sigma_x=0.5,
-                                   sigma_a=1.0, n_proposals=2)
+    _, run = chains.run_chains(X, 2, 10, fresh_rng(), Z0=np.ones((6, 1)), alpha=1.0, sigma_x=0.5,
+                               sigma_a=1.0, update_alpha=False, update_sigma_a=False,
+                               moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2)])
+    moves_junk = lambda base: [
+        ("None (one Gibbs sweep)", None, A), ("empty", [], R), ("unknown name", ["sideways"], R),
+        ("int", 3, R), ("one name", "sequential_split_merge", A), ("list of None", [None], R),
+        ("objects", [chains.GibbsSweep(), chains.RandomSplitMerge(n_proposals=2)], A),
+        ("too many proposals", [chains.RandomSplitMerge(n_proposals=10**7)], R)]
     _, move_stats = sm.random_split_merge(X, Z, 1.0, 0.5, 1.0, fresh_rng(), 5)
     move_base = dict(X=X, Z=Z, **hyper, rng=fresh_rng(), n_proposals=5, beta=1.0)
     move_kinds = dict(mc_kinds, n_proposals=C)
@@ -640,10 +646,12 @@ def specs_models():
         Spec("chains.run_chain", chains.run_chain,
              dict(X=X, n_sweeps=4, rng=fresh_rng(), Z0=None, alpha=1.0, sigma_x=0.5, sigma_a=1.0,
                   beta=1.0, update_alpha=True, update_sigma_a=True, update_sigma_x=True,
-                  alpha_prior=(1.0, 1.0), thin=1, burn=0, n_scale_steps=2, progress=False),
+                  alpha_prior=(1.0, 1.0), thin=1, burn=0, n_scale_steps=2, progress=False,
+                  moves=None),
              dict(X="matrix", n_sweeps=C, rng=G, Z0="binary", alpha=P, sigma_x=P, sigma_a=P, beta=P,
                   update_alpha="flag", update_sigma_a="flag", update_sigma_x="flag",
-                  alpha_prior=alpha_prior, thin=C, burn=C, n_scale_steps=C, progress="flag"),
+                  alpha_prior=alpha_prior, thin=C, burn=C, n_scale_steps=C, progress="flag",
+                  moves=moves_junk),
              _chain_check, time_limit=20,
              extremes=[("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), E),
                        ("thin 0", dict(thin=0), R)]),
@@ -690,20 +698,14 @@ def specs_models():
         Spec("split_merge.singleton_update", sm.singleton_update,
              dict(X=X, Z=Z, **hyper, rng=fresh_rng(), beta=1.0), mc_kinds,
              lambda Z_: is_binary(Z_, rows=6), extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)]),
-        Spec("split_merge.run_chains_with_moves", sm.run_chains_with_moves,
-             dict(X=X, Z0=[Z, Z], n_iterations=3, rng=fresh_rng(), **hyper, beta=1.0, move="sequential",
-                  n_proposals=2),
-             dict(X="matrix", Z0=_draws, n_iterations=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, beta=P,
-                  move=_choice(["sequential", "random", None]), n_proposals=C),
-             lambda run_: scan_result_of(run_.trace), time_limit=20),
-        Spec("split_merge.seconds_per_step", sm.seconds_per_step,
+        Spec("reports.seconds_per_step", reports.seconds_per_step,
              dict(X=X, Z=Z, **hyper, rng=fresh_rng(), beta=1.0, n_rounds=1, n_sweeps=1, n_proposals=2),
              dict(mc_kinds, n_rounds=C, n_sweeps=C, n_proposals=C),
              lambda costs: is_nonnegative(list(costs.values()), "seconds"), time_limit=20),
-        Spec("split_merge.log_ratio_parts", sm.log_ratio_parts, dict(stats=move_stats),
+        Spec("reports.log_ratio_parts", reports.log_ratio_parts, dict(stats=move_stats),
              dict(stats=_dict_junk)),
-        Spec("split_merge.summarize_run", sm.summarize_run, dict(run=run, warmup_fraction=0.5),
-             dict(run=_chain_junk, warmup_fraction="probability")),
+        Spec("reports.summarize_run", reports.summarize_run, dict(chains=run, warmup_fraction=0.5),
+             dict(chains=_chains_junk, warmup_fraction="probability")),
     ]
     return specs
 
@@ -1313,12 +1315,11 @@ def specs_plotting():
     import matplotlib.pyplot as plt
     import xarray as xr
 
+    from ibp_lab import explorers
     from ibp_lab import plotting as m
     from ibp_lab.summaries import match_features
 
-    def ax():
-        return plt.figure(figsize=(2, 2)).subplots()
-
+    step = explorers.recursion_step(alpha=3.0, beta=2.0, n=4)
     images = np.eye(4)
     trace = xr.Dataset({v: ("draw", np.ones(5)) for v in ["k_plus", "sigma_x", "sigma_a", "alpha"]})
     A = np.eye(2, 4)
@@ -1330,40 +1331,33 @@ def specs_plotting():
     return [
         Spec("plotting.plot_binary_matrix", m.plot_binary_matrix, dict(Z=Z, ax=None, left_order=True, title="t"),
              dict(Z="binary", left_order="flag", title="text"), draw),
-        Spec("plotting.plot_image_grid", m.plot_image_grid,
-             dict(images=images, shape=(2, 2), ncols=2, titles=None, diverging=False, scale=None, size=1.0,
-                  suptitle=None),
-             dict(images="matrix", shape="shape", ncols=C, diverging="flag", scale=P, size=P, suptitle="text",
-                  titles=lambda b: [("too few", ["a"], R), ("markup", [_MARKUP] * 4, E), ("str", "abcd", E)]),
+        Spec("plotting.image_grid_figure", m.image_grid_figure,
+             dict(images=images, shape=(2, 2), ncols=2, labels=None, diverging=False, scale=None, size=1.0,
+                  title=None),
+             dict(images="matrix", shape="shape", ncols=C, diverging="flag", scale=P, size=P, title="text",
+                  labels=lambda b: [("too few", ["a"], R), ("markup", [_MARKUP] * 4, E), ("str", "abcd", E)]),
              draw, extremes=[("shape does not fit", dict(shape=(3, 3)), R), ("size 1e6", dict(size=1e6), E)]),
-        Spec("plotting.plot_counts_vs_poisson", lambda counts, mean, color, label: m.plot_counts_vs_poisson(
-            ax(), counts, mean, color=color, label=label),
-             dict(counts=[1, 2, 2, 3], mean=2.0, color="#0072B2", label=""),
+        Spec("plotting.plot_counts_vs_poisson", m.plot_counts_vs_poisson,
+             dict(counts=[1, 2, 2, 3], mean=2.0, ax=None, color="#0072B2", label=""),
              # Poisson(0) is a law (all mass at 0): the mean may be zero
              dict(counts="vector", mean="nonneg", color=lambda b: [("nonsense", "nonsense", R), ("None", None, E)],
                   label="text"), draw,
              extremes=[("mean 1e6", dict(mean=1e6), E), ("counts 1e12", dict(counts=[10**12]), E),
                        ("negative counts", dict(counts=[-1, 2]), R), ("fractional counts", dict(counts=[1.5]), R)]),
+        # the explorers' figures take a result of ibp_lab.explorers, and refuse anything else
         Spec("plotting.buffet_explorer_figure", m.buffet_explorer_figure,
-             dict(alpha=2.0, beta=1.0, n=5, n_draws=5, seed=0),
-             dict(alpha=P, beta=P, n=C, n_draws=C, seed=C), draw, time_limit=20,
-             extremes=[("alpha 1e3", dict(alpha=1e3), E)]),
-        Spec("plotting.marginals_figure", m.marginals_figure, dict(alpha=2.0, beta=1.0, n=5, k_max=8),
-             dict(alpha=P, beta=P, n=C, k_max=C), draw,
-             extremes=[("k_max None alpha 1e4", dict(k_max=None, alpha=1e4), E)]),
-        Spec("plotting.recursion_step_figure", m.recursion_step_figure, dict(alpha=3.0, beta=2.0, n=4, k_max=None),
-             dict(alpha=P, beta=P, n=C), draw, extremes=[("alpha 1e4", dict(alpha=1e4), E),
-                                                         ("k_max -1", dict(k_max=-1), R)]),
+             dict(draws=explorers.buffet(alpha=2.0, beta=1.0, n=5, n_draws=5)),
+             dict(draws=_result_junk(step)), draw),
+        Spec("plotting.marginals_figure", m.marginals_figure,
+             dict(result=explorers.marginals_table(alpha=2.0, beta=1.0, n=5, k_max=8)),
+             dict(result=_result_junk(step)), draw),
+        Spec("plotting.recursion_step_figure", m.recursion_step_figure, dict(step=step),
+             dict(step=_result_junk(explorers.marginals_table(alpha=2.0, beta=1.0, n=5, k_max=8))), draw),
         Spec("plotting.sigma_alpha_explorer_figure", m.sigma_alpha_explorer_figure,
-             dict(sigma_x=0.3, alpha=1.0, n_sweeps=1, seed=0),
-             dict(sigma_x=lambda b: [m_ for m_ in _positive(b) if m_[0] in ("nan", "negative", "zero", "str", "huge")],
-                  alpha=lambda b: [m_ for m_ in _positive(b) if m_[0] in ("nan", "negative", "zero", "str", "huge")],
-                  n_sweeps=lambda b: [m_ for m_ in _count(b) if m_[0] in ("negative", "float", "huge", "bool")],
-                  seed=lambda b: [("negative", -1, R), ("str", "0", R), ("float", 0.5, R)]),
-             draw, time_limit=30),
-        Spec("plotting.plot_feature_mosaic", lambda images, shape, ncols, scale, gap: m.plot_feature_mosaic(
-            ax(), images, shape, ncols=ncols, scale=scale, gap=gap),
-             dict(images=np.eye(3, 4), shape=(2, 2), ncols=2, scale=None, gap=1),
+             dict(run=explorers.sigma_alpha_chain(sigma_x=0.3, alpha=1.0, n_sweeps=1)),
+             dict(run=_result_junk(step)), draw, time_limit=30),
+        Spec("plotting.plot_feature_mosaic", m.plot_feature_mosaic,
+             dict(images=np.eye(3, 4), shape=(2, 2), ax=None, ncols=2, scale=None, gap=1),
              dict(images="matrix", shape="shape", ncols=C, scale=P, gap=C), draw,
              extremes=[("gap 1e9", dict(gap=10**9), E), ("ncols 1e9", dict(ncols=10**9), E)]),
         Spec("plotting.k_plus_check_figure", m.k_plus_check_figure,
@@ -1399,6 +1393,42 @@ def specs_plotting():
                   threshold="real"), draw,
              extremes=[("rates above 1", dict(rates=np.array([[2.0, 0.5]])), R)]),
     ]
+
+
+def _result_junk(other):
+    """Junk for a result of ibp_lab.explorers: nothing else, not even another explorer's result."""
+    return lambda b: [("None", None, R), ("float", 2.0, R), ("dict", vars(b), R),
+                      ("another explorer's result", other, R)]
+
+
+def specs_explorers():
+    from ibp_lab import explorers as m
+
+    few = lambda kind: lambda b: [m_ for m_ in MUTATIONS[kind](b)
+                                  if m_[0] in ("nan", "negative", "zero", "str", "huge")]
+    return [
+        Spec("explorers.buffet", m.buffet, dict(alpha=2.0, beta=1.0, n=5, n_draws=5, seed=0),
+             dict(alpha=P, beta=P, n=C, n_draws=C, seed=C), _buffet_ok, time_limit=20,
+             extremes=[("alpha 1e3", dict(alpha=1e3), E),
+                       ("n x n_draws too many", dict(n=10**4, n_draws=10**3), R)]),
+        Spec("explorers.marginals_table", m.marginals_table, dict(alpha=2.0, beta=1.0, n=5, k_max=8),
+             dict(alpha=P, beta=P, n=C, k_max=C), lambda r: in_unit_interval(r.table),
+             extremes=[("k_max None alpha 1e4", dict(k_max=None, alpha=1e4), E)]),
+        Spec("explorers.recursion_step", m.recursion_step, dict(alpha=3.0, beta=2.0, n=4, k_max=None),
+             dict(alpha=P, beta=P, n=C), lambda r: in_unit_interval(r.existing + r.created),
+             extremes=[("alpha 1e4", dict(alpha=1e4), E), ("k_max -1", dict(k_max=-1), R),
+                       ("n 1", dict(n=1), R)]),
+        Spec("explorers.sigma_alpha_chain", m.sigma_alpha_chain, dict(sigma_x=0.3, alpha=1.0, n_sweeps=1, seed=0),
+             dict(sigma_x=few("positive"), alpha=few("positive"),
+                  n_sweeps=lambda b: [m_ for m_ in _count(b) if m_[0] in ("negative", "float", "huge", "bool")],
+                  seed=lambda b: [("negative", -1, R), ("str", "0", R), ("float", 0.5, R)]),
+             lambda r: None if r.k_plus.shape == (r.n_sweeps,) else "one K+ per sweep", time_limit=30),
+    ]
+
+
+def _buffet_ok(draws):
+    return first_problem(is_binary(draws.Z, rows=draws.n),
+                         None if draws.k_plus.shape == (draws.n_draws,) else "one K+ per draw")
 
 
 def specs_widgets():
@@ -1488,7 +1518,7 @@ def specs_plotting_submodules():
     from ibp_lab.plotting import heldout, pymc, recursive, split_merge, streaming
     from ibp_lab.predictive_checks import ink_statistics
     from ibp_lab.recursive import marginals
-    from ibp_lab.split_merge import MoveChains
+    from ibp_lab.chains import ChainResult
     from ibp_lab.streaming import StreamCost
 
     matplotlib.use("Agg")
@@ -1538,17 +1568,24 @@ def specs_plotting_submodules():
         ("empty stats", {"a": {"kind": np.array([], "<U5"), "log_ratio": np.array([])}}, E),
         ("many moves", {str(i): sm_stats for i in range(1500)}, R)]
 
-    def move_chains(values=None, seconds=(1.0, 2.0), n_draws=5):
+    def move_chains(values=None, seconds=(1.0, 2.0), n_draws=5, n_seconds=None):
+        """Two ChainResults as run_chains makes them; ``seconds`` are each chain's total."""
         values = np.arange(2.0 * n_draws).reshape(2, n_draws) if values is None else values
-        trace = xr.Dataset({"k_plus": (("chain", "draw"), values), "log_joint": (("chain", "draw"), -values)})
-        return MoveChains(trace=trace, stats=[{}, {}], states=[np.ones((3, 1))] * 2, seconds=np.asarray(seconds))
+        n_seconds = n_draws if n_seconds is None else n_seconds
+        return [ChainResult(
+            trace=xr.Dataset({"k_plus": ("draw", v), "log_joint": ("draw", -v)}),
+            samples=[], sample_draws=np.zeros(0, np.int64), Z=np.ones((3, 1)), alpha=1.0,
+            sigma_x=1.0, sigma_a=1.0,
+            sample_stats=xr.Dataset({"seconds": ("time", np.linspace(total / max(n_seconds, 1), total, n_seconds)),
+                                     "accepted_moves": ("time", np.zeros(n_seconds, np.int64))}))
+            for v, total in zip(values, seconds)]
 
     run = move_chains()
     nan_values = np.arange(10.0).reshape(2, 5)
     nan_values[0, 0] = np.nan
     traces_runs_junk = lambda b: _mapping_junk(run)(b) + [
         ("nan trace", {"a": move_chains(nan_values)}, R),
-        ("missing seconds", {"a": move_chains(seconds=(1.0,))}, R),
+        ("missing seconds", {"a": move_chains(n_seconds=4)}, R),
         ("negative seconds", {"a": move_chains(seconds=(-1.0, 1.0))}, R),
         ("no draws", {"a": move_chains(np.zeros((2, 0)), n_draws=0)}, R),
         ("many runs", {str(i): run for i in range(1500)}, R)]
@@ -1744,7 +1781,7 @@ GROUPS = {
     "prior": specs_prior, "recursive": specs_recursive, "datasets": specs_datasets,
     "models": specs_models, "summaries": specs_summaries, "heldout": specs_heldout,
     "predictive": specs_predictive, "pymc": specs_pymc, "streaming": specs_streaming,
-    "plotting": specs_plotting, "widgets": specs_widgets,
+    "plotting": specs_plotting, "widgets": specs_widgets, "explorers": specs_explorers,
     "plotting_submodules": specs_plotting_submodules,
 }
 
