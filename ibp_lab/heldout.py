@@ -27,11 +27,13 @@ of log-densities: the predictive density is a mixture over draws.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import logsumexp
 
 from ibp_lab._checks import (
     MAX_PARAMETER,
@@ -466,7 +468,7 @@ def ibp_gibbs_heldout(
     beta: float = 1.0,
     n_sweeps: int = 40,
     burn: int = 10,
-    max_new: int = 6,
+    max_new: int | None = None,
 ) -> HeldoutResult:
     """Held-out score of the IBP linear-Gaussian model from posterior draws of ``Z``.
 
@@ -477,12 +479,16 @@ def ibp_gibbs_heldout(
     ``sigma_x^2 P`` the posterior mean and covariance of the features
     (:func:`ibp_lab.linear_gaussian.feature_posterior`). Its prior is that of the
     ``(N + 1)``-th customer: feature ``k`` with probability ``m_k / (beta + N)``,
-    Poisson(``alpha beta / (beta + N)``) new dishes. A Gibbs sampler over ``(z,
-    k)`` given the top half (all test digits at once) visits the features in a
-    fresh random order each sweep; after ``burn`` sweeps, each state contributes
-    ``p(bottom | z, k)``, so that for each draw the average is an unbiased
-    estimate of ``p(bottom | top)``; draws and states are combined by averaging
-    densities.
+    Poisson(``alpha beta / (beta + N)``) new dishes.
+    A Gibbs sampler over ``(z, k)`` given the top half (all test digits at once)
+    visits the features in a fresh random order each sweep and then draws ``k``
+    from its exact conditional law (no truncation: the law is summed until a bound
+    on the rest is below ``e^-40`` of its largest term); after ``burn`` sweeps, each
+    state contributes ``p(bottom | z, k)``, so that for each draw the average is an
+    unbiased estimate of ``p(bottom | top)``; draws and states are combined by
+    averaging densities. The flip log-odds, the prior log-odds and the new-dish law
+    are those of the Gibbs sampler's kernel (``ibp_lab._kernel``), applied to every
+    test digit at once.
 
     Parameters
     ----------
@@ -501,12 +507,24 @@ def ibp_gibbs_heldout(
         Gibbs sweeps over each test digit's features per draw, and how many of
         them are discarded.
     max_new : int, optional
-        Largest number of new dishes considered (the Poisson tail beyond it is
-        negligible at the rates met in practice).
+        A safety cap on the number of new dishes of a test digit. ``None`` (the
+        default): no cap, the exact law. With a cap the law is truncated at
+        ``max_new`` and renormalised, which biases the score; a ``RuntimeWarning``
+        says so whenever the mass cut off exceeds ``MAX_CUT_MASS`` for some digit
+        and sweep.
 
     Returns
     -------
     HeldoutResult
+
+    Examples
+    --------
+    >>> X_train = np.array([[1.0, 1.0], [1.0, 0.9], [0.0, 0.1]])
+    >>> Z = np.array([[1], [1], [0]], dtype=np.int8)
+    >>> r = ibp_gibbs_heldout(X_train, [(Z, 0.5, 1.0, 1.0)], [[1.0, 1.1]], [0], [1],
+    ...                       np.random.default_rng(0), n_sweeps=20, burn=5)
+    >>> r.log_density.shape, r.mean.shape
+    ((1,), (1, 1))
     """
     from ibp_lab.linear_gaussian import feature_posterior
 
@@ -520,7 +538,8 @@ def ibp_gibbs_heldout(
     rng = check_rng(rng)
     n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
-    max_new = check_count("max_new", max_new, maximum=MAX_FEATURES)
+    if max_new is not None:
+        max_new = check_count("max_new", max_new, maximum=MAX_FEATURES)
     # float product: the estimate itself must not overflow
     check_size(
         f"the kept log densities (draws x kept sweeps x digits = {len(draws)} x "
@@ -528,52 +547,124 @@ def ibp_gibbs_heldout(
         float(len(draws)) * float(n_sweeps - burn) * float(X_test.shape[0]),
         names=("samples", "n_sweeps", "burn", "X_test"), limit=_MAX_HELDOUT_TERMS,
         hint="use fewer draws, sweeps or test digits")
-    N, n = X_train.shape[0], X_test.shape[0]
     x_obs, x_hid = X_test[:, observed], X_test[:, hidden]
-    d_obs, d_hid = observed.size, hidden.size
-    kn = np.arange(max_new + 1)
-    log_terms, mean = [], np.zeros((n, d_hid))
-    for Z, (alpha, sigma_x, sigma_a, _) in draws:
-        K = Z.shape[1]
-        A_bar, cov = feature_posterior(X_train, Z, sigma_x, sigma_a)
-        P = cov / sigma_x**2
-        m = Z.sum(axis=0).astype(float)
-        log_on, log_off = np.log(m / (beta + N)), np.log1p(-m / (beta + N))
-        rate = alpha * beta / (beta + N)
-        log_new_prior = kn * np.log(rate) - rate - gammaln(kn + 1)
-        z = np.zeros((n, K))
-        k_new = np.zeros(n, dtype=int)
-        resid = x_obs.copy()  # x_top - z Abar_top
-        Pz = np.zeros((n, K))
-        q = np.zeros(n)  # z P z^T
+    log_terms, mean, largest_cut = [], np.zeros((X_test.shape[0], hidden.size)), 0.0
+    for Z, hyper in draws:
+        A_bar, cov = feature_posterior(X_train, Z, hyper.sigma_x, hyper.sigma_a)
+        prior = _next_customer_prior(Z.sum(axis=0), Z.shape[0], hyper.alpha, beta)
+        chain = _TestDigitChain(x_obs, A_bar[:, observed], cov / hyper.sigma_x**2, hyper)
         for sweep in range(n_sweeps):
-            for k in rng.permutation(K):
-                sign = 1.0 - 2.0 * z[:, k]  # +1 switches feature k on, -1 off
-                resid_f = resid - sign[:, None] * A_bar[k, observed]
-                q_f = q + 2.0 * sign * Pz[:, k] + P[k, k]
-                extra = k_new * sigma_a**2
-                ll_now = _isotropic_logpdf((resid**2).sum(1), sigma_x**2 * (1 + q) + extra, d_obs)
-                ll_flip = _isotropic_logpdf((resid_f**2).sum(1), sigma_x**2 * (1 + q_f) + extra, d_obs)
-                prior_now = np.where(z[:, k] == 1, log_on[k], log_off[k])
-                prior_flip = np.where(z[:, k] == 1, log_off[k], log_on[k])
-                log_odds = (ll_flip + prior_flip) - (ll_now + prior_now)
-                flip = np.log(rng.random(n)) < -np.logaddexp(0.0, -log_odds)
-                resid[flip] = resid_f[flip]
-                q[flip] = q_f[flip]
-                Pz[flip] += sign[flip, None] * P[k]
-                z[flip, k] = 1.0 - z[flip, k]
-            # new dishes: exact conditional over 0..max_new given z
-            variance = sigma_x**2 * (1 + q)[:, None] + kn[None, :] * sigma_a**2
-            logw = log_new_prior + _isotropic_logpdf((resid**2).sum(1)[:, None], variance, d_obs)
-            cdf = np.cumsum(np.exp(logw - logsumexp(logw, axis=1, keepdims=True)), axis=1)
-            k_new = np.minimum((rng.random(n)[:, None] > cdf).sum(axis=1), max_new)
+            chain.flip_features(prior.log_odds_on, rng)
+            largest_cut = max(largest_cut, chain.draw_new_dishes(prior.new_dish_rate, rng, max_new))
             if sweep >= burn:
-                pred = z @ A_bar[:, hidden]
-                var_b = sigma_x**2 * (1 + q) + k_new * sigma_a**2
-                log_terms.append(_isotropic_logpdf(((x_hid - pred) ** 2).sum(1), var_b, d_hid))
+                pred = chain.z @ A_bar[:, hidden]
+                log_terms.append(_isotropic_logpdf(((x_hid - pred) ** 2).sum(1),
+                                                   chain.variance(), hidden.size))
                 mean += pred
+    if largest_cut > MAX_CUT_MASS:
+        warnings.warn(
+            f"max_new = {max_new} cut off up to {largest_cut:.3g} of the law of a test digit's "
+            "number of new dishes: the score is biased; raise max_new or leave it None",
+            RuntimeWarning, stacklevel=2)
     log_terms = np.array(log_terms)
     return HeldoutResult(_log_mean_exp(log_terms), mean / log_terms.shape[0])
+
+
+#: Largest mass of the new-dish law that ``max_new`` may cut off without a warning.
+MAX_CUT_MASS = 1e-9
+
+
+class _NextCustomerPrior(NamedTuple):
+    """The IBP prior of customer ``N + 1`` given the first ``N`` (:func:`_next_customer_prior`)."""
+
+    log_odds_on: np.ndarray
+    new_dish_rate: float
+
+
+def _next_customer_prior(m, n_rows: int, alpha: float, beta: float) -> _NextCustomerPrior:
+    """Prior of a new row given ``n_rows`` rows whose features have owner counts ``m``.
+
+    In the two-parameter buffet customer ``N + 1`` takes feature ``k`` with
+    probability ``m_k / (beta + N)``, log-odds ``log m_k - log(beta + N - m_k)``, and
+    Poisson(``alpha beta / (beta + N)``) new dishes: the kernel's ``prior_log_odds``
+    and ``new_dish_rate`` with all ``N`` training rows as the others. Arguments are
+    trusted (``0 < m_k <= N``).
+
+    Examples
+    --------
+    >>> prior = _next_customer_prior([1, 3], 3, 2.0, 1.0)
+    >>> np.round(np.exp(prior.log_odds_on), 3).tolist(), prior.new_dish_rate
+    ([0.333, 3.0], 0.5)
+    """
+    from ibp_lab import _kernel
+
+    log_odds_on = np.array([_kernel.prior_log_odds.py_func(count, float(n_rows), beta)
+                            for count in np.asarray(m, dtype=float)])
+    return _NextCustomerPrior(log_odds_on,
+                              float(_kernel.new_dish_rate.py_func(alpha, beta, float(n_rows))))
+
+
+class _TestDigitChain:
+    """The Gibbs state ``(z, k)`` of every test digit, with ``resid = x_top - z Abar_top``,
+    ``rr = ||resid||^2``, ``Pz = P z`` and ``q = z P z`` kept up to date by rank-one steps."""
+
+    def __init__(self, x_obs, A_top, P, hyper):
+        from ibp_lab import _kernel
+
+        n, K = x_obs.shape[0], A_top.shape[0]
+        self.A_top, self.P = A_top, P
+        self.sx2, self.sa2 = hyper.sigma_x**2, hyper.sigma_a**2
+        self.z = np.zeros((n, K))
+        self.k_new = np.zeros(n, dtype=np.int64)
+        self.resid = x_obs.copy()
+        self.rr = (self.resid**2).sum(axis=1)
+        self.Pz = np.zeros((n, K))
+        self.q = np.zeros(n)
+        self._flip_log_odds = _kernel.flip_log_odds.py_func  # elementwise on arrays
+        self._kernel = _kernel
+
+    def variance(self) -> np.ndarray:
+        """Each digit's pixel variance ``sigma_x^2 (1 + z P z) + k sigma_a^2``."""
+        return self.sx2 * (1.0 + self.q) + self.k_new * self.sa2
+
+    def flip_features(self, log_odds_on: np.ndarray, rng: np.random.Generator) -> None:
+        """One Gibbs update of every feature of every digit, features in a fresh random order."""
+        n, D = self.resid.shape
+        for k in rng.permutation(self.z.shape[1]):
+            sign = 1.0 - 2.0 * self.z[:, k]  # +1 switches feature k on, -1 off
+            resid_flip = self.resid - sign[:, None] * self.A_top[k]
+            rr_flip = (resid_flip**2).sum(axis=1)
+            q_flip = self.q + 2.0 * sign * self.Pz[:, k] + self.P[k, k]
+            log_odds = self._flip_log_odds(self.rr, rr_flip, self.q, q_flip, self.k_new * self.sa2,
+                                           self.sx2, D, sign * log_odds_on[k])
+            # flip with probability 1 / (1 + exp(-log_odds)), in log space
+            flip = np.log(rng.random(n)) < -np.logaddexp(0.0, -log_odds)
+            self.resid[flip] = resid_flip[flip]
+            self.rr[flip] = rr_flip[flip]
+            self.q[flip] = q_flip[flip]
+            self.Pz[flip] += sign[flip, None] * self.P[k]
+            self.z[flip, k] = 1.0 - self.z[flip, k]
+
+    def draw_new_dishes(self, rate: float, rng: np.random.Generator, max_new: int | None) -> float:
+        """Draw every digit's number of new dishes from its exact conditional law (one
+        uniform each); return the largest mass that ``max_new`` cut off (0 without a cap)."""
+        uniforms = rng.random(self.k_new.size)
+        v0 = self.sx2 * (1.0 + self.q)
+        D = self.resid.shape[1]
+        if max_new is None:
+            buffer = np.empty(16)
+            for i, u in enumerate(uniforms):
+                self.k_new[i], buffer = self._kernel.sample_new_dishes(
+                    u, rate, v0[i], self.sa2, self.rr[i], D, buffer)
+            return 0.0
+        largest_cut = 0.0
+        for i, u in enumerate(uniforms):
+            log_w = self._kernel.new_dish_log_weights(rate, v0[i], self.sa2, self.rr[i], D)
+            w = np.exp(log_w - log_w.max())
+            kept = np.cumsum(w[: max_new + 1])
+            largest_cut = max(largest_cut, 1.0 - kept[-1] / w.sum())
+            self.k_new[i] = min(int(np.searchsorted(kept, u * kept[-1], side="right")), max_new)
+        return largest_cut
 
 
 def _check_gibbs_draws(X_train, samples, beta):

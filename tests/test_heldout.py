@@ -95,25 +95,25 @@ def test_finite_feature_sum_matches_brute_force():
         assert result.log_density[i] == pytest.approx(logsumexp(per_draw) - np.log(2), abs=1e-10)
 
 
-def exact_ibp_heldout(x, observed, hidden, X_train, Z, sigma_x, sigma_a, alpha, max_new,
-                      beta=1.0):
+def exact_ibp_heldout(x, observed, hidden, X_train, Z, sigma_x, sigma_a, alpha, beta=1.0):
     """Exact p(bottom | top) for one draw, enumerating the test digit's features and new dishes.
 
     The test digit is customer N + 1 of the two-parameter buffet: feature k with
-    probability m_k / (beta + N), Poisson(alpha beta / (beta + N)) new dishes
-    (truncated at max_new, as the sampler does).
+    probability m_k / (beta + N), Poisson(alpha beta / (beta + N)) new dishes, summed
+    until the Poisson tail is below 1e-17 of the total (no truncation that matters).
     """
     A_bar, cov = feature_posterior(X_train, Z, sigma_x, sigma_a)
     P = cov / sigma_x**2
     N, K = Z.shape
     m = Z.sum(0)
     rate = alpha * beta / (beta + N)
+    n_new_max = int(rate + 20 * np.sqrt(rate) + 30)
     log_top, log_joint = [], []
     for pattern in itertools.product([0, 1], repeat=K):
         z = np.array(pattern, float)
         share = m / (beta + N)
         prior_z = np.sum(np.where(z == 1, np.log(share), np.log1p(-share)))
-        for k in range(max_new + 1):
+        for k in range(n_new_max + 1):
             prior = prior_z + stats.poisson(rate).logpmf(k)
             var = sigma_x**2 * (1 + z @ P @ z) + k * sigma_a**2
             mean = z @ A_bar
@@ -122,34 +122,63 @@ def exact_ibp_heldout(x, observed, hidden, X_train, Z, sigma_x, sigma_a, alpha, 
     return logsumexp(log_joint) - logsumexp(log_top)
 
 
-@pytest.mark.statistical(rate=2.4e-4)
-@pytest.mark.parametrize("beta", [1.0, 2.5, 0.4])
-def test_ibp_gibbs_heldout_is_unbiased_against_enumeration(beta):
-    """Replicates of the Gibbs estimate average to the exact predictive density, at any beta.
-
-    20 independent replicates, each averaging 500 states; their mean density is
-    compared with the exact density within 4.5 standard errors of that mean
-    (computed from the replicates' spread, which includes the autocorrelation).
-    False alarm: P(|t_19| > 4.5) = 2.4e-4 per case (each replicate is a mean of 500
-    states, close to normal). The test digit lies far out (3 x the training scale),
-    so that new dishes matter: a sampler that ignored beta (m / (1 + N), rate
-    alpha / (1 + N)) is 25% off at beta = 2.5 and 0.4, about 40 standard errors.
-    """
+def _tiny_heldout_case():
     rng = np.random.default_rng(5)  # the data: fixed
     X_train = rng.normal(size=(6, 4))
     Z = np.array([[1, 0], [1, 1], [0, 1], [1, 0], [0, 0], [1, 1]], np.int8)
     x = 3.0 * rng.normal(size=(1, 4))
-    observed, hidden = np.array([0, 1]), np.array([2, 3])
+    return X_train, Z, x, np.array([0, 1]), np.array([2, 3])
+
+
+@pytest.mark.statistical(rate=6.8e-6)
+@pytest.mark.parametrize("beta", [1.0, 2.5, 0.4])
+def test_ibp_gibbs_heldout_is_unbiased_against_enumeration(beta):
+    """The Gibbs estimate averages to the exact predictive density, at any beta.
+
+    The test digit is scored 2000 times at once (rows of X_test are independent
+    chains): each row's density estimate averages 300 states after 20 burn-in sweeps,
+    and the rows' mean is compared with the exact density (enumerating z and the
+    number of new dishes, with no truncation) within 4.5 standard errors of that mean,
+    from the rows' spread. False alarm: P(|Z| > 4.5) = 6.8e-6 per case (a mean of 2000
+    independent replicates). The test digit lies far out (3 x the training scale), so
+    that new dishes matter. The standard error is 0.07-0.16% of the density, so the
+    prior of the (N + 1)-th customer is pinned down: with beta + N - 1 for beta + N in
+    either the share m_k / (beta + N) or the rate alpha beta / (beta + N) the exact
+    density moves by 1.2-9% at beta = 2.5 and 0.4 (computed with a variant of
+    exact_ibp_heldout), at least 16 standard errors; ignoring beta moves it 20-36%.
+    """
+    X_train, Z, x, observed, hidden = _tiny_heldout_case()
     draw = (Z, 0.5, 2.0, 3.0)
-    exact = exact_ibp_heldout(x[0], observed, hidden, X_train, Z, 0.5, 2.0, 3.0, max_new=6,
-                              beta=beta)
-    estimates = np.array([
-        np.exp(ibp_gibbs_heldout(X_train, [draw], x, observed, hidden, stat_rng(100 + r),
-                                 beta=beta, n_sweeps=510, burn=10).log_density[0])
-        for r in range(20)
-    ])
+    exact = exact_ibp_heldout(x[0], observed, hidden, X_train, Z, 0.5, 2.0, 3.0, beta=beta)
+    replicates = np.repeat(x, 2000, axis=0)
+    estimates = np.exp(ibp_gibbs_heldout(X_train, [draw], replicates, observed, hidden,
+                                         stat_rng(100), beta=beta, n_sweeps=320,
+                                         burn=20).log_density)
     se = estimates.std(ddof=1) / np.sqrt(estimates.size)
     assert abs(estimates.mean() - np.exp(exact)) < 4.5 * se
+
+
+@pytest.mark.parametrize("beta", [2.5, 0.4])
+def test_next_customer_prior_is_that_of_customer_n_plus_one(beta):
+    from ibp_lab.heldout import _next_customer_prior
+
+    m, N, alpha = np.array([1.0, 4.0, 6.0]), 6, 3.0
+    prior = _next_customer_prior(m, N, alpha, beta)
+    share = m / (beta + N)  # P(z_k = 1) for customer N + 1
+    np.testing.assert_allclose(prior.log_odds_on, np.log(share) - np.log1p(-share), rtol=1e-13)
+    assert prior.new_dish_rate == pytest.approx(alpha * beta / (beta + N), rel=1e-15)
+
+
+def test_max_new_is_a_cap_that_warns_when_it_cuts_mass():
+    X_train, Z, x, observed, hidden = _tiny_heldout_case()
+    args = (X_train, [(Z, 0.5, 2.0, 3.0)], x, observed, hidden)
+    # the far-out digit needs several new dishes: a cap of 1 cuts much of their law
+    with pytest.warns(RuntimeWarning, match="max_new = 1 cut off"):
+        ibp_gibbs_heldout(*args, np.random.default_rng(0), n_sweeps=30, burn=5, max_new=1)
+    # a cap far in the tail changes nothing: the same uniforms give the same states
+    capped = ibp_gibbs_heldout(*args, np.random.default_rng(0), n_sweeps=30, burn=5, max_new=60)
+    free = ibp_gibbs_heldout(*args, np.random.default_rng(0), n_sweeps=30, burn=5)
+    np.testing.assert_allclose(capped.log_density, free.log_density, rtol=1e-12)
 
 
 def test_a_model_that_knows_the_truth_scores_better():
