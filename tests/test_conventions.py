@@ -98,7 +98,6 @@ KNOWN_VIOLATIONS = {
     "ibp_lab.streaming.filtering.log_filtering_prior": "streaming.filtering: positional beta",
     "ibp_lab.explorers.buffet": "explorers: seed instead of rng",
     "ibp_lab.explorers.sigma_alpha_chain": "explorers: seed instead of rng",
-    "ibp_lab.streaming.simulate_linear_gaussian": "streaming.simulate: positional alpha before rng",
     "ibp_lab.heldout.finite_feature_heldout": "heldout: positional sigma_x (a scorer; callers in "
                                               "tests/test_robustness_samplers.py and "
                                               "test_robustness_inference.py pass it positionally)",
