@@ -170,6 +170,68 @@ def test_chain_feature_means_follow_the_kept_draws(two_chains):
     assert np.ptp(chain.posterior_trace.sigma_a.values) > 0
 
 
+def test_chain_feature_means_use_each_draws_sigma_x():
+    """A chain that samples sigma_x: every kept draw's means at that draw's own sigma_x.
+
+    The test above runs with sigma_x fixed, so a chain_feature_means that read one draw's
+    sigma_x for every draw passed it; here sigma_x moves, and the means at the first
+    draw's scales are checked to differ from the right ones (so the test can fail).
+    """
+    from ibp_lab.chains import run_chain
+    from ibp_lab.linear_gaussian import feature_posterior
+
+    X = np.random.default_rng(3).normal(size=(12, 3))
+    chain = run_chain(X, 60, np.random.default_rng(5), sigma_x=0.8, sigma_a=1.0,
+                      update_sigma_x=True, burn=10, thin=10)
+    kept = chain.posterior_trace
+    assert np.ptp(kept.sigma_x.values) > 0.01  # the scales moved between kept draws
+    means = summaries.chain_feature_means(X, chain)
+    first_sx, first_sa = float(kept.sigma_x[0]), float(kept.sigma_a[0])
+    differs = False
+    for Z, m, sx, sa in zip(chain.samples, means, kept.sigma_x.values, kept.sigma_a.values):
+        np.testing.assert_allclose(m, feature_posterior(X, Z, float(sx), float(sa))[0],
+                                   rtol=1e-10, atol=1e-12)
+        if Z.shape[1]:
+            wrong = feature_posterior(X, Z, first_sx, first_sa)[0]
+            differs |= not np.allclose(m, wrong, rtol=1e-6, atol=1e-9)
+    assert differs  # one draw's scales for all would give other means
+
+
+def test_draw_feature_means_one_scale_per_draw_each_used():
+    """Changing one draw's sigma_x changes that draw's means and no other's."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(8, 2))
+    draws = [(rng.random((8, 2)) < 0.5).astype(np.int8) for _ in range(3)]
+    base = summaries.draw_feature_means(X, draws, [0.5, 0.5, 0.5], [1.0, 1.0, 1.0])
+    moved = summaries.draw_feature_means(X, draws, [0.5, 0.5, 2.0], [1.0, 1.0, 1.0])
+    assert np.array_equal(base[0], moved[0]) and np.array_equal(base[1], moved[1])
+    assert not np.allclose(base[2], moved[2])
+    moved_a = summaries.draw_feature_means(X, draws, [0.5] * 3, [1.0, 0.2, 1.0])
+    assert np.array_equal(base[0], moved_a[0]) and not np.allclose(base[1], moved_a[1])
+
+
+def test_match_features_absolute_pairs_a_feature_with_its_negative():
+    A = np.random.default_rng(2).normal(size=(3, 8))
+    found = np.vstack([-A[2], A[0] + 0.01, -A[1]])
+    signed = summaries.match_features(A, found)
+    m = summaries.match_features(A, found, absolute=True)
+    assert signed.correlation.sum() < 2.5 < m.correlation.sum()  # two of three are negated
+    assert m.matched_to().tolist() == [1, 2, 0] and m.n_ref == 3
+    np.testing.assert_allclose(m.ref_correlation(), [1.0, 1.0, 1.0], atol=1e-4)
+
+
+def test_ref_correlation_is_zero_for_unmatched_reference_features():
+    A = np.eye(4, 6)
+    m = summaries.match_features(A, A[[2]] + 0.01)
+    corr = m.ref_correlation()
+    assert corr.shape == (4,) and corr[2] > 0.99 and np.all(corr[[0, 1, 3]] == 0)
+    assert m.matched_to().tolist() == [-1, -1, 0, -1]
+    by_hand = summaries.FeatureMatch(m.ref_index, m.index, m.correlation)
+    assert np.array_equal(by_hand.ref_correlation(4), corr)
+    with pytest.raises(TypeError, match="n_ref"):
+        by_hand.ref_correlation()
+
+
 def test_class_ownership():
     Z = np.array([[1, 0], [1, 1], [0, 1], [0, 0]])
     np.testing.assert_allclose(
