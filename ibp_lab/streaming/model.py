@@ -69,7 +69,7 @@ from typing import Protocol
 
 import numpy as np
 from scipy import special
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 
 from ibp_lab._checks import (
     NotFittedError,
@@ -140,7 +140,7 @@ def _local_model(settings: _state.Settings) -> LocalModel:
     return LinearGaussianLocal(settings.sigma_x, settings.n_steps, settings.ossify)
 
 
-class RecursiveIBP(BaseEstimator):
+class RecursiveIBP(TransformerMixin, BaseEstimator):
     """Streaming Recursive-IBP inference for a linear-Gaussian or factor-analysis model.
 
     A scikit-learn estimator: the parameters are stored as given and checked by
