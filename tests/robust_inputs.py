@@ -126,6 +126,12 @@ def _optional_rng(base):
     return [m if m[0] != "None" else ("None", None, A) for m in _rng(base)]
 
 
+def _estimator_rng(base):
+    """RecursiveIBP's rng: scikit-learn's random_state rule (None, a seed or a Generator)."""
+    return [("None", None, A), ("RandomState", np.random.RandomState(0), R), ("int seed", 0, A),
+            ("negative seed", -1, R), ("str", "0", R), ("MT19937", np.random.Generator(np.random.MT19937(0)), A)]
+
+
 def _matrix(base):
     """Junk for a 2-D real data matrix, derived from a valid one."""
     base = np.asarray(base, dtype=float)
@@ -732,8 +738,8 @@ def specs_summaries():
         Spec("summaries.feature_correlations", m.feature_correlations, dict(A=A_ref, B=A_ref + 0.1),
              dict(A="matrix", B="matrix"), lambda r: in_unit_interval(np.abs(r), "|correlation|"),
              extremes=[("constant feature", dict(A=np.ones((2, 3))), E), ("widths differ", dict(B=np.eye(2, 4)), R)]),
-        Spec("summaries.match_features", m.match_features, dict(A_ref=A_ref, A=A_ref[::-1]),
-             dict(A_ref="matrix", A="matrix"),
+        Spec("summaries.match_features", m.match_features, dict(A_ref=A_ref, A=A_ref[::-1], absolute=False),
+             dict(A_ref="matrix", A="matrix", absolute="flag"),
              extremes=[("constant feature", dict(A=np.ones((2, 3))), E), ("widths differ", dict(A=np.eye(2, 4)), R)]),
         Spec("summaries.FeatureMatch.matched_to", lambda n_ref, threshold: match.matched_to(n_ref, threshold=threshold),
              dict(n_ref=2, threshold=-1.0), dict(n_ref=C, threshold="real"),
@@ -1056,7 +1062,7 @@ def specs_streaming():
                 rng=fresh_rng(), tol=1e-6, sigma_w=1.0, ossify=False, keep_history=True,
                 record_posteriors=False, X=X)
     kinds = dict(alpha=P, beta=P, sigma_x=P, sigma_a=P, model=_choice(["linear_gaussian", "factor_analysis"]),
-                 n_steps=C, rng="optional_rng", tol=P, sigma_w=P, ossify="flag", keep_history="flag",
+                 n_steps=C, rng=_estimator_rng, tol=P, sigma_w=P, ossify="flag", keep_history="flag",
                  record_posteriors="flag", X="matrix")
     fit_extremes = [("issue: sigma_x 1e-9, X [[1.0]]", dict(sigma_x=1e-9, X=np.array([[1.0]])), E),
                     ("alpha 1e4", dict(alpha=1e4), E), ("alpha 1e-100", dict(alpha=1e-100), E),
@@ -1150,14 +1156,14 @@ def specs_streaming():
              dict(usage="vector", dish="vector", n=C, rate_before="nonneg", alpha=P, beta=P)),
         Spec("streaming.bp_means_one_pass", m.bp_means_one_pass, dict(X=X, gamma=1.0, n_steps=3, ossify=False),
              dict(X="matrix", gamma=P, n_steps=C, ossify="flag"), lambda out: is_binary(out[0])),
-        Spec("streaming.simulate_linear_gaussian", m.simulate_linear_gaussian,
-             dict(n=5, dim=3, alpha=2.0, rng=fresh_rng(), beta=1.0, sigma_x=0.1, sigma_a=1.0, sigma_w=None),
-             dict(n=C, dim=C, alpha=P, rng=G, beta=P, sigma_x=P, sigma_a=P), lambda out: is_binary(out[1]),
-             extremes=[("sigma_w 1.0", dict(sigma_w=1.0), A), ("sigma_w -1", dict(sigma_w=-1.0), R),
-                       ("alpha 1e6", dict(alpha=1e6, n=2), E)]),
-        Spec("streaming.match_features", m.match_features,
-             dict(learned=np.eye(3)[[2, 0, 1]] + 0.01, true=np.eye(3), absolute=False),
-             dict(learned="matrix", true="matrix", absolute="flag")),
+        Spec("streaming.simulate_factor_analysis", m.simulate_factor_analysis,
+             dict(n=5, rng=fresh_rng(), alpha=2.0, sigma_x=0.1, sigma_a=1.0, sigma_w=1.0, d=3, beta=1.0),
+             dict(n=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, sigma_w=P, d=C, beta=P), lambda out: is_binary(out[1]),
+             extremes=[("alpha 1e6", dict(alpha=1e6, n=2), E)]),
+        Spec("streaming.RecursiveIBP.transform", lambda X_new: fitted.transform(X_new), dict(X_new=X[:2]),
+             dict(X_new=nx), lambda out: in_unit_interval(out), names=dict(X_new=("X_new", "X"))),
+        Spec("streaming.RecursiveIBP.score", lambda X_new, n_draws: fitted.score(X_new, n_draws=n_draws),
+             dict(X_new=X[:2], n_draws=5), dict(X_new=nx, n_draws=C), names=dict(X_new=("X_new", "X"))),
         Spec("streaming.stream_cost", m.stream_cost,
              dict(model=RecursiveIBP(1.0, 1.0, 0.5, 1.0), X=np.random.default_rng(0).normal(size=(30, 3)),
                   checkpoints=[10, 20], n_blocks=2, block_size=2, n_traced=2),
