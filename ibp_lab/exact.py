@@ -18,6 +18,8 @@ on how the features are labelled.
 - :func:`class_posterior`: every class's posterior probability (a
   :class:`ClassPosterior`), with a bound on the mass left beyond ``k_max``.
 - :func:`k_plus_posterior`: the posterior of the number of features.
+- :func:`log_evidence`: ``log p(X | alpha, beta, sigma_x, sigma_a)``, summed over the
+  classes with ``K+ <= k_max``.
 
 The likelihood here is computed in its ``N x N`` form (each column of ``X`` is
 ``Normal(0, sigma_a^2 Z Z^T + sigma_x^2 I)``), independently of
@@ -53,6 +55,7 @@ __all__ = [
     "class_counts",
     "class_posterior",
     "k_plus_posterior",
+    "log_evidence",
 ]
 
 #: Largest number of rows accepted: 2^5 - 1 = 31 column types is already too many.
@@ -429,3 +432,40 @@ def k_plus_posterior(
     post = class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
     p = np.bincount(post.k_plus, weights=post.probabilities, minlength=k_max + 1)
     return (p, post.tail_bound) if return_tail else p
+
+
+def log_evidence(
+    X, alpha: float, sigma_x: float, sigma_a: float, *, beta: float = 1.0, k_max: int = 8
+) -> float:
+    """Log marginal likelihood ``log p(X | alpha, beta, sigma_x, sigma_a)`` by enumeration.
+
+    ``log sum_[Z] P([Z] | alpha, beta) p(X | Z, sigma_x, sigma_a)`` over every class
+    with ``K+ <= k_max``: a lower bound on the evidence, short of it by the mass of
+    the classes beyond ``k_max`` (``tail_bound`` of :func:`class_posterior` bounds
+    that mass relative to the total).
+
+    Parameters
+    ----------
+    X : array_like
+        ``(N, D)`` data with ``N <= MAX_ROWS``.
+    alpha, beta : float
+        IBP mass and concentration, > 0.
+    sigma_x, sigma_a : float
+        Noise and feature standard deviations, > 0.
+    k_max : int, optional
+        Largest ``K+`` enumerated.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from scipy.stats import norm, poisson
+    >>> k = np.arange(40)  # one row, one pixel: x ~ Normal(0, sigma_x^2 + k sigma_a^2)
+    >>> direct = np.log(np.sum(poisson(1.5).pmf(k) * norm(0, np.sqrt(0.25 + k)).pdf(0.7)))
+    >>> bool(np.isclose(log_evidence([[0.7]], 1.5, 0.5, 1.0, k_max=30), direct))
+    True
+    """
+    post = class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
+    return float(logsumexp(post.log_weights))

@@ -199,3 +199,33 @@ def test_class_counts_reads_columns_as_types():
 def test_bad_inputs_are_reported_by_name(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("beta", [1.0, 2.5, 0.4])
+def test_log_evidence_of_two_rows_matches_the_buffet_sum(beta):
+    """Two customers, summed by the buffet itself (independent of the class table).
+
+    Customer 1 takes k1 ~ Poisson(alpha) dishes, customer 2 each of them with
+    probability 1 / (1 + beta) (j ~ Binomial(k1, 1 / (1 + beta))) and k2 ~
+    Poisson(alpha beta / (1 + beta)) new ones; then Z Z^T = [[k1, j], [j, j + k2]] and
+    each column of X is Normal(0, sigma_a^2 Z Z^T + sigma_x^2 I). Summed to 22 dishes
+    each and enumerated to K+ <= 25, where the Poisson tails are below 1e-15.
+    """
+    X = np.array([[0.9, -0.4, 0.3], [1.1, 0.2, -0.5]])
+    alpha, sigma_x, sigma_a = 1.3, 0.6, 1.2
+    k1, j, k2 = np.meshgrid(*[np.arange(23)] * 3, indexing="ij")
+    possible = j <= k1
+    k1, j, k2 = k1[possible], j[possible], k2[possible]
+    log_p = (poisson(alpha).logpmf(k1) + binom(k1, 1 / (1 + beta)).logpmf(j)
+             + poisson(alpha * beta / (1 + beta)).logpmf(k2))
+    # the 2 x 2 covariance [[a, c], [c, b]] of each column of X, its density by hand
+    a = sigma_a**2 * k1 + sigma_x**2
+    b = sigma_a**2 * (j + k2) + sigma_x**2
+    c = sigma_a**2 * j
+    det = a * b - c**2
+    quad = (b * (X[0] ** 2).sum() - 2 * c * (X[0] * X[1]).sum() + a * (X[1] ** 2).sum()) / det
+    n_cols = X.shape[1]
+    terms = log_p - 0.5 * (n_cols * (2 * np.log(2 * np.pi) + np.log(det)) + quad)
+    direct = logsumexp(terms)
+    enumerated = exact.log_evidence(X, alpha, sigma_x, sigma_a, beta=beta, k_max=25)
+    assert enumerated == pytest.approx(direct, abs=1e-10)
