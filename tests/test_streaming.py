@@ -689,3 +689,133 @@ def test_helpers_route_their_arguments_through_the_checks():
     with pytest.raises(ValueError, match="n \\* d must be <= 1e\\+08 entries of X"):
         simulate_factor_analysis(10**6, np.random.default_rng(0), alpha=1.0, sigma_x=0.1,
                                  sigma_a=1.0, sigma_w=1.0, d=10**3)
+
+
+# --- a scikit-learn estimator -------------------------------------------------------------------
+
+SKLEARN_CHECKS = ("check_get_params_invariance", "check_set_params",
+                  "check_no_attributes_set_in_init", "check_parameters_default_constructible")
+
+
+@pytest.mark.parametrize("check_name", SKLEARN_CHECKS)
+def test_scikit_learn_estimator_checks(check_name):
+    from sklearn.utils import estimator_checks
+
+    check = getattr(estimator_checks, check_name)
+    for estimator in (RecursiveIBP(1.0, 1.0, 0.5, 1.0, rng=3),
+                      RecursiveIBP(0.5, 2.0, 0.2, 1.0, model="factor_analysis",
+                                   rng=np.random.default_rng(1)),
+                      RecursiveIBP.bp_means_limit(1.0, 1e-3)):
+        check("RecursiveIBP", estimator)
+
+
+def test_init_stores_parameters_as_given_and_clone_round_trips():
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(7)
+    model = RecursiveIBP(-1.0, "b", 0.5, 1.0, model="pca", rng=rng)  # refused only at fit
+    assert model.get_params()["alpha"] == -1.0 and model.get_params()["rng"] is rng
+    X, _, _ = simulate_four_feature_data(np.random.default_rng(3), n=60, sigma_x=0.1)
+    fitted = RecursiveIBP(1.0, 1.0, 0.2, 0.5, rng=rng).fit(X)
+    twin = clone(fitted)
+    assert not hasattr(twin, "features_")  # a clone is unfitted, with equal parameters
+    params, twin_params = fitted.get_params(), twin.get_params()
+    assert set(params) == set(twin_params)
+    assert all(twin_params[k] == v for k, v in params.items() if k != "rng")
+    assert twin_params["rng"] is not rng  # a copy of the generator, in the same state
+    twin.fit(X)
+    assert np.array_equal(twin.features_, fitted.features_)
+    # neither has drawn yet: their generators are copies of the same state
+    assert np.array_equal(twin.predictive_logpdf(X[:3]), fitted.predictive_logpdf(X[:3]))
+    # set_params then fit: the new parameter is used
+    assert twin.set_params(sigma_x=0.4).fit(X).get_params()["sigma_x"] == 0.4
+
+
+def test_fit_never_advances_the_rng_parameter():
+    """scikit-learn's rule: the same parameters and seed give the same results, fit after fit."""
+    X, _, _ = simulate_four_feature_data(np.random.default_rng(4), n=50, sigma_x=0.1)
+    rng = np.random.default_rng(12)
+    before = rng.bit_generator.state
+    model = RecursiveIBP(1.0, 1.0, 0.2, 0.5, rng=rng)
+    first = model.fit(X).predictive_logpdf(X[:4])
+    second = model.fit(X).predictive_logpdf(X[:4])
+    assert np.array_equal(first, second) and rng.bit_generator.state == before
+    seeded = [RecursiveIBP(1.0, 1.0, 0.2, 0.5, rng=5).fit(X).score(X[:4]) for _ in range(2)]
+    assert seeded[0] == seeded[1]
+
+
+def test_parameters_changed_mid_stream_are_refused():
+    model = RecursiveIBP(1.0, 1.0, 0.5, 1.0).partial_fit(np.ones((3, 2)))
+    model.set_params(sigma_x=0.1)
+    with pytest.raises(ValueError, match="parameters changed since this stream started"):
+        model.partial_fit(np.ones(2))
+    assert model.n_seen_ == 3
+    assert model.fit(np.ones((3, 2))).n_seen_ == 3  # fit starts again with the new value
+
+
+@pytest.mark.parametrize("model_name", ["linear_gaussian", "factor_analysis"])
+def test_transform_is_what_partial_fit_would_compute_and_changes_nothing(model_name):
+    X, _, _ = simulate_four_feature_data(np.random.default_rng(2), n=80, sigma_x=0.1, p_on=0.3)
+    model = RecursiveIBP(1.0, 1.0, 0.2, 0.5, model=model_name, record_posteriors=True,
+                         rng=0).fit(X[:60])
+    before = model.get_state()
+    probs = model.transform(X[60:65])
+    assert probs.shape == (5, model.features_.shape[0])
+    assert np.all((probs >= 0) & (probs <= 1))
+    after = model.get_state()
+    assert all(np.array_equal(np.asarray(before[k]), np.asarray(after[k])) for k in before
+               if k != "rng_state") and before["rng_state"] == after["rng_state"]
+    # the direct computation: feed each row as the next observation of a copy of the stream
+    dishes = model.dish_numbers_
+    for i, x in enumerate(X[60:65]):
+        copy = RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(before).partial_fit(x)
+        b_row = copy.posterior_history_[-1]
+        expected = np.zeros(dishes.size)
+        inside = dishes <= b_row.size
+        expected[inside] = b_row[dishes[inside] - 1]
+        # recorded posteriors omit values <= tol; transform returns every kept slot's b
+        small = expected == 0
+        assert np.allclose(probs[i][~small], expected[~small], rtol=1e-12, atol=0)
+        assert np.all(probs[i][small] <= model.tol)
+
+
+@pytest.mark.statistical(rate=6e-7)
+def test_score_is_the_mean_exact_predictive_log_density():
+    """score against exact enumeration of the predictive mixture over every slot pattern."""
+    X, _, _ = simulate_four_feature_data(np.random.default_rng(5), n=60, sigma_x=0.1, p_on=0.3)
+    model = RecursiveIBP(1.0, 1.0, 0.2, 0.5, rng=stat_rng(11)).fit(X[:50])
+    rows = X[50:53]
+    _, prob = model.next_prior()
+    k = model.features_.shape[0]
+    assert prob.size <= 12  # 2^12 patterns at most
+    mu = np.vstack([model.features_, np.zeros((prob.size - k, X.shape[1]))])
+    s = np.r_[model.feature_variances_, np.full(prob.size - k, model.sigma_a**2)]
+    patterns = np.array(list(itertools.product([0.0, 1.0], repeat=prob.size)))
+    log_w = patterns @ np.log(prob) + (1 - patterns) @ np.log1p(-prob)
+    var = model.sigma_x**2 + patterns @ s
+    exact, spread = [], []
+    for x in rows:
+        resid = x[None, :] - patterns @ mu
+        log_density = -0.5 * x.size * np.log(2 * np.pi * var) - np.sum(resid**2, 1) / (2 * var)
+        exact.append(special.logsumexp(log_w + log_density))
+        # relative standard deviation of one draw's density: sqrt(E[p^2] / E[p]^2 - 1)
+        second = special.logsumexp(log_w + 2 * log_density)
+        spread.append(np.sqrt(np.expm1(second - 2 * exact[-1])))
+    n_draws = 20_000
+    score = model.score(rows, n_draws=n_draws)
+    # each row's log-mean estimate has standard error spread / sqrt(n_draws) (delta
+    # method); the same draws serve all rows, so the mean's error is at most the mean of
+    # theirs; 5 of those: two-sided normal tail 6e-7
+    se = np.mean(spread) / np.sqrt(n_draws)
+    assert abs(score - np.mean(exact)) < 5 * se + 1e-12
+
+
+def test_both_local_models_follow_the_one_protocol():
+    from ibp_lab.streaming.model import LocalModel, _local_model
+
+    for name in ("linear_gaussian", "factor_analysis"):
+        model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, model=name).fit(np.ones((2, 2)))
+        assert isinstance(model._local, LocalModel)
+        assert type(model._local) is type(_local_model(model._checked_settings()))
+    assert isinstance(lg.LinearGaussianLocal(0.5, 3, False), LocalModel)
+    assert isinstance(fa.FactorAnalysisLocal(0.5, 1.0, 3, False), LocalModel)

@@ -65,7 +65,7 @@ measurements behind each.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from scipy import special
@@ -112,6 +112,7 @@ MAX_RECORDED_ROWS = _state.MAX_RECORDED_ROWS
 _SLOT_ARRAYS = ("_mu", "_var", "_usage", "_log_unowned", "_dish")
 
 
+@runtime_checkable
 class LocalModel(Protocol):
     """What the estimator asks of a local model (linear-Gaussian or factor analysis).
 
