@@ -96,7 +96,8 @@ def test_finite_feature_sum_matches_brute_force():
 
 
 def exact_ibp_heldout(x, observed, hidden, X_train, Z, sigma_x, sigma_a, alpha, beta=1.0):
-    """Exact p(bottom | top) for one draw, enumerating the test digit's features and new dishes.
+    """Exact log p(bottom | top) and E[bottom | top] for one draw, enumerating the test
+    digit's features and new dishes.
 
     The test digit is customer N + 1 of the two-parameter buffet: feature k with
     probability m_k / (beta + N), Poisson(alpha beta / (beta + N)) new dishes, summed
@@ -108,7 +109,7 @@ def exact_ibp_heldout(x, observed, hidden, X_train, Z, sigma_x, sigma_a, alpha, 
     m = Z.sum(0)
     rate = alpha * beta / (beta + N)
     n_new_max = int(rate + 20 * np.sqrt(rate) + 30)
-    log_top, log_joint = [], []
+    log_top, log_joint, means = [], [], []
     for pattern in itertools.product([0, 1], repeat=K):
         z = np.array(pattern, float)
         share = m / (beta + N)
@@ -119,7 +120,9 @@ def exact_ibp_heldout(x, observed, hidden, X_train, Z, sigma_x, sigma_a, alpha, 
             mean = z @ A_bar
             log_top.append(prior + stats.norm(mean[observed], np.sqrt(var)).logpdf(x[observed]).sum())
             log_joint.append(prior + stats.norm(mean, np.sqrt(var)).logpdf(x).sum())
-    return logsumexp(log_joint) - logsumexp(log_top)
+            means.append(mean[hidden])  # new dishes have mean-zero features
+    weights = np.exp(np.array(log_top) - logsumexp(log_top))  # p(z, k | top)
+    return logsumexp(log_joint) - logsumexp(log_top), weights @ np.array(means)
 
 
 def _tiny_heldout_case():
@@ -127,35 +130,47 @@ def _tiny_heldout_case():
     X_train = rng.normal(size=(6, 4))
     Z = np.array([[1, 0], [1, 1], [0, 1], [1, 0], [0, 0], [1, 1]], np.int8)
     x = 3.0 * rng.normal(size=(1, 4))
-    return X_train, Z, x, np.array([0, 1]), np.array([2, 3])
+    return X_train, Z, x, np.array([0, 1, 2]), np.array([3])
 
 
 @pytest.mark.statistical(rate=6.8e-6)
 @pytest.mark.parametrize("beta", [1.0, 2.5, 0.4])
 def test_ibp_gibbs_heldout_is_unbiased_against_enumeration(beta):
-    """The Gibbs estimate averages to the exact predictive density, at any beta.
+    """The Gibbs estimate averages to the exact predictive density and mean, at any beta.
 
     The test digit is scored 2000 times at once (rows of X_test are independent
     chains): each row's density estimate averages 300 states after 20 burn-in sweeps,
     and the rows' mean is compared with the exact density (enumerating z and the
     number of new dishes, with no truncation) within 4.5 standard errors of that mean,
-    from the rows' spread. False alarm: P(|Z| > 4.5) = 6.8e-6 per case (a mean of 2000
-    independent replicates). The test digit lies far out (3 x the training scale), so
-    that new dishes matter. The standard error is 0.07-0.16% of the density, so the
-    prior of the (N + 1)-th customer is pinned down: with beta + N - 1 for beta + N in
-    either the share m_k / (beta + N) or the rate alpha beta / (beta + N) the exact
-    density moves by 1.2-9% at beta = 2.5 and 0.4 (computed with a variant of
-    exact_ibp_heldout), at least 16 standard errors; ignoring beta moves it 20-36%.
+    from the rows' spread; the same for the predicted mean of the hidden pixel.
+    False alarm: P(|Z| > 4.5) = 6.8e-6 per comparison (a mean of 2000 independent
+    replicates). The test digit lies far out (3 x the training scale), so that new
+    dishes matter. The standard error is 0.015-0.026% of the density, so the prior
+    of the (N + 1)-th customer is pinned down: with beta + N - 1 for beta + N in the
+    share m_k / (beta + N) the exact density moves by 0.40-0.48%, in the rate
+    alpha beta / (beta + N) by 0.8-1.9% (computed with a variant of
+    exact_ibp_heldout), at least 15 standard errors; ignoring beta moves it 5-9%.
     """
     X_train, Z, x, observed, hidden = _tiny_heldout_case()
     draw = (Z, 0.5, 2.0, 3.0)
-    exact = exact_ibp_heldout(x[0], observed, hidden, X_train, Z, 0.5, 2.0, 3.0, beta=beta)
+    exact, exact_mean = exact_ibp_heldout(x[0], observed, hidden, X_train, Z, 0.5, 2.0, 3.0,
+                                          beta=beta)
     replicates = np.repeat(x, 2000, axis=0)
-    estimates = np.exp(ibp_gibbs_heldout(X_train, [draw], replicates, observed, hidden,
-                                         stat_rng(100), beta=beta, n_sweeps=320,
-                                         burn=20).log_density)
+    result = ibp_gibbs_heldout(X_train, [draw], replicates, observed, hidden, stat_rng(100),
+                               beta=beta, n_sweeps=320, burn=20)
+    estimates = np.exp(result.log_density)
     se = estimates.std(ddof=1) / np.sqrt(estimates.size)
     assert abs(estimates.mean() - np.exp(exact)) < 4.5 * se
+    mean_se = result.mean.std(axis=0, ddof=1) / np.sqrt(estimates.size)
+    assert np.all(np.abs(result.mean.mean(axis=0) - exact_mean) < 4.5 * mean_se)
+
+
+def test_ibp_gibbs_heldout_keeps_the_sweeps_after_burn():
+    X_train, Z, x, observed, hidden = _tiny_heldout_case()
+    # burn = n_sweeps - 1 keeps exactly the last state: its density is a single term
+    result = ibp_gibbs_heldout(X_train, [(Z, 0.5, 2.0, 3.0)], x, observed, hidden,
+                               np.random.default_rng(0), n_sweeps=3, burn=2)
+    assert np.isfinite(result.log_density).all() and result.mean.shape == (1, hidden.size)
 
 
 @pytest.mark.parametrize("beta", [2.5, 0.4])
