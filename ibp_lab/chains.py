@@ -530,8 +530,8 @@ def _check_proposal_budget(moves: tuple[Move, ...], n_sweeps: int) -> None:
     per_iteration = sum(move.n_proposals for move in moves)
     if n_sweeps * per_iteration > MAX_PROPOSALS:
         raise ValueError(
-            f"n_sweeps * (split-merge proposals per iteration) must be <= {MAX_PROPOSALS:g} "
-            f"per chain, got {n_sweeps} * {per_iteration}")
+            f"n_sweeps * (split-merge proposals per iteration of moves) must be <= "
+            f"{MAX_PROPOSALS:g} per chain, got {n_sweeps} * {per_iteration}")
 
 
 def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=None,

@@ -115,7 +115,7 @@ def test_bad_moves_are_reported_by_name(moves, error, message):
 def test_bad_inputs_of_the_move_objects_and_reports():
     with pytest.raises(ValueError, match="n_proposals must be an integer >= 0"):
         chains.SequentialSplitMerge(n_proposals=-1)
-    with pytest.raises(ValueError, match="n_sweeps \\* \\(split-merge proposals per iteration\\)"):
+    with pytest.raises(ValueError, match=r"n_sweeps \* \(split-merge proposals per iteration of moves\)"):
         chains.run_chain(X3, 10**4, np.random.default_rng(0),
                          moves=[chains.RandomSplitMerge(n_proposals=10**4)])
     with pytest.raises(TypeError, match="wrap one chain in a list"):

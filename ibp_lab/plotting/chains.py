@@ -49,7 +49,7 @@ def chain_traces_figure(chains, labels: Sequence[str]) -> Figure:
 
     Parameters
     ----------
-    chains : list of ibp_lab.gibbs.ChainResult
+    chains : list of ibp_lab.chains.ChainResult
         At least one chain (a single chain goes in a list).
     labels : list of str
         One legend entry per chain.
@@ -60,7 +60,7 @@ def chain_traces_figure(chains, labels: Sequence[str]) -> Figure:
 
     Examples
     --------
-    >>> from ibp_lab.gibbs import run_chain
+    >>> from ibp_lab.chains import run_chain
     >>> X = np.random.default_rng(0).normal(size=(5, 2))
     >>> c = run_chain(X, 10, np.random.default_rng(1), sigma_x=1.0, sigma_a=1.0, burn=3)
     >>> len(chain_traces_figure([c], ["one"]).axes)

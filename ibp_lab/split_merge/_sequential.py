@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ibp_lab._kernel import refresh, row_in, row_out
 from ibp_lab.split_merge._metropolis import (
     check_move_inputs,
     empty_stats,
@@ -29,123 +30,89 @@ _IN_FIRST = np.array([1, 0, 1], np.int8)
 _IN_SECOND = np.array([0, 1, 1], np.int8)
 
 
+@njit(cache=True, inline="always")
+def _other_features(row, X, K0, Minv, Abar, zf, pz0, resid0):
+    """``z0 P z0`` for the row's other features ``z0`` (``zf[:K0]``), with ``P z0`` and ``x - z0 Abar``.
+
+    Called while the row is out: ``Minv`` holds ``P`` and ``Abar`` the posterior
+    mean given the other rows; the halves and the waiting column count as off.
+    """
+    K, D = Abar.shape
+    for a in range(K):
+        acc = 0.0
+        for b in range(K0):
+            if zf[b] != 0.0:
+                acc += Minv[a, b]
+        pz0[a] = acc
+    q0 = 0.0
+    for b in range(K0):
+        if zf[b] != 0.0:
+            q0 += pz0[b]
+    for d in range(D):
+        acc = X[row, d]
+        for b in range(K0):
+            if zf[b] != 0.0:
+                acc -= Abar[b, d]
+        resid0[d] = acc
+    return q0
+
+
+@njit(cache=True, inline="always")
+def _option_log_weight(s1, s2, f1, f2, q0, pz0, resid0, Minv, Abar, m, n_rows, sx2, beta):
+    """Log weight of one allocation: prior conditional of each half times the predictive density.
+
+    Returns ``(log_w, q)`` with ``q = z P z`` of the row's vector under this option.
+    """
+    D = resid0.shape[0]
+    ee = 0.0
+    for d in range(D):
+        e = resid0[d] - s1 * Abar[f1, d] - s2 * Abar[f2, d]
+        ee += e * e
+    q = (q0 + 2.0 * s1 * pz0[f1] + 2.0 * s2 * pz0[f2] + s1 * Minv[f1, f1]
+         + s2 * Minv[f2, f2] + 2.0 * s1 * s2 * Minv[f1, f2])
+    var = sx2 * (1.0 + q)
+    # m / (beta + N - 1) on, (N - 1 - m + beta) / (beta + N - 1) off; the common
+    # denominator cancels. Summed as (N - 1 - m) + beta: exact for tiny beta
+    m1, m2 = m[f1], m[f2]
+    log_prior = ((math.log(m1) if s1 else math.log((n_rows - 1.0 - m1) + beta))
+                 + (math.log(m2) if s2 else math.log((n_rows - 1.0 - m2) + beta)))
+    return log_prior - 0.5 * D * math.log(var) - ee / (2.0 * var), q
+
+
 @njit(cache=True)
 def _scan(X, Zw, K0, order, forced, uniforms, sx2, sa2, beta):
-    """Reallocate the rows ``order`` of the working matrix ``Zw`` (changed in place).
+    """Reallocate the rows ``order`` of the ``int8`` working matrix ``Zw`` (changed in place).
 
     ``Zw`` is ``[Z_rest (K0 columns), first, second]``, possibly followed by
     columns that every allocated row leaves (the *waiting* column of owners not
-    yet allocated). Each row of ``order`` in turn is taken out (a
-    Sherman-Morrison downdate of ``M^-1`` and of the posterior mean ``Abar`` of
-    the features), its three options are scored with the waiting column off,
-    one is chosen (``forced[t]`` if ``forced`` is not empty, else by inverting
-    ``uniforms[t]``), and the row is put back with a rank-one update.
+    yet allocated). Each row of ``order`` in turn is taken out with the
+    kernel's :func:`~ibp_lab._kernel.row_out`, its three options are scored with
+    the waiting column off (:func:`_option_log_weight`), one is chosen
+    (``forced[t]`` if ``forced`` is not empty, else by inverting
+    ``uniforms[t]``), and the row is put back with :func:`~ibp_lab._kernel.row_in`.
 
     Returns ``(choices, log_q)``: option of each row (0 first, 1 second, 2 both)
     and the log probability of the whole sequence of choices.
     """
     N, D = X.shape
     K = Zw.shape[1]
-    f1 = K0
-    f2 = K0 + 1
-    M = np.zeros((K, K))
-    ZtX = np.zeros((K, D))
-    m1 = 0.0
-    m2 = 0.0
-    for n in range(N):
-        m1 += Zw[n, f1]
-        m2 += Zw[n, f2]
-        for a in range(K):
-            if Zw[n, a] != 0.0:
-                for b in range(K):
-                    M[a, b] += Zw[n, b]
-                for d in range(D):
-                    ZtX[a, d] += X[n, d]
-    for a in range(K):
-        M[a, a] += sx2 / sa2
-    Minv = np.linalg.inv(M)
-    Abar = Minv @ ZtX
-    half_D = 0.5 * D
-    n_rows = order.shape[0]
-    choices = np.zeros(n_rows, np.int64)
-    v = np.zeros(K)
-    pz = np.zeros(K)
-    w = np.zeros(K)
-    resid = np.zeros(D)
-    err = np.zeros(D)
-    log_w = np.zeros(3)
-    q_option = np.zeros(3)
+    f1, f2 = K0, K0 + 1
+    r = sx2 / sa2
+    Minv, Abar, m = np.zeros((K, K)), np.zeros((K, D)), np.zeros(K)
+    refresh(X, Zw, K, r, Minv, Abar, m)
+    zf, w, Pz, pz0 = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
+    resid, resid0, y = np.zeros(D), np.zeros(D), np.zeros(D)
+    log_w, q_option = np.zeros(3), np.zeros(3)
+    choices = np.zeros(order.shape[0], np.int64)
     log_q = 0.0
-    owned = np.zeros(K, np.int64)
-    for t in range(n_rows):
-        r = order[t]
-        n_owned = 0  # row r's features, new ones included
-        for a in range(K):
-            if Zw[r, a] != 0.0:
-                owned[n_owned] = a
-                n_owned += 1
-        # take row r out: v = M^-1 z, c = 1 - z.v, P = M^-1 + v v^T / c, and the
-        # posterior mean without row r is Abar - v (x_r - z Abar)^T / c
-        for a in range(K):
-            acc = 0.0
-            for p in range(n_owned):
-                acc += Minv[a, owned[p]]
-            v[a] = acc
-        zv = 0.0
-        for p in range(n_owned):
-            zv += v[owned[p]]
-        c = 1.0 - zv
-        for d in range(D):
-            resid[d] = X[r, d]
-        for p in range(n_owned):
-            for d in range(D):
-                resid[d] -= Abar[owned[p], d]
-        for d in range(D):
-            resid[d] /= c
-        for a in range(K):
-            va = v[a] / c
-            for b in range(K):
-                Minv[a, b] += va * v[b]  # now P
-            for d in range(D):
-                Abar[a, d] -= v[a] * resid[d]  # now the mean without row r
-        m1 -= Zw[r, f1]
-        m2 -= Zw[r, f2]
-        # the row's other features z0 (new and waiting columns off): P z0, z0 P z0 and
-        # the residual x_r - z0 Abar
-        n_base = 0
-        for p in range(n_owned):
-            if owned[p] < K0:
-                n_base += 1  # owned is sorted: the first n_base are the other features
-        for a in range(K):
-            acc = 0.0
-            for p in range(n_base):
-                acc += Minv[a, owned[p]]
-            pz[a] = acc
-        q0 = 0.0
-        for p in range(n_base):
-            q0 += pz[owned[p]]
-        for d in range(D):
-            resid[d] = X[r, d]
-        for p in range(n_base):
-            for d in range(D):
-                resid[d] -= Abar[owned[p], d]
-        # score the options: predictive variance sx2 (1 + z P z), mean z Abar
+    for t in range(order.shape[0]):
+        row = order[t]
+        row_out(row, X, Zw, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y)
+        q0 = _other_features(row, X, K0, Minv, Abar, zf, pz0, resid0)
         for s in range(3):
-            s1 = 1.0 if s != 1 else 0.0
-            s2 = 1.0 if s != 0 else 0.0
-            ee = 0.0
-            for d in range(D):
-                e = resid[d] - s1 * Abar[f1, d] - s2 * Abar[f2, d]
-                ee += e * e
-            q = (q0 + 2.0 * s1 * pz[f1] + 2.0 * s2 * pz[f2] + s1 * Minv[f1, f1]
-                 + s2 * Minv[f2, f2] + 2.0 * s1 * s2 * Minv[f1, f2])
-            q_option[s] = q
-            var = sx2 * (1.0 + q)
-            # m / (beta + N - 1) on, (N - 1 - m + beta) / (beta + N - 1) off; the
-            # common denominator cancels. Summed as (N - 1 - m) + beta: exact for tiny beta
-            log_prior = ((math.log(m1) if s1 else math.log((N - 1.0 - m1) + beta))
-                         + (math.log(m2) if s2 else math.log((N - 1.0 - m2) + beta)))
-            log_w[s] = log_prior - half_D * math.log(var) - ee / (2.0 * var)
+            log_w[s], q_option[s] = _option_log_weight(
+                float(_IN_FIRST[s]), float(_IN_SECOND[s]), f1, f2, q0, pz0, resid0, Minv, Abar,
+                m, N, sx2, beta)
         top = max(log_w[0], max(log_w[1], log_w[2]))
         total = 0.0
         for s in range(3):
@@ -163,27 +130,16 @@ def _scan(X, Zw, K0, order, forced, uniforms, sx2, sa2, beta):
                     break
         choices[t] = choice
         log_q += log_w[choice] - top - math.log(total)
-        # put row r back with its new entries: w = P z, M^-1 = P - w w^T / (1 + z.w),
-        # and the mean moves by w (x_r - z Abar_-r)^T / (1 + z.w)
-        s1 = 1.0 if choice != 1 else 0.0
-        s2 = 1.0 if choice != 0 else 0.0
-        for a in range(K):
-            w[a] = pz[a] + s1 * Minv[a, f1] + s2 * Minv[a, f2]
-        zw = q_option[choice]
-        for d in range(D):
-            err[d] = resid[d] - s1 * Abar[f1, d] - s2 * Abar[f2, d]
-        scale = 1.0 + zw
-        for a in range(K):
-            for b in range(K):
-                Minv[a, b] -= w[a] * w[b] / scale
-            for d in range(D):
-                Abar[a, d] += w[a] * err[d] / scale
+        # the row's new vector: its other features, the chosen halves, the waiting column left
+        s1, s2 = float(_IN_FIRST[choice]), float(_IN_SECOND[choice])
         for a in range(K0 + 2, K):
-            Zw[r, a] = 0.0
-        Zw[r, f1] = s1
-        Zw[r, f2] = s2
-        m1 += s1
-        m2 += s2
+            zf[a] = 0.0
+        zf[f1], zf[f2] = s1, s2
+        for a in range(K):
+            Pz[a] = pz0[a] + s1 * Minv[a, f1] + s2 * Minv[a, f2]
+        for d in range(D):
+            resid[d] = resid0[d] - s1 * Abar[f1, d] - s2 * Abar[f2, d]
+        row_in(row, Zw, K, D, Minv, Abar, m, zf, Pz, resid)
     return choices, log_q
 
 
@@ -198,11 +154,11 @@ def _run_allocation(target: LogJoint, Z_rest, i, j, order, *, forced=None, unifo
     rows of ``order`` start in the waiting column (the old feature).
     """
     N, K0 = Z_rest.shape
-    Zw = np.zeros((N, K0 + 3))
+    Zw = np.zeros((N, K0 + 3), np.int8)
     Zw[:, :K0] = Z_rest
-    Zw[i, K0] = 1.0
-    Zw[j, K0 + 1] = 1.0
-    Zw[order, K0 + 2] = 1.0
+    Zw[i, K0] = 1
+    Zw[j, K0 + 1] = 1
+    Zw[order, K0 + 2] = 1
     return _scan(
         target.X, Zw, K0, np.ascontiguousarray(order, dtype=np.int64),
         _NO_CHOICES if forced is None else np.ascontiguousarray(forced, dtype=np.int64),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ibp_lab.gibbs import _sample_new_dishes
+from ibp_lab._kernel import refresh, row_out, sample_new_dishes
 from ibp_lab.split_merge._metropolis import check_move_inputs
 from ibp_lab.split_merge._target import LogJoint
 
@@ -19,48 +19,21 @@ __all__ = ["singleton_update", "singleton_sweep"]
 
 @njit(cache=True)
 def _singleton_count(X, Z, i, uniform, sx2, sa2, rate, buf):
-    """Draw row ``i``'s number of singletons given the other rows and its shared features."""
+    """Draw row ``i``'s number of singletons given the other rows and its shared features.
+
+    The kernel's steps: the feature posterior of ``Z`` (:func:`~ibp_lab._kernel.refresh`),
+    row ``i`` taken out (:func:`~ibp_lab._kernel.row_out`, which leaves its
+    singletons out of the predictive variance), and the new-dish law
+    (:func:`~ibp_lab._kernel.sample_new_dishes`), as in the Gibbs sweep.
+    """
     N, D = X.shape
     K = Z.shape[1]
-    shared = np.zeros(K, np.int64)
-    n_shared = 0
-    for k in range(K):
-        for n in range(N):
-            if n != i and Z[n, k] != 0:
-                shared[n_shared] = k
-                n_shared += 1
-                break
-    # posterior of the shared features given the other rows: mean Abar, covariance sx2 P
-    M = np.zeros((n_shared, n_shared))
-    ZtX = np.zeros((n_shared, D))
-    for n in range(N):
-        if n == i:
-            continue
-        for p in range(n_shared):
-            if Z[n, shared[p]] != 0:
-                for q in range(n_shared):
-                    M[p, q] += Z[n, shared[q]]
-                for d in range(D):
-                    ZtX[p, d] += X[n, d]
-    for p in range(n_shared):
-        M[p, p] += sx2 / sa2
-    P = np.linalg.inv(M)
-    Abar = P @ ZtX
-    q = 0.0
-    rr = 0.0
-    for p in range(n_shared):
-        if Z[i, shared[p]] != 0:
-            for t in range(n_shared):
-                if Z[i, shared[t]] != 0:
-                    q += P[p, t]
-    for d in range(D):
-        e = X[i, d]
-        for p in range(n_shared):
-            if Z[i, shared[p]] != 0:
-                e -= Abar[p, d]
-        rr += e * e
-    n_new, buf = _sample_new_dishes(uniform, rate, sx2 * (1.0 + q), sa2, rr, D, buf)
-    return n_new, buf
+    r = sx2 / sa2
+    Minv, Abar, m = np.zeros((K, K)), np.zeros((K, D)), np.zeros(K)
+    refresh(X, Z, K, r, Minv, Abar, m)
+    zf, w, Pz, resid, y = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(D), np.zeros(D)
+    q, rr, _ = row_out(i, X, Z, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y)
+    return sample_new_dishes(uniform, rate, sx2 * (1.0 + q), sa2, rr, D, buf)
 
 
 def singleton_step(target: LogJoint, Z: np.ndarray, i: int, rng, buf):
