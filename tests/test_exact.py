@@ -71,6 +71,12 @@ TAIL_CASES = [
     pytest.param(np.array([[0.9, -1.4], [1.1, 0.2]]), 2.5, 0.3, 1.5, 2.0, 3, 20, id="two rows"),
     pytest.param(np.array([[0.1], [0.0], [-0.1], [0.05]]), 1.0, 1.0, 0.1, 0.7, 2, 6,
                  id="four rows"),
+    # sigma_x != 1, near tight: the sigma_x^-(N-1)D factor matters (with N + 1 or N for
+    # N - 1 the bound falls to 0.02 or 0.2 of the true tail)
+    pytest.param(0.03 * X3, 2.0, 3.0, 0.15, 1.0, 3, 12, id="near-tight-sigma3"),
+    # one row at x = 0: the likelihood bound is attained at K+ = k_max + 1, so the bound
+    # is within 2% of the true tail (with k_max + 2 for k_max + 1 it falls to 0.93)
+    pytest.param(np.zeros((1, 1)), 1.0, 1.0, 1.0, 1.0, 3, 40, id="one row at the sup"),
 ]
 
 
@@ -91,6 +97,19 @@ def test_tail_bound_bounds_the_mass_beyond_k_max(X, alpha, sigma_x, sigma_a, bet
     assert true_tail <= tail < 1.0
     np.testing.assert_allclose(p_short, p_long[:k_short + 1] / p_long[:k_short + 1].sum(),
                                rtol=1e-10)
+
+
+@pytest.mark.parametrize("X, alpha, sigma_x, sigma_a, beta, k_max, _", TAIL_CASES)
+def test_tail_bound_holds_against_two_more_features(X, alpha, sigma_x, sigma_a, beta, k_max, _):
+    """Enumerating to k_max + 2 finds at least the mass at K+ = k_max + 1, k_max + 2 (times
+    1 - its own tail bound): the bound reported at k_max must cover it."""
+    p_more, tail_more = exact.k_plus_posterior(X, alpha, sigma_x, sigma_a, beta=beta,
+                                               k_max=k_max + 2, return_tail=True)
+    _, tail = exact.k_plus_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max,
+                                     return_tail=True)
+    found = p_more[k_max + 1:].sum() * (1 - tail_more)
+    assert found > 1e-4  # a tail that matters
+    assert found <= tail < 1.0
 
 
 def test_tail_bound_is_within_a_small_factor_where_the_likelihood_is_flat():
