@@ -180,7 +180,7 @@ def _row_out_from_scratch(i, X, Zb, K, r, Minv, Abar, m, zf, Pz):
     return q
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _downdate(x, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y):
     """The singleton-aware rank-one downdate of :func:`row_out`; returns nothing."""
     for d in range(D):
@@ -210,7 +210,7 @@ def _downdate(x, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y):
             Pz[a] = 1.0 / r
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def row_out(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y):
     """Take row ``i`` out of ``M^-1``, ``Abar`` and ``m``; return ``(q, rr, extra)``.
 
@@ -272,7 +272,7 @@ def row_out(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y):
     return q, rr, n_own * sa2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def row_in(i, Zb, K, D, Minv, Abar, m, zf, Pz, resid):
     """Put row ``i`` (now ``zf``) back: the rank-one Sherman-Morrison update.
 
@@ -348,44 +348,71 @@ def drop_columns(Zb, K, keep, Minv, Abar, m, zf, Pz):
     return n_kept
 
 
+@njit(cache=True, inline="always")
+def n_kept_singletons(n_new, n_single, random_scan):
+    """How many of row ``i``'s ``n_single`` old singletons stay when it is to own ``n_new``.
+
+    Random scan: the first ``min(n_new, n_single)`` stay in place (stable labels).
+    Fixed scan (Griffiths & Ghahramani's heuristic): none; all ``n_new`` go to the end.
+    """
+    return min(n_new, n_single) if random_scan else 0
+
+
+@njit(cache=True)
+def drop_singletons(Zb, K, n_keep, Minv, Abar, m, zf, Pz):
+    """Drop row ``i``'s singletons (``m == 0``, row out) beyond the first ``n_keep``; new ``K``."""
+    keep = np.ones(K, np.int64)
+    rank = 0
+    for a in range(K):
+        if m[a] == 0.0:
+            keep[a] = 1 if rank < n_keep else 0
+            rank += 1
+    return drop_columns(Zb, K, keep, Minv, Abar, m, zf, Pz)
+
+
+@njit(cache=True)
+def append_singletons(Zb, K, n_add, r, D, Minv, Abar, m, zf, w, Pz, order):
+    """Append ``n_add`` columns owned by row ``i`` alone (row out), with their exact values.
+
+    Without row ``i`` a new feature has ``P`` entry ``1 / r`` (uncorrelated with the
+    rest) and posterior mean 0. Returns ``(Zb, K, Minv, Abar, m, zf, w, Pz, order)``
+    (buffers may grow).
+    """
+    Zb, Minv, Abar, m, zf, w, Pz, order = grow(Zb, Minv, Abar, m, zf, w, Pz, order, K + n_add)
+    for _ in range(n_add):
+        Zb[:, K] = 0
+        for b in range(K + 1):
+            Minv[K, b] = 0.0
+            Minv[b, K] = 0.0
+        Minv[K, K] = 1.0 / r
+        for d in range(D):
+            Abar[K, d] = 0.0
+        m[K] = 0.0
+        zf[K] = 1.0
+        Pz[K] = 1.0 / r
+        K += 1
+    return Zb, K, Minv, Abar, m, zf, w, Pz, order
+
+
 @njit(cache=True)
 def resize_columns(i, Zb, K, n_new, r, D, random_scan, Minv, Abar, m, zf, w, Pz, order):
     """Give row ``i`` (taken out) exactly ``n_new`` singletons.
 
-    Random scan: keep the first ``n_new`` old singletons in place (stable labels)
-    and append any extra. Fixed scan (Griffiths & Ghahramani's heuristic): drop
-    them all and append ``n_new`` at the end. A new singleton has its exact
-    values without row ``i``: ``P`` entry ``1 / r``, posterior mean 0.
-    Returns ``(Zb, K, Minv, Abar, m, zf, w, Pz, order)`` (buffers may grow).
+    :func:`n_kept_singletons` of the old ones stay, the rest are dropped
+    (:func:`drop_singletons`) and the missing ones appended
+    (:func:`append_singletons`). Returns ``(Zb, K, Minv, Abar, m, zf, w, Pz,
+    order)`` (buffers may grow). ``i`` is unused (row ``i`` is already out);
+    it names whose singletons these are.
     """
     n_single = 0
     for a in range(K):
         if m[a] == 0.0:
             n_single += 1
-    n_keep = min(n_new, n_single) if random_scan else 0
+    n_keep = n_kept_singletons(n_new, n_single, random_scan)
     if n_single > n_keep:
-        keep = np.ones(K, np.int64)
-        rank = 0
-        for a in range(K):
-            if m[a] == 0.0:
-                keep[a] = 1 if rank < n_keep else 0
-                rank += 1
-        K = drop_columns(Zb, K, keep, Minv, Abar, m, zf, Pz)
-    n_add = n_new - n_keep
-    if n_add > 0:
-        Zb, Minv, Abar, m, zf, w, Pz, order = grow(Zb, Minv, Abar, m, zf, w, Pz, order, K + n_add)
-        for _ in range(n_add):
-            Zb[:, K] = 0
-            for b in range(K + 1):
-                Minv[K, b] = 0.0
-                Minv[b, K] = 0.0
-            Minv[K, K] = 1.0 / r
-            for d in range(D):
-                Abar[K, d] = 0.0
-            m[K] = 0.0
-            zf[K] = 1.0
-            Pz[K] = 1.0 / r
-            K += 1
+        K = drop_singletons(Zb, K, n_keep, Minv, Abar, m, zf, Pz)
+    if n_new > n_keep:
+        return append_singletons(Zb, K, n_new - n_keep, r, D, Minv, Abar, m, zf, w, Pz, order)
     return Zb, K, Minv, Abar, m, zf, w, Pz, order
 
 
@@ -394,7 +421,7 @@ def resize_columns(i, Zb, K, n_new, r, D, random_scan, Minv, Abar, m, zf, w, Pz,
 # --------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def prior_log_odds(m, n_others, beta):
     """Prior log-odds of ``z_ik = 1`` when ``m`` of the ``n_others`` other rows own ``k``.
 
@@ -413,7 +440,7 @@ def prior_log_odds_table(n_rows, beta):
     return table
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip):
     """Log-odds of flipping one entry of row ``i`` against keeping it.
 
@@ -432,7 +459,7 @@ def flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip):
             + prior_flip)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q):
     """``(rr_flip, q_flip)`` after flipping entry ``k`` (``sign = +1`` on, ``-1`` off).
 
@@ -447,7 +474,7 @@ def flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q):
     return rr - 2.0 * sign * a_dot + a_sq, q + 2.0 * sign * Pz[k] + Minv[k, k]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def accept_flip(k, sign, K, D, Minv, Abar, Pz, resid):
     """Update ``Pz`` and ``resid`` for an accepted flip of entry ``k``: ``O(K + D)``."""
     for b in range(K):
@@ -456,7 +483,7 @@ def accept_flip(k, sign, K, D, Minv, Abar, Pz, resid):
         resid[d] -= sign * Abar[k, d]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def shuffle(order, n, rng):
     """Fisher-Yates shuffle of ``order[:n]`` in place, with ``n - 1`` uniforms."""
     for j in range(n - 1, 0, -1):
@@ -466,7 +493,7 @@ def shuffle(order, n, rng):
         order[t] = tmp
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr, q, extra, sx2,
                 log_odds_prior):
     """Gibbs-update ``z_ik`` for ``k = order[0], ..., order[n_shared - 1]``; return ``(rr, q)``.
@@ -502,7 +529,7 @@ def new_dish_rate(alpha, beta, n_others):
     return alpha * beta / (beta + n_others)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def new_dish_log_weights_into(rate, v0, sa2, rr, D, buf):
     """Log weights of 0, 1, 2, ... new dishes, into ``buf``; ``(n_terms, lw_max, buf)``.
 
@@ -557,7 +584,7 @@ def new_dish_log_weights(rate, v0, sa2, rr, D):
     return buf[:n_terms].copy()
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def sample_new_dishes(u, rate, v0, sa2, rr, D, buf):
     """Draw the number of new dishes from its exact conditional, by inversion of ``u``.
 
@@ -583,7 +610,7 @@ def sample_new_dishes(u, rate, v0, sa2, rr, D, buf):
 # --------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _list_shared(K, m, order):
     """Write the shared features (``m > 0``) into ``order``; return ``(n_shared, n_single)``."""
     n_shared = 0
@@ -613,8 +640,14 @@ def update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
     n_new, buf = sample_new_dishes(rng.random(), rate, sx2 * (1.0 + q), sa2, rr, D, buf)
     if K - n_single + n_new > MAX_FEATURES:
         raise ValueError(TOO_MANY_FEATURES)
-    Zb, K, Minv, Abar, m, zf, w, Pz, order = resize_columns(
-        i, Zb, K, n_new, r, D, random_scan, Minv, Abar, m, zf, w, Pz, order)
+    # resize the columns (resize_columns, inlined here: returning the buffers costs
+    # reference counting on every row, which is most of a sweep's time on tiny data)
+    n_keep = n_kept_singletons(n_new, n_single, random_scan)
+    if n_single > n_keep:
+        K = drop_singletons(Zb, K, n_keep, Minv, Abar, m, zf, Pz)
+    if n_new > n_keep:
+        Zb, K, Minv, Abar, m, zf, w, Pz, order = append_singletons(
+            Zb, K, n_new - n_keep, r, D, Minv, Abar, m, zf, w, Pz, order)
     row_in(i, Zb, K, D, Minv, Abar, m, zf, Pz, resid)
     return Zb, K, Minv, Abar, m, zf, w, Pz, order, buf
 
