@@ -1,0 +1,23 @@
+"""Self-checking exercises: a student's function against an exact answer.
+
+Each check runs a function the student wrote, compares it with an exact computation of
+the package, and returns an :class:`ExerciseResult`: ``passed`` (a bool), a ``verdict``
+in a student's words (what is wrong and where to look) and the numbers behind it. A
+notebook shows the result as a short report; a teacher can grade with ``passed``.
+
+- :func:`check_gibbs_sweep`: a collapsed Gibbs sweep of the linear-Gaussian model
+  (chapter 4) against exact enumeration, with tolerances from the chain's own effective
+  sample size.
+- :func:`check_class_probability`: the log probability of a left-ordered class
+  (chapter 1) against :func:`ibp_lab.prior.log_prior` on every small class.
+- :func:`check_recursive_step`: one step of the Recursive IBP marginals (chapter 3)
+  against :func:`ibp_lab.recursive.marginals`.
+
+A function that raises ``NotImplementedError`` is reported as "not written yet"; any
+other exception is reported in the verdict with its message (an interrupt is not caught).
+"""
+
+from ibp_lab.exercises._gibbs import check_gibbs_sweep
+from ibp_lab.exercises._result import ExerciseResult, Measurement
+
+__all__ = ["ExerciseResult", "Measurement", "check_gibbs_sweep"]

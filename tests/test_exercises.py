@@ -1,0 +1,252 @@
+"""The self-checks of ibp_lab.exercises pass correct functions and fail each named mistake.
+
+The faulty student versions are written here, as short plain-NumPy functions with a flag
+for each mistake, so that every verdict is shown to be reachable and worded for that
+mistake. Statistical checks use fixed seeds (tests/seeds.py); their false-alarm rate is
+stated where they run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import gammaln
+from seeds import stat_rng
+
+from ibp_lab import gibbs
+from ibp_lab.exercises import ExerciseResult, Measurement, check_gibbs_sweep
+
+# --------------------------------------------------------------------------------------
+# a student's collapsed Gibbs sweep, with the usual mistakes behind flags
+# --------------------------------------------------------------------------------------
+
+
+def _log_predictive(x, z, P, A_mean, sigma_x, extra_var=0.0):
+    """log Normal(x; z A_mean, (sigma_x^2 (1 + z P z) + extra_var) I), up to a constant."""
+    var = sigma_x**2 * (1.0 + z @ P @ z) + extra_var
+    resid = x - z @ A_mean
+    return -0.5 * len(x) * math.log(var) - resid @ resid / (2 * var)
+
+
+def _new_dish_count(x, z, P, A_mean, alpha, n_rows, sigma_x, sigma_a, rng, new_dishes):
+    """Draw a row's number of new dishes; ``new_dishes`` names the law (one of the mistakes)."""
+    k = np.arange(2 if new_dishes == "at most one" else 25)
+    var = sigma_x**2 * (1.0 + z @ P @ z) + k * sigma_a**2  # k new features, each sigma_a^2
+    resid = x - z @ A_mean
+    log_lik = -0.5 * len(x) * np.log(var) - resid @ resid / (2 * var)
+    log_fact = 0.0 if new_dishes == "no factorial" else gammaln(k + 1)
+    log_w = k * math.log(alpha / n_rows) - log_fact
+    if new_dishes != "prior only":
+        log_w = log_w + log_lik
+    w = np.exp(log_w - log_w.max())
+    return int(np.searchsorted(np.cumsum(w / w.sum()), rng.random(), side="right"))
+
+
+def student_sweep(X, Z, alpha, sigma_x, sigma_a, rng, *, scan="random", new_dishes="exact"):
+    """The plain sweep a student writes (beta = 1): correct with the default flags.
+
+    scan="fixed" visits the shared features in column order and moves every singleton
+    to the end (new columns appended); new_dishes is "exact", "prior only", "no
+    factorial" or "at most one".
+    """
+    X = np.asarray(X, float)
+    Z = np.array(Z, dtype=np.int8)
+    n_rows = X.shape[0]
+    for i in range(n_rows):
+        others = np.arange(n_rows) != i
+        m = Z[others].sum(axis=0)
+        Z_o = Z[others].astype(float)
+        P = np.linalg.inv(Z_o.T @ Z_o + (sigma_x / sigma_a) ** 2 * np.eye(Z.shape[1]))
+        A_mean = P @ Z_o.T @ X[others]
+        z = Z[i].astype(float)
+        singles = np.flatnonzero(m == 0)
+        n_single_var = len(singles) * sigma_a**2  # singletons stay in while shared ones flip
+        z_shared = z.copy()
+        z_shared[singles] = 0.0
+        shared = np.flatnonzero(m > 0)
+        order = shared if scan == "fixed" else rng.permutation(shared)
+        for k in order:
+            on, off = z_shared.copy(), z_shared.copy()
+            on[k], off[k] = 1.0, 0.0
+            log_odds = (math.log(m[k] / (n_rows - m[k]))
+                        + _log_predictive(X[i], on, P, A_mean, sigma_x, n_single_var)
+                        - _log_predictive(X[i], off, P, A_mean, sigma_x, n_single_var))
+            z_shared[k] = float(rng.random() < 1.0 / (1.0 + math.exp(-log_odds)))
+        n_new = _new_dish_count(X[i], z_shared, P, A_mean, alpha, n_rows, sigma_x, sigma_a,
+                                rng, new_dishes)
+        n_keep = 0 if scan == "fixed" else min(n_new, len(singles))
+        Z[i] = z_shared.astype(np.int8)
+        Z[i, singles[:n_keep]] = 1
+        Z = Z[:, Z.any(axis=0)]
+        new = np.zeros((n_rows, n_new - n_keep), np.int8)
+        new[i] = 1
+        Z = np.hstack([Z, new])
+    return Z
+
+
+def with_flags(**flags):
+    def sweep(X, Z, alpha, sigma_x, sigma_a, rng):
+        return student_sweep(X, Z, alpha, sigma_x, sigma_a, rng, **flags)
+    return sweep
+
+
+# --------------------------------------------------------------------------------------
+# check_gibbs_sweep
+# --------------------------------------------------------------------------------------
+#
+# False alarms: every frequency is tested at z sqrt(p (1 - p) / ESS) with z the normal
+# quantile of 1e-3 split (Bonferroni) over all bins of the check, so a correct sweep fails
+# with probability about 1e-3 at most (the normal approximation is fair: every bin has
+# p >= 0.01 and ESS p >= 20). Measured once with the compiled sweep on 200 seeds
+# (/tmp/exE/seeds200.py in the work log): see test_check_gibbs_sweep_false_alarms_measured.
+
+
+@pytest.mark.statistical(rate=1e-3)
+def test_check_gibbs_sweep_passes_the_package_sweep():
+    result = check_gibbs_sweep(gibbs.gibbs_sweep, stat_rng(140))
+    assert result.passed, str(result)
+    assert "agrees with exact enumeration" in result.verdict
+    assert all(m.ok for m in result.measurements)
+
+
+@pytest.mark.statistical(rate=1e-3)
+def test_check_gibbs_sweep_passes_a_plain_student_sweep():
+    result = check_gibbs_sweep(with_flags(), stat_rng(141))
+    assert result.passed, str(result)
+
+
+# Each mistake with the words its verdict must contain. Power: on one row the wrong
+# new-dish laws put 0.67 to 1.0 of their mass where the exact law has 0.008 (thousands of
+# standard errors); the fixed scan misses the class [11, 10, 10] by about 10 standard
+# errors in 10,000 sweeps (0.028 against 0.052, sd 0.0017), so it passes by chance with
+# probability far below 1e-6.
+MISTAKES = [
+    (dict(scan="fixed"), ("fixed column order", "random order", "too many features")),
+    (dict(new_dishes="prior only"), ("prior Poisson(alpha / N) alone", "likelihood")),
+    (dict(new_dishes="no factorial"), ("1 / k!",)),
+    (dict(new_dishes="at most one"), ("never takes more than one new dish",)),
+]
+
+
+@pytest.mark.statistical(rate=1e-6)
+@pytest.mark.parametrize("flags, words", MISTAKES, ids=[str(m[0]) for m in MISTAKES])
+def test_check_gibbs_sweep_fails_each_mistake_in_words(flags, words):
+    result = check_gibbs_sweep(with_flags(**flags), stat_rng(142))
+    assert not result.passed, str(result)
+    for word in words:
+        assert word in result.verdict, result.verdict
+    assert any(not m.ok for m in result.measurements)
+
+
+def _float_output(X, Z, alpha, sigma_x, sigma_a, rng):
+    return gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng).astype(float)
+
+
+def _empty_column(X, Z, alpha, sigma_x, sigma_a, rng):
+    Z = gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng)
+    return np.hstack([Z, np.zeros((Z.shape[0], 1), np.int8)])
+
+
+def _in_place(X, Z, alpha, sigma_x, sigma_a, rng):
+    Z_new = gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng)
+    Z[:] = 0
+    return Z_new
+
+
+def _global_random(X, Z, alpha, sigma_x, sigma_a, rng):
+    rng.random()  # touches rng, but the draws come from NumPy's global state
+    return gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a,
+                             np.random.default_rng(np.random.randint(2**31)))
+
+
+def _fixed_seed(X, Z, alpha, sigma_x, sigma_a, rng):
+    rng.random()  # touches rng, but the draws come from elsewhere
+    return gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, np.random.default_rng(0))
+
+
+def _no_draws(X, Z, alpha, sigma_x, sigma_a, rng):
+    return np.asarray(Z, np.int8)
+
+
+def _not_written(X, Z, alpha, sigma_x, sigma_a, rng):
+    raise NotImplementedError
+
+
+def _broken(X, Z, alpha, sigma_x, sigma_a, rng):
+    raise ValueError("shapes (2,3) and (2,2) not aligned")
+
+
+def _transposed(X, Z, alpha, sigma_x, sigma_a, rng):
+    return gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng).T
+
+
+def _fails_on_one_row(X, Z, alpha, sigma_x, sigma_a, rng):
+    if len(X) == 1:
+        raise ZeroDivisionError("division by zero")
+    return gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng)
+
+
+BASICS = [
+    (_float_output, "not floats"),
+    (_empty_column, "1 empty column(s)"),
+    (_in_place, "changed the arrays it was given"),
+    (_global_random, "same seed gave different results"),
+    (_fixed_seed, "different seeds gave the same result"),
+    (_no_draws, "drew nothing from the rng"),
+    (_not_written, "not written yet"),
+    (_broken, "it raised ValueError: shapes (2,3) and (2,2) not aligned"),
+    (_transposed, "shape (3, 2)"),
+    (_fails_on_one_row, "after 0 sweeps on 1 row(s)"),
+]
+
+
+@pytest.mark.parametrize("sweep, words", BASICS, ids=[b[0].__name__ for b in BASICS])
+def test_check_gibbs_sweep_reports_broken_basics(sweep, words):
+    result = check_gibbs_sweep(sweep)
+    assert not result.passed
+    assert words in result.verdict, result.verdict
+
+
+def test_check_gibbs_sweep_lets_an_interrupt_through():
+    def interrupted(X, Z, alpha, sigma_x, sigma_a, rng):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        check_gibbs_sweep(interrupted)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(sweep="gibbs_sweep"), TypeError, "sweep must be a function"),
+    (dict(sweep=None), TypeError, "sweep must be a function"),
+    (dict(sweep=gibbs.gibbs_sweep, rng=0), TypeError, "rng must be a numpy.random.Generator"),
+    (dict(sweep=gibbs.gibbs_sweep, n_sweeps=10), ValueError, "n_sweeps must be an integer >= 2000"),
+    (dict(sweep=gibbs.gibbs_sweep, n_sweeps=2.5e4), TypeError, "n_sweeps must be an integer"),
+    (dict(sweep=gibbs.gibbs_sweep, n_one_row=-1), ValueError, "n_one_row"),
+])
+def test_check_gibbs_sweep_refuses_bad_arguments_at_the_door(kwargs, error, words):
+    with pytest.raises(error, match=words.replace("(", r"\(").replace(".", r"\.")):
+        check_gibbs_sweep(**kwargs)
+
+
+def test_default_rng_gives_the_same_verdict_every_run():
+    first, second = check_gibbs_sweep(_no_draws), check_gibbs_sweep(_no_draws)
+    assert first == second
+
+
+# --------------------------------------------------------------------------------------
+# ExerciseResult
+# --------------------------------------------------------------------------------------
+
+
+def test_exercise_result_shows_its_numbers_in_text_and_markdown():
+    result = ExerciseResult("demo", False, "K+ = 0 is visited 3x too rarely.",
+                            (Measurement("P(K+ = 0)", 0.1, 0.3, 0.05),))
+    assert not result
+    assert "NOT YET" in str(result) and "observed 0.1, expected 0.3" in str(result)
+    markdown = result._repr_markdown_()
+    assert markdown.startswith("**demo: not yet.**")
+    assert "| P(K+ = 0) | 0.1 | 0.3 | 0.05 (missed) |" in markdown
+    with pytest.raises(AttributeError):
+        result.passed = True  # frozen: a grade cannot be edited by accident
