@@ -16,7 +16,12 @@ from scipy.special import gammaln
 from seeds import stat_rng
 
 from ibp_lab import gibbs
-from ibp_lab.exercises import ExerciseResult, Measurement, check_gibbs_sweep
+from ibp_lab.exercises import (
+    ExerciseResult,
+    Measurement,
+    check_class_probability,
+    check_gibbs_sweep,
+)
 
 # --------------------------------------------------------------------------------------
 # a student's collapsed Gibbs sweep, with the usual mistakes behind flags
@@ -250,3 +255,86 @@ def test_exercise_result_shows_its_numbers_in_text_and_markdown():
     assert "| P(K+ = 0) | 0.1 | 0.3 | 0.05 (missed) |" in markdown
     with pytest.raises(AttributeError):
         result.passed = True  # frozen: a grade cannot be edited by accident
+
+
+# --------------------------------------------------------------------------------------
+# check_class_probability: a student's log P([Z]) with the usual mistakes behind flags
+# --------------------------------------------------------------------------------------
+
+
+def student_log_class_probability(Z, alpha, beta=1.0, *, mistake=None):
+    """log P([Z] | alpha, beta) written plainly; ``mistake`` plants one error."""
+    Z = np.asarray(Z)
+    if mistake != "counts empty columns":
+        Z = Z[:, Z.any(axis=0)]
+    if mistake == "beta ignored":
+        beta = 1.0
+    n_rows, k_plus = Z.shape
+    m = Z.sum(axis=0)
+    log_p = k_plus * math.log(alpha if mistake == "alpha only" else alpha * beta)
+    if mistake != "no exp":
+        log_p -= alpha * sum(beta / (beta + i) for i in range(n_rows))
+    log_p += sum(math.lgamma(mk) + math.lgamma(n_rows - mk + beta) - math.lgamma(n_rows + beta)
+                 for mk in m)
+    if mistake == "history":  # divide by prod_i K_1^(i)! instead of prod_h K_h!
+        first = np.argmax(Z, axis=0) if k_plus else np.array([], int)
+        log_p -= sum(math.lgamma(c + 1) for c in np.bincount(first, minlength=n_rows))
+    elif mistake != "no K_h!":
+        columns = [tuple(col) for col in Z.T]
+        log_p -= sum(math.lgamma(columns.count(c) + 1) for c in set(columns))
+    return math.exp(log_p) if mistake == "not log" else log_p
+
+
+def class_probability_with(mistake):
+    def fn(Z, alpha, beta=1.0):
+        return student_log_class_probability(Z, alpha, beta, mistake=mistake)
+    return fn
+
+
+def test_check_class_probability_passes_correct_functions():
+    from ibp_lab import prior
+
+    for fn in (prior.log_prior, class_probability_with(None)):
+        result = check_class_probability(fn)
+        assert result.passed, str(result)
+        assert "agrees with the exact one on all" in result.verdict
+
+
+CLASS_MISTAKES = [
+    ("no K_h!", "1 / prod_h K_h! is missing"),
+    ("history", "probability of one buffet history"),
+    ("beta ignored", "right at beta = 1 but not at beta = 2.5"),
+    ("alpha only", "(alpha beta)^K+, not alpha^K+"),
+    ("no exp", "exp(-alpha sum_{i=1}^N beta / (beta + i - 1))"),
+    ("not log", "you returned the probability"),
+    ("counts empty columns", "drop the empty columns first"),
+]
+
+
+@pytest.mark.parametrize("mistake, words", CLASS_MISTAKES, ids=[m[0] for m in CLASS_MISTAKES])
+def test_check_class_probability_names_each_mistake(mistake, words):
+    result = check_class_probability(class_probability_with(mistake))
+    assert not result.passed
+    assert words in result.verdict, result.verdict
+
+
+def test_check_class_probability_reports_order_dependence_and_errors():
+    from ibp_lab import prior
+
+    def order_dependent(Z, alpha, beta=1.0):
+        Z = np.asarray(Z)
+        return prior.log_prior(Z, alpha, beta=beta) + 0.1 * float(Z.shape[1] and Z[0, 0])
+
+    assert "columns in another order" in check_class_probability(order_dependent).verdict
+
+    def not_written(Z, alpha, beta=1.0):
+        raise NotImplementedError
+
+    assert "not written yet" in check_class_probability(not_written).verdict
+
+    def returns_text(Z, alpha, beta=1.0):
+        return "0.5"
+
+    assert "it returned str, not a number" in check_class_probability(returns_text).verdict
+    with pytest.raises(TypeError, match="fn must be a function"):
+        check_class_probability(prior)

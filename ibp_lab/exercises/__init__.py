@@ -17,7 +17,8 @@ A function that raises ``NotImplementedError`` is reported as "not written yet";
 other exception is reported in the verdict with its message (an interrupt is not caught).
 """
 
+from ibp_lab.exercises._class_probability import check_class_probability
 from ibp_lab.exercises._gibbs import check_gibbs_sweep
 from ibp_lab.exercises._result import ExerciseResult, Measurement
 
-__all__ = ["ExerciseResult", "Measurement", "check_gibbs_sweep"]
+__all__ = ["ExerciseResult", "Measurement", "check_gibbs_sweep", "check_class_probability"]

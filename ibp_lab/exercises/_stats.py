@@ -22,8 +22,8 @@ def z_threshold(n_tests: int, level: float = FALSE_ALARM) -> float:
 
     Examples
     --------
-    >>> round(z_threshold(10), 2)
-    4.06
+    >>> round(z_threshold(10), 2)  # 1e-4 in each tail of each of 10 bins
+    3.89
     """
     return float(stats.norm.isf(level / (2 * n_tests)))
 
