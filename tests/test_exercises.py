@@ -21,6 +21,7 @@ from ibp_lab.exercises import (
     Measurement,
     check_class_probability,
     check_gibbs_sweep,
+    check_recursive_step,
 )
 
 # --------------------------------------------------------------------------------------
@@ -338,3 +339,75 @@ def test_check_class_probability_reports_order_dependence_and_errors():
     assert "it returned str, not a number" in check_class_probability(returns_text).verdict
     with pytest.raises(TypeError, match="fn must be a function"):
         check_class_probability(prior)
+
+
+# --------------------------------------------------------------------------------------
+# check_recursive_step: a student's step of eq. 4 with the usual mistakes behind flags
+# --------------------------------------------------------------------------------------
+
+
+def student_recursive_step(running_sum, n, alpha, beta, *, mistake=None):
+    """Customer n's marginals from the running sum, with Poisson CDFs (scipy)."""
+    from scipy.stats import poisson
+
+    if mistake == "beta ignored":
+        beta = 1.0
+    rate_before = sum(alpha * beta / (beta + i - 1) for i in range(1, n))
+    rate_after = rate_before + alpha * beta / (beta + n - 1)
+    k = np.arange(1, len(running_sum) + 1) + (1 if mistake == "dish off by one" else 0)
+    new = poisson.cdf(k - 1, rate_before) - poisson.cdf(k - 1, rate_after)
+    if mistake == "no new dishes":
+        new = 0.0
+    denominator = beta + n - (0 if mistake == "denominator" else 1)
+    return np.asarray(running_sum) / denominator + new
+
+
+def recursive_step_with(mistake):
+    def step(running_sum, n, alpha, beta):
+        return student_recursive_step(running_sum, n, alpha, beta, mistake=mistake)
+    return step
+
+
+def test_check_recursive_step_passes_a_correct_step():
+    result = check_recursive_step(recursive_step_with(None))
+    assert result.passed, str(result)
+
+
+RECURSIVE_MISTAKES = [
+    ("denominator", "it is beta + n - 1"),
+    ("no new dishes", "the second term is missing"),
+    ("dish off by one", "shifted by one dish"),
+    ("beta ignored", "right at beta = 1 but not otherwise"),
+]
+
+
+@pytest.mark.parametrize("mistake, words", RECURSIVE_MISTAKES, ids=[m[0] for m in RECURSIVE_MISTAKES])
+def test_check_recursive_step_names_each_mistake(mistake, words):
+    result = check_recursive_step(recursive_step_with(mistake))
+    assert not result.passed
+    assert words in result.verdict, result.verdict
+
+
+def test_check_recursive_step_reports_in_place_changes_shapes_and_errors():
+    def in_place(running_sum, n, alpha, beta):
+        running_sum /= beta + n - 1
+        return running_sum
+
+    assert "changed running_sum" in check_recursive_step(in_place).verdict
+
+    def too_short(running_sum, n, alpha, beta):
+        return running_sum[:-1]
+
+    assert "one entry per dish" in check_recursive_step(too_short).verdict
+
+    def not_written(running_sum, n, alpha, beta):
+        raise NotImplementedError
+
+    assert "not written yet" in check_recursive_step(not_written).verdict
+
+    def other(running_sum, n, alpha, beta):
+        return student_recursive_step(running_sum, n, alpha, beta) * (1 + 1e-3 * (n > 3))
+
+    assert "first goes wrong for customer n = 4" in check_recursive_step(other).verdict
+    with pytest.raises(TypeError, match="step must be a function"):
+        check_recursive_step([1, 2])

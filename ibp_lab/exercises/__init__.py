@@ -19,6 +19,8 @@ other exception is reported in the verdict with its message (an interrupt is not
 
 from ibp_lab.exercises._class_probability import check_class_probability
 from ibp_lab.exercises._gibbs import check_gibbs_sweep
+from ibp_lab.exercises._recursive import check_recursive_step
 from ibp_lab.exercises._result import ExerciseResult, Measurement
 
-__all__ = ["ExerciseResult", "Measurement", "check_gibbs_sweep", "check_class_probability"]
+__all__ = ["ExerciseResult", "Measurement", "check_gibbs_sweep", "check_class_probability",
+           "check_recursive_step"]
