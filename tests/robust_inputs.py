@@ -1432,6 +1432,42 @@ def specs_explorers():
     ]
 
 
+def _exercise_ok(result):
+    from ibp_lab.exercises import ExerciseResult
+
+    if not isinstance(result, ExerciseResult) or not isinstance(result.passed, bool):
+        return f"not an ExerciseResult with a bool passed: {result!r:.100}"
+    return None if result.verdict else "an empty verdict"
+
+
+def _not_written(*args, **kwargs):
+    raise NotImplementedError
+
+
+def _student_function(base):
+    """Junk for a student's function: non-callables are refused, any callable is judged."""
+    return [("None", None, R), ("str", "f", R), ("int", 3, R), ("array", np.zeros(3), R),
+            ("not written", _not_written, A), ("returns None", lambda *a, **k: None, A),
+            ("class", dict, A)]
+
+
+def specs_exercises():
+    from ibp_lab import exercises as m
+    from ibp_lab import gibbs, prior
+
+    fn = _student_function
+    return [
+        Spec("exercises.check_gibbs_sweep", m.check_gibbs_sweep,
+             dict(sweep=gibbs.gibbs_sweep, rng=fresh_rng(), n_sweeps=2_000, n_one_row=500),
+             dict(sweep=fn, rng="optional_rng", n_sweeps=C, n_one_row=C), _exercise_ok,
+             time_limit=60),
+        Spec("exercises.check_class_probability", m.check_class_probability,
+             dict(fn=prior.log_prior), dict(fn=fn), _exercise_ok, time_limit=30),
+        Spec("exercises.check_recursive_step", m.check_recursive_step,
+             dict(step=_not_written), dict(step=fn), _exercise_ok),
+    ]
+
+
 def _buffet_ok(draws):
     return first_problem(is_binary(draws.Z, rows=draws.n),
                          None if draws.k_plus.shape == (draws.n_draws,) else "one K+ per draw")
@@ -1788,7 +1824,7 @@ GROUPS = {
     "models": specs_models, "summaries": specs_summaries, "heldout": specs_heldout,
     "predictive": specs_predictive, "pymc": specs_pymc, "streaming": specs_streaming,
     "plotting": specs_plotting, "widgets": specs_widgets, "explorers": specs_explorers,
-    "plotting_submodules": specs_plotting_submodules,
+    "plotting_submodules": specs_plotting_submodules, "exercises": specs_exercises,
 }
 
 
