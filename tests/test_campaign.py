@@ -117,7 +117,7 @@ def test_known_failure_is_still_present(group, case_id):
 MODULES = ("prior", "recursive", "datasets", "linear_gaussian", "gibbs", "chains", "exact", "split_merge",
            "reports",
            "summaries", "heldout", "predictive_checks", "pymc_models", "streaming", "plotting",
-           "widgets", "explorers",
+           "widgets", "explorers", "exercises",
            # figure modules that chapters import directly (not re-exported by ibp_lab.plotting)
            "plotting.heldout", "plotting.pymc", "plotting.split_merge", "plotting.streaming",
            "plotting.recursive")
