@@ -23,6 +23,7 @@ from ibp_lab import exact, gibbs
 from ibp_lab._hyper import MIN_NOISE_RATIO
 from ibp_lab.linear_gaussian import collapsed_loglik
 from ibp_lab.prior import harmonic_rate, log_prior
+from tests.exactness import assert_leaves_posterior_invariant
 from tests.seeds import stat_rng
 from tests.stats_checks import TEST_LEVEL, assert_chain_frequencies, chain_ess
 
@@ -317,6 +318,65 @@ def test_class_distribution_matches_enumeration():
     p = np.append(post.probabilities[top], 1 - post.probabilities[top].sum())
     assert_chain_frequencies(labels, p * (1 - tail), p + np.append(np.zeros(len(top)), tail),
                              what="classes")
+
+
+# The shared exactness check (tests/exactness.py), on both sweeps and three settings.
+INVARIANCE_CASES = [
+    # X, alpha, sigma_x, sigma_a, beta
+    pytest.param(X3, 1.3, 0.6, 1.2, 1.0, id="one-parameter"),
+    pytest.param(X3, 1.1, 0.5, 1.3, 2.0, id="beta=2"),
+    pytest.param(np.array([[0.9, -1.4], [1.1, 0.2], [0.1, 0.4], [-0.3, 1.0]]), 0.8, 0.7, 1.0,
+                 0.4, id="four rows beta=0.4"),
+]
+SWEEPS = {"gibbs_sweep": gibbs.gibbs_sweep, "gibbs_sweep_numpy": gibbs.gibbs_sweep_numpy}
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.parametrize("sweep", SWEEPS)
+@pytest.mark.parametrize("X, alpha, sigma_x, sigma_a, beta", INVARIANCE_CASES)
+def test_sweep_leaves_the_class_posterior_invariant(sweep, X, alpha, sigma_x, sigma_a, beta):
+    """Both public sweeps against exact enumeration; false alarm <= 1e-3 per case.
+
+    Every class above 0.3% and one bin for the rest, exact binomial tails with the
+    chain's ESS, Bonferroni over the bins (see tests/exactness.py).
+    """
+    rng = stat_rng(31)
+    n_steps = 40_000 if sweep == "gibbs_sweep" else 8_000  # the plain sweep is slower
+    assert_leaves_posterior_invariant(
+        lambda Z: SWEEPS[sweep](X, Z, alpha, sigma_x, sigma_a, rng, beta=beta),
+        X, alpha, sigma_x, sigma_a, beta=beta, n_steps=n_steps, what=sweep)
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.parametrize("wrong", ["beta", "alpha", "sigma_a"])
+def test_exactness_check_fails_a_sweep_with_a_wrong_parameter(wrong):
+    """The shared check can fail: a sweep targeting a slightly different posterior.
+
+    beta 2 -> 1.4, alpha 1.1 -> 1.4 or sigma_a 1.3 -> 1.0 moves class probabilities by
+    15-40% of themselves; with 40,000 sweeps (ESS about 15,000) that is many Monte
+    Carlo standard errors, so the check must raise.
+    """
+    alpha, sigma_x, sigma_a, beta = 1.1, 0.5, 1.3, 2.0
+    used = {"alpha": alpha, "sigma_a": sigma_a, "beta": beta}
+    used[wrong] = {"beta": 1.4, "alpha": 1.4, "sigma_a": 1.0}[wrong]
+    rng = stat_rng(32)
+    with pytest.raises(AssertionError, match="does not leave the posterior invariant"):
+        assert_leaves_posterior_invariant(
+            lambda Z: gibbs.gibbs_sweep(X3, Z, used["alpha"], sigma_x, used["sigma_a"], rng,
+                                        beta=used["beta"]),
+            X3, alpha, sigma_x, sigma_a, beta=beta, n_steps=40_000, what="wrong sweep")
+
+
+def test_plain_sweep_checks_its_arguments_like_the_compiled_one():
+    for bad, match in [(dict(alpha=-1.0), "alpha"), (dict(beta=0.0), "beta"),
+                       (dict(sigma_x=np.nan), "sigma_x")]:
+        args = dict(alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0) | bad
+        for sweep in SWEEPS.values():
+            with pytest.raises(ValueError, match=match):
+                sweep(X3, np.ones((3, 1)), args["alpha"], args["sigma_x"], args["sigma_a"],
+                      np.random.default_rng(0), beta=args["beta"])
+    with pytest.raises(TypeError, match="rng"):
+        gibbs.gibbs_sweep_numpy(X3, np.ones((3, 1)), 1.0, 0.5, 1.0, 0)
 
 
 def k_plus_tv_test(X, n_sweeps, scan_order, alpha=1.3, sigma_x=0.6, sigma_a=1.2, k_max=14):
