@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import cho_solve
 
-from ibp_lab import _hyper
+from ibp_lab import _hyper, _kernel
 from ibp_lab._checks import (
     check_binary_matrix,
     check_count,
@@ -131,30 +131,15 @@ def _loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a) -> fl
 
     Samplers that try several ``sigma`` for the same ``Z`` compute the
     statistics once; each call then costs one ``K x K`` Cholesky factorisation.
+    The formula lives in one place, :func:`ibp_lab._kernel.loglik_from_stats`
+    (compiled, shared with the split-merge target); this adds the error message.
     """
-    k = ztz.shape[0]
-    log_m_det = 0.0
-    explained = 0.0  # ||L^-1 Z^T X||^2 = tr(X^T Z M^-1 Z^T X)
-    if k:
-        M = ztz + (sigma_x / sigma_a) ** 2 * np.eye(k)
-        try:
-            L = np.linalg.cholesky(M)
-        except np.linalg.LinAlgError:
-            raise _singular_m_error(sigma_x, sigma_a) from None
-        # np.linalg.solve rather than scipy's solve_triangular: for K x K systems this
-        # small its per-call overhead is several times lower, and samplers call it often
-        W = np.linalg.solve(L, ztx)
-        log_m_det = 2.0 * float(np.sum(np.log(np.diag(L))))
-        explained = float(np.sum(W * W))
-    # I - Z M^-1 Z^T is positive definite, so the residual is >= 0; clip rounding below 0
-    residual = max(sum_sq - explained, 0.0)
-    return float(
-        -0.5 * n_rows * n_dims * np.log(2.0 * np.pi)
-        - (n_rows - k) * n_dims * np.log(sigma_x)
-        - k * n_dims * np.log(sigma_a)
-        - 0.5 * n_dims * log_m_det
-        - residual / (2.0 * sigma_x**2)
-    )
+    value = _kernel.loglik_from_stats(
+        np.ascontiguousarray(ztz, dtype=np.float64), np.ascontiguousarray(ztx, dtype=np.float64),
+        float(sum_sq), int(n_rows), int(n_dims), float(sigma_x), float(sigma_a))
+    if np.isnan(value):
+        raise _singular_m_error(sigma_x, sigma_a)
+    return float(value)
 
 
 def feature_posterior(X, Z, sigma_x: float, sigma_a: float) -> tuple[np.ndarray, np.ndarray]:
