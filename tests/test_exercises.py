@@ -110,8 +110,9 @@ def with_flags(**flags):
 
 
 @pytest.mark.statistical(rate=1e-3)
-def test_check_gibbs_sweep_passes_the_package_sweep():
-    result = check_gibbs_sweep(gibbs.gibbs_sweep, stat_rng(140))
+@pytest.mark.parametrize("name", ["gibbs_sweep", "gibbs_sweep_numpy"])
+def test_check_gibbs_sweep_passes_the_package_sweeps(name):
+    result = check_gibbs_sweep(getattr(gibbs, name), stat_rng(140))
     assert result.passed, str(result)
     assert "agrees with exact enumeration" in result.verdict
     assert all(m.ok for m in result.measurements)
