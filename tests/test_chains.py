@@ -11,13 +11,13 @@ posterior with split-merge moves in the loop.
 import numpy as np
 import pytest
 
-from ibp_lab import chains, exact, gibbs, reports
+from ibp_lab import chains, gibbs, reports
 from ibp_lab import split_merge as sm
 from ibp_lab.linear_gaussian import collapsed_loglik
 from ibp_lab.prior import log_prior
 from ibp_lab.split_merge._metropolis import combine_stats
+from tests.exactness import assert_leaves_posterior_invariant
 from tests.seeds import stat_rng
-from tests.stats_checks import TEST_LEVEL, assert_chain_frequencies
 
 X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
 FIXED = dict(update_alpha=False, update_sigma_a=False)
@@ -132,22 +132,17 @@ def test_bad_inputs_of_the_move_objects_and_reports():
     pytest.param([chains.SingletonUpdate(), chains.RandomSplitMerge(n_proposals=1)],
                  id="singletons+random"),
 ])
-def test_run_chains_at_fixed_hyperparameters_matches_exact_posterior(moves):
-    """K+ histogram of run_chains against enumeration on three rows.
+def test_run_chains_at_fixed_hyperparameters_leaves_the_exact_posterior_invariant(moves):
+    """The kept states of one run_chains chain through the shared check (tests/exactness.py).
 
-    Tolerance from the Monte Carlo error: each of the k_max + 2 bins is judged
-    by an exact binomial tail at the chain's effective sample size
-    (``tests/stats_checks.py``), Bonferroni over the bins, total false-alarm
-    rate TEST_LEVEL.
+    False alarm <= TEST_LEVEL: exact binomial tails at the chain's ESS, Bonferroni
+    over the class bins. The check's ``step`` replays the chain's states in order.
     """
-    alpha, sigma_x, sigma_a, beta, k_max, n_sweeps = 1.3, 0.6, 1.2, 1.0, 12, 30_000
-    post = exact.class_posterior(X3, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
-    tail = post.tail_bound
-    assert tail < 1e-3
-    _, runs = chains.run_chains(X3, 1, n_sweeps, stat_rng(23), Z0=np.ones((3, 1)), alpha=alpha,
-                                sigma_x=sigma_x, sigma_a=sigma_a, beta=beta, **FIXED, moves=moves)
-    k_plus = np.minimum(runs[0].trace.k_plus.values.astype(np.int64), k_max + 1)
-    p_k = np.bincount(post.k_plus, weights=post.probabilities, minlength=k_max + 2)
-    p_high = p_k.copy()
-    p_high[-1] = tail  # K+ > k_max carries at most the enumeration's tail bound
-    assert_chain_frequencies(k_plus, p_k * (1 - tail), p_high, level=TEST_LEVEL, what="K+ bins")
+    alpha, sigma_x, sigma_a, beta, n_steps, burn = 1.3, 0.6, 1.2, 1.0, 30_000, 100
+    _, runs = chains.run_chains(X3, 1, n_steps + burn, stat_rng(23), Z0=np.ones((3, 1)),
+                                alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, beta=beta,
+                                **FIXED, moves=moves)
+    states = iter(runs[0].samples)
+    assert_leaves_posterior_invariant(lambda Z: next(states), X3, alpha, sigma_x, sigma_a,
+                                      beta=beta, n_steps=n_steps, burn=burn, k_max=12,
+                                      what=f"run_chains with {moves}")

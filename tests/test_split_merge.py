@@ -12,33 +12,28 @@ Two kinds of evidence that a move leaves the posterior over classes invariant:
    allocation *draws* its choices with the probabilities it *reports*; a
    chain can. Each move runs alternately with a Gibbs sweep and, so that the
    move is not hidden behind Gibbs, with :func:`singleton_update` alone (which
-   only adds and removes features owned by one row). Tolerances come from the
-   chains' Monte Carlo error: each bin's visit count is judged by an exact
-   binomial tail with an effective sample size (``tests/stats_checks.py``: the
-   smallest ArviZ ESS of the well-visited indicators; a rare bin is never given
-   more effective successes than separate visits), Bonferroni over the bins.
-   (The old 4.5-sigma normal checks failed a correct chain whenever a bin with
-   ESS p << 1 was visited once.) The total variation distance of the K+
-   histogram is compared with the 99.99% quantile of what Monte Carlo noise
-   alone produces at that ESS. Each statistical test (marked ``statistical``,
-   seeds from ``tests/seeds.py``) states its false-alarm rate beside it.
+   only adds and removes features owned by one row). Each chain goes through the
+   shared check of ``tests/exactness.py`` (every class above 0.3% against
+   enumeration by exact binomial tails at the chain's ESS, Bonferroni over the
+   bins); each statistical test (marked ``statistical``, seeds from
+   ``tests/seeds.py``) states its false-alarm rate beside it.
 """
 
 import itertools
 import math
 
-import arviz as az
 import numpy as np
 import pytest
 from scipy.special import logsumexp
 
 from ibp_lab import exact, gibbs, reports
 from ibp_lab import split_merge as sm
-from ibp_lab.split_merge import _metropolis, _random, _sequential, _target
+from ibp_lab.split_merge import _random, _sequential, _target
 from ibp_lab.linear_gaussian import collapsed_loglik
 from ibp_lab.prior import log_prior
+from tests.exactness import assert_leaves_posterior_invariant
 from tests.seeds import stat_rng
-from tests.stats_checks import TEST_LEVEL, assert_binomial_counts, assert_chain_frequencies
+from tests.stats_checks import assert_binomial_counts
 
 X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
 X4 = np.array([[1.1, -0.2], [0.9, 0.3], [-0.5, 0.9], [0.2, 1.1]])
@@ -292,78 +287,39 @@ def test_moves_keep_the_rows_that_own_features():
 # --------------------------------------------------------------------------------------
 
 
-def ess_mean(values) -> float:
-    values = np.asarray(values, dtype=float)
-    if values.min() == values.max():
-        return float("nan")
-    return float(az.ess(values[None, :], method="mean"))
-
-
-def tv_noise_quantile(p, ess, rng, quantile=0.9999, n_draws=100_000):
-    """Quantile of the TV distance that ESS effective multinomial draws from p would give."""
-    g = rng.standard_normal((n_draws, len(p))) * np.sqrt(p)
-    errors = (g - np.outer(g.sum(axis=1), p)) / math.sqrt(ess)  # Normal(0, (diag p - p p^T)/ESS)
-    return float(np.quantile(0.5 * np.abs(errors).sum(axis=1), quantile))
-
-
 CHAIN_CASES = [
-    # move, companion, beta, iterations
+    # move, companion, beta, steps: each move composed with a partner that makes the kernel
+    # irreducible; with singleton updates the move is not hidden behind a correct Gibbs sweep
     pytest.param(sm.random_split_merge, gibbs.gibbs_sweep, 1.0, 40_000, id="random+gibbs"),
     pytest.param(sm.random_split_merge, sm.singleton_update, 2.0, 40_000, id="random+singletons"),
     pytest.param(sm.sequential_split_merge, gibbs.gibbs_sweep, 0.7, 40_000,
                  id="sequential+gibbs"),
     pytest.param(sm.sequential_split_merge, sm.singleton_update, 1.0, 40_000,
                  id="sequential+singletons"),
+    pytest.param(None, sm.singleton_update, 1.0, 40_000, id="singletons+gibbs"),
 ]
 
 
 @pytest.mark.statistical(rate=1e-3)
-@pytest.mark.parametrize("move, companion, beta, n_iterations", CHAIN_CASES)
-def test_chain_with_move_matches_exact_posterior(move, companion, beta, n_iterations):
-    """K+ histogram, its total variation and every class above 1% against enumeration.
+@pytest.mark.parametrize("move, companion, beta, n_steps", CHAIN_CASES)
+def test_chain_with_move_leaves_the_exact_posterior_invariant(move, companion, beta, n_steps):
+    """Every class above 0.3% (and the rest as one bin) against enumeration on three rows.
 
-    False alarm <= 1e-3 per case: the TV quantile 1e-4 (normal approximation), the
-    k_max + 2 K+ bins and the ~20 class bins (with one bin for all other classes)
-    share the remaining 9e-4 (exact binomial tails, chain ESS, Bonferroni).
+    The shared check (``tests/exactness.py``): exact binomial tails with the chain's
+    ESS, Bonferroni over the bins, false alarm <= TEST_LEVEL per case.
     """
-    alpha, sigma_x, sigma_a, k_max = 1.3, 0.6, 1.2, 12
-    post = exact.class_posterior(X3, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
-    tail = post.tail_bound
-    assert tail < 1e-3
+    alpha, sigma_x, sigma_a = 1.3, 0.6, 1.2
     rng = stat_rng(17)
-    Z = np.ones((3, 1), np.int8)
-    index = {tuple(row): c for c, row in enumerate(post.counts)}
-    classes = np.empty(n_iterations, np.int64)
-    for t in range(n_iterations):
-        Z = companion(X3, Z, alpha, sigma_x, sigma_a, rng, beta=beta)
-        Z, _ = move(X3, Z, alpha, sigma_x, sigma_a, rng, 1, beta=beta)
-        classes[t] = index.get(tuple(exact.class_counts(Z)), -1)
-    # classes beyond k_max carry less than tail_bound; count them as K+ = k_max + 1
-    k_plus = np.where(classes >= 0, post.k_plus[np.maximum(classes, 0)], k_max + 1)
-    p_k = np.bincount(post.k_plus, weights=post.probabilities, minlength=k_max + 2)
-    top = np.flatnonzero(post.probabilities > 0.01)  # not only K+: every class above 1%
-    assert top.size > 15
-    n_tests = (k_max + 2) + (top.size + 1)
-    level = (TEST_LEVEL - 1e-4) * np.array([k_max + 2, top.size + 1]) / n_tests
-    # bin k in [p_k (1 - tail), p_k]; the last bin, K+ > k_max, in [0, tail]
-    p_high = p_k.copy()
-    p_high[-1] = tail
-    assert_chain_frequencies(k_plus, p_k * (1 - tail), p_high, level=level[0], what="K+ bins")
-    position = np.full(len(post.probabilities) + 1, top.size)
-    position[top] = np.arange(top.size)
-    p_top = np.append(post.probabilities[top], 1 - post.probabilities[top].sum())
-    assert_chain_frequencies(position[classes], p_top * (1 - tail),
-                             p_top + np.append(np.zeros(top.size), tail), level=level[1],
-                             what="classes")
-    # total variation over the bins that hold 99.9% of the mass, against noise at the worst ESS
-    freq_k = np.bincount(k_plus, minlength=k_max + 2) / n_iterations
-    ess_k = np.array([ess_mean(k_plus == k) for k in range(k_max + 2)])
-    ess_k = np.where(np.isnan(ess_k), np.nanmin(ess_k), ess_k)  # bins never visited
-    bins = np.flatnonzero(p_k > 1e-3)
-    tv = 0.5 * np.abs(freq_k[bins] - p_k[bins]).sum()
-    threshold = tv_noise_quantile(p_k[bins] / p_k[bins].sum(), ess_k[bins].min(),
-                                  np.random.default_rng(0))  # a numerical integral, fixed
-    assert tv < threshold, f"TV {tv:.4f} above the Monte Carlo threshold {threshold:.4f}"
+    if move is None:  # the singleton update composed with a Gibbs sweep
+        def step(Z):
+            Z = companion(X3, Z, alpha, sigma_x, sigma_a, rng, beta=beta)
+            return gibbs.gibbs_sweep(X3, Z, alpha, sigma_x, sigma_a, rng, beta=beta)
+    else:
+        def step(Z):
+            Z = companion(X3, Z, alpha, sigma_x, sigma_a, rng, beta=beta)
+            return move(X3, Z, alpha, sigma_x, sigma_a, rng, 1, beta=beta)[0]
+    assert_leaves_posterior_invariant(step, X3, alpha, sigma_x, sigma_a, beta=beta,
+                                      n_steps=n_steps, k_max=12, what="move + companion")
 
 
 def test_moves_alone_do_accept_on_tiny_data():
