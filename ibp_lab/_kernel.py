@@ -156,7 +156,7 @@ def refresh(X, Zb, K, r, Minv, Abar, m):
                 Abar[a, d] += mab * ZtX[b, d]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _row_out_from_scratch(i, X, Zb, K, r, Minv, Abar, m, zf, Pz):
     """``P``, ``Abar_-i`` and ``m_-i`` recomputed without row ``i``; returns ``q``.
 
@@ -321,7 +321,7 @@ def grow(Zb, Minv, Abar, m, zf, w, Pz, order, needed):
     return Zb2, Minv2, Abar2, m2, zf2, np.zeros(new), Pz2, np.zeros(new, np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def drop_columns(Zb, K, keep, Minv, Abar, m, zf, Pz):
     """Remove the columns with ``keep[a] == 0`` from every buffer, in one pass.
 
@@ -358,7 +358,7 @@ def n_kept_singletons(n_new, n_single, random_scan):
     return min(n_new, n_single) if random_scan else 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def drop_singletons(Zb, K, n_keep, Minv, Abar, m, zf, Pz):
     """Drop row ``i``'s singletons (``m == 0``, row out) beyond the first ``n_keep``; new ``K``."""
     keep = np.ones(K, np.int64)
@@ -370,7 +370,7 @@ def drop_singletons(Zb, K, n_keep, Minv, Abar, m, zf, Pz):
     return drop_columns(Zb, K, keep, Minv, Abar, m, zf, Pz)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def append_singletons(Zb, K, n_add, r, D, Minv, Abar, m, zf, w, Pz, order):
     """Append ``n_add`` columns owned by row ``i`` alone (row out), with their exact values.
 
