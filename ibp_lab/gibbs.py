@@ -1,36 +1,43 @@
 """Collapsed Gibbs sampling for the linear-Gaussian IBP model.
 
 The feature images ``A`` are integrated out (:mod:`ibp_lab.linear_gaussian`),
-so the sampler only moves the binary matrix ``Z``, plus, if asked, the
-hyperparameters ``alpha``, ``sigma_a`` and ``sigma_x``.
+so the sampler only moves the binary matrix ``Z``. The chain runner with
+hyperparameter updates (``run_chain``, ``run_chains``, ``ChainResult``) is
+:mod:`ibp_lab.chains`; the old names still resolve from here.
 
 Public functions:
 
 - :func:`gibbs_sweep` ``(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0) -> Z``:
-  one sweep over the rows; returns a new ``int8`` matrix without empty columns.
-- :func:`run_chain` ``(X, n_sweeps, rng, *, Z0=None, alpha=1.0, sigma_x=0.25,
-  sigma_a=0.3, beta=1.0, update_alpha=True, update_sigma_a=True,
-  update_sigma_x=False, alpha_prior=(1.0, 1.0), thin=1, burn=0, n_scale_steps=3,
-  progress=False) -> ChainResult``: sweeps plus hyperparameter updates. ``result.trace`` is an
-  ``xarray.Dataset`` over ``draw`` (one entry per sweep, warm-up included) with
-  ``k_plus``, ``alpha``, ``sigma_x``, ``sigma_a``, ``log_likelihood`` and
-  ``log_joint``; ``result.samples`` holds the kept ``Z`` (after ``burn``, every
-  ``thin``-th sweep), ``result.sample_draws`` their draw numbers and
-  ``result.posterior_trace`` the trace at those draws; ``result.Z`` and the
-  final hyperparameters let a chain be continued.
-- :func:`run_chains` ``(X, n_chains, n_sweeps, rng, *, Z0=None, **run_chain_options)
-  -> (InferenceData, list[ChainResult])``: independent chains (child generators
-  from ``rng.spawn``); the ``InferenceData`` has a ``posterior`` group over
-  ``(chain, draw)`` with the kept sweeps and a ``warmup_posterior`` group with the
-  first ``burn`` sweeps, ready for ``az.rhat`` and ``az.ess``.
+  one sweep over the rows, compiled; returns a new ``int8`` matrix without empty
+  columns.
+- :func:`gibbs_sweep_numpy` ``(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0) -> Z``:
+  the same sweep written plainly in NumPy, for reading; the same chain from the
+  same seed, about a hundred times slower.
 - :func:`k_plus_trace` ``(X, n_sweeps, rng, *, alpha, sigma_x, sigma_a, beta=1.0,
   Z0=None, scan_order="random", return_types=False)``: many sweeps at fixed
   hyperparameters entirely in compiled code, recording only ``K+`` (and, for
   ``N <= 6`` rows, the class of every state): what a comparison with
   :mod:`ibp_lab.exact` needs.
 
-The sweep
----------
+The sweep as a composition of the kernel's steps
+------------------------------------------------
+The algebra lives in :mod:`ibp_lab._kernel`, shared with the split-merge moves
+and the held-out scorer; a sweep is :func:`ibp_lab._kernel.refresh` (``M^-1``,
+the posterior mean ``Abar`` and the counts from scratch, so rounding cannot
+accumulate from sweep to sweep) followed, for each row ``i``, by
+:func:`ibp_lab._kernel.update_row`::
+
+    row_out                 take row i out of M^-1 and Abar
+    shuffle                 the shared features in a fresh random order
+    flip_shared             one Gibbs update per shared feature
+        flip_changes, flip_log_odds, prior_log_odds, accept_flip
+    sample_new_dishes       the number of singletons, exact law (new_dish_rate)
+    resize_columns          keep, drop or append row i's singletons
+        n_kept_singletons, drop_singletons, append_singletons
+    row_in                  put row i back
+
+What each step computes
+-----------------------
 Rows are visited in order ``0, ..., N-1``. For row ``i``, with the other rows
 given (Griffiths & Ghahramani 2011; two-parameter prior of Ghahramani,
 Griffiths & Sollich 2007):
@@ -39,7 +46,7 @@ Griffiths & Sollich 2007):
    (``M = Z^T Z + (sigma_x / sigma_a)^2 I``) and of the posterior mean of the
    features, done on the shared features only, the row's singletons being set
    to their exact values (this avoids dividing by a number of order
-   ``(sigma_x / sigma_a)^2``; see the comment in ``_update_row``). Given the
+   ``(sigma_x / sigma_a)^2``; see :func:`ibp_lab._kernel.row_out`). Given the
    other rows, ``x_i ~ Normal(z_i Abar, sigma_x^2 (1 + z_i P z_i^T) I)``
    with ``P = M_-i^-1``. Flipping one entry changes the residual and the
    quadratic form by rank-one amounts, so each flip costs ``O(K + D)``.
@@ -65,21 +72,19 @@ order, which feature comes when no longer depends on the state: the flips are
 Gibbs updates of the posterior over matrices whose columns are in random order,
 the singleton step is an exact conditional on the equivalence classes, and the
 sweep, a composition of such kernels, leaves the posterior over classes
-invariant. The tests check it against exact enumeration.
+invariant.
 
-Implementation: the sweep is compiled with numba (``cache=True``: the first call
+Implementation: the steps are compiled with numba (``cache=True``: the first call
 in a fresh environment compiles for 15-25 seconds, later processes load the
-compiled code from numba's cache in well under a second). About 1 ms per sweep on
-the book's 300 digits with 16 features; about 2 microseconds on three rows.
-``M^-1`` and the posterior mean are recomputed from scratch at the start of
-each sweep so rounding errors cannot accumulate (and for a single row whenever
-removing it leaves nearly dependent columns). Limits that keep the sweep accurate
-and bounded: ``sigma_x / sigma_a >= MIN_NOISE_RATIO``, a prior expected number of
-features ``alpha * H_N <= MAX_EXPECTED_FEATURES`` and at most ``MAX_FEATURES``
-features at any time; beyond them a ``ValueError`` says which. The same algorithm written
-plainly in NumPy, recomputing everything for each row, is
-:func:`_gibbs_sweep_reference`; the tests check that both give identical chains
-from the same seed.
+compiled code from numba's cache in well under a second) and the small ones are
+inlined into ``update_row``. About 1 ms per sweep on the book's 300 digits with
+16 features; about 2.5 microseconds on three rows. ``M^-1`` is recomputed from
+scratch for a single row whenever removing it leaves nearly dependent columns.
+Limits that keep the sweep accurate and bounded: ``sigma_x / sigma_a >=
+MIN_NOISE_RATIO``, a prior expected number of features ``alpha * H_N <=
+MAX_EXPECTED_FEATURES`` and at most ``MAX_FEATURES`` features at any time;
+beyond them a ``ValueError`` says which. The tests check both sweeps against
+exact enumeration (``tests/exactness.py``) and against each other.
 
 The chain runner with hyperparameter updates is :mod:`ibp_lab.chains`.
 """
