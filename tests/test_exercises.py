@@ -382,7 +382,8 @@ RECURSIVE_MISTAKES = [
 ]
 
 
-@pytest.mark.parametrize("mistake, words", RECURSIVE_MISTAKES, ids=[m[0] for m in RECURSIVE_MISTAKES])
+@pytest.mark.parametrize("mistake, words", RECURSIVE_MISTAKES,
+                         ids=[m[0] for m in RECURSIVE_MISTAKES])
 def test_check_recursive_step_names_each_mistake(mistake, words):
     result = check_recursive_step(recursive_step_with(mistake))
     assert not result.passed

@@ -8,7 +8,7 @@ from scipy.stats import poisson
 
 from ibp_lab import exact
 from ibp_lab._checks import check_count, check_rng
-from ibp_lab.exercises._result import ExerciseResult, Measurement, describe_exception, fail
+from ibp_lab.exercises._result import ExerciseResult, describe_exception, fail
 from ibp_lab.exercises._stats import MIN_ESS, compare_frequencies
 
 __all__ = ["check_gibbs_sweep"]
@@ -163,7 +163,8 @@ def _frequency_verdict(misses) -> str:
     else:
         how = (f"is visited {ratio:.2g}x too often" if ratio > 1
                else f"is visited {1 / ratio:.2g}x too rarely")
-        how += f" (observed {worst.observed:.3f}, exact {worst.expected:.3f} +- {worst.tolerance:.3f})"
+        how += (f" (observed {worst.observed:.3f}, exact {worst.expected:.3f} "
+                f"+- {worst.tolerance:.3f})")
     return f"{worst.quantity} {how}"
 
 
@@ -226,8 +227,9 @@ def check_gibbs_sweep(sweep, rng: np.random.Generator | None = None, *,
     True
     >>> def my_sweep(X, Z, alpha, sigma_x, sigma_a, rng):
     ...     raise NotImplementedError
-    >>> print(check_gibbs_sweep(my_sweep).verdict)
-    Your sweep is not written yet (it raises NotImplementedError): fill in the function and run again.
+    >>> print(check_gibbs_sweep(my_sweep).verdict)  # doctest: +NORMALIZE_WHITESPACE
+    Your sweep is not written yet (it raises NotImplementedError): fill in the function
+    and run again.
     """
     if not callable(sweep):
         raise TypeError("sweep must be a function sweep(X, Z, alpha, sigma_x, sigma_a, rng) "
@@ -247,8 +249,8 @@ def check_gibbs_sweep(sweep, rng: np.random.Generator | None = None, *,
         return fail(EXERCISE, f"Your sweep failed {problem}.")
     k_one = np.array([Z.shape[1] for Z in states])
     expected = {k: float(p) for k, p in enumerate(laws["exact"])}
-    measured, misses, _ = compare_frequencies(k_one, expected,
-                                              lambda label, main: _k_name(label, main) + " (one row)")
+    measured, misses, _ = compare_frequencies(
+        k_one, expected, lambda label, main: _k_name(label, main) + " (one row)")
     if misses:
         return fail(EXERCISE, _frequency_verdict(misses) + ": "
                     + _diagnose_new_dishes(k_one, laws) + ".", measured)

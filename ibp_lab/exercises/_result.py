@@ -104,5 +104,6 @@ def fail(exercise: str, verdict: str, measurements=()) -> ExerciseResult:
 def describe_exception(exc: BaseException) -> str:
     """An exception in a student's words: 'not written yet' or its type and message."""
     if isinstance(exc, NotImplementedError):
-        return "not written yet (it raises NotImplementedError): fill in the function and run again."
+        return ("not written yet (it raises NotImplementedError): fill in the function and "
+                "run again.")
     return f"it raised {type(exc).__name__}: {exc}"
