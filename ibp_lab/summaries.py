@@ -236,7 +236,7 @@ def _check_chains(chains) -> list:
     if isinstance(chains, ChainResult):
         chains = [chains]
     if isinstance(chains, (str, bytes)) or not isinstance(chains, Sequence) or len(chains) == 0:
-        raise TypeError("chains must be a non-empty list of ibp_lab.gibbs.ChainResult")
+        raise TypeError("chains must be a non-empty list of ibp_lab.chains.ChainResult")
     for c, chain in enumerate(chains):
         if not isinstance(chain, ChainResult):
             raise TypeError(f"chains[{c}] must be a ChainResult, got {type(chain).__name__}")
@@ -244,12 +244,12 @@ def _check_chains(chains) -> list:
 
 
 def _check_chain(chain):
-    """One :class:`ibp_lab.gibbs.ChainResult` (a function that reads a single chain)."""
+    """One :class:`ibp_lab.chains.ChainResult` (a function that reads a single chain)."""
     from ibp_lab.chains import ChainResult
 
     if not isinstance(chain, ChainResult):
         raise TypeError(
-            f"chain must be one ibp_lab.gibbs.ChainResult (from run_chain), got {type(chain).__name__}"
+            f"chain must be one ibp_lab.chains.ChainResult (from run_chain), got {type(chain).__name__}"
         )
     return chain
 
