@@ -31,8 +31,8 @@ chains.SequentialSplitMerge(n_proposals=10)], ...)``. Timings and book tables
 
 Layout, one unit per piece (as emcee groups its moves):
 
-- ``_target``: the target, :class:`~ibp_lab.split_merge._target.LogJoint`
-  (``log p(X | Z)`` and ``log P([Z])``), the proposal record and the counting of
+- ``_target``: the target, ``LogJoint`` (``log p(X | Z)`` and
+  ``log P([Z])``, the kernel's :func:`ibp_lab._kernel.log_joint`), the proposal record and the counting of
   columns by value;
 - ``_metropolis``: the argument door of every move and the Metropolis-Hastings
   driver that fills ``stats``;
@@ -116,7 +116,8 @@ dimensions and ``m`` owners to allocate: ``O(N K D + K^3)`` to set up (``Z^T X``
 and ``M^-1``, ``M = Z^T Z + (sigma_x / sigma_a)^2 I``), then ``O(K^2 + K D)`` per
 allocated row, because taking a row out and putting it back are rank-one
 (Sherman-Morrison) updates of ``M^-1`` and of the posterior mean of the
-features, as in the Gibbs sweep; ``O(N K D + K^3)`` again for the log joint of
+features: the kernel's ``row_out`` and ``row_in`` (:mod:`ibp_lab._kernel`), the
+same steps as the Gibbs sweep; ``O(N K D + K^3)`` again for the log joint of
 the proposed state. On the book's 300 digits this is well under a millisecond.
 The allocation runs in compiled code (numba).
 """
