@@ -105,8 +105,9 @@ def with_flags(**flags):
 # False alarms: every frequency is tested at z sqrt(p (1 - p) / ESS) with z the normal
 # quantile of 1e-3 split (Bonferroni) over all bins of the check, so a correct sweep fails
 # with probability about 1e-3 at most (the normal approximation is fair: every bin has
-# p >= 0.01 and ESS p >= 20). Measured once with the compiled sweep on 200 seeds
-# (/tmp/exE/seeds200.py in the work log): see test_check_gibbs_sweep_false_alarms_measured.
+# p >= 0.01 and ESS p >= 20). Measured once: the check run on 200 seeds
+# (default_rng(10_000 + i), i < 200) with the compiled sweep (gibbs._sweeps, one sweep per
+# call) failed 0 times, as a rate of at most 1e-3 predicts (probability 0.82 of no failure).
 
 
 @pytest.mark.statistical(rate=1e-3)
