@@ -22,6 +22,7 @@ from ibp_lab.exercises import (
     check_class_probability,
     check_gibbs_sweep,
     check_recursive_step,
+    check_split_merge_ratio,
 )
 
 # --------------------------------------------------------------------------------------
@@ -414,3 +415,99 @@ def test_check_recursive_step_reports_in_place_changes_shapes_and_errors():
     assert "first goes wrong for customer n = 4" in check_recursive_step(other).verdict
     with pytest.raises(TypeError, match="step must be a function"):
         check_recursive_step([1, 2])
+
+
+# --------------------------------------------------------------------------------------
+# check_split_merge_ratio: a student's log acceptance ratio with mistakes behind flags
+# --------------------------------------------------------------------------------------
+
+
+def student_split_ratio(X, Z, k, c1, c2, alpha, sigma_x, sigma_a, *, mistake=None):
+    """log pi([Z']) q(merge) / (pi([Z]) q(split)) for a random split, written plainly."""
+    from ibp_lab import linear_gaussian, prior
+
+    def log_target(M):
+        log_p = prior.log_prior(M, alpha) + linear_gaussian.collapsed_loglik(X, M, sigma_x, sigma_a)
+        if mistake == "matrix target":  # P of the matrix: without 1 / prod_h K_h!
+            log_p += sum(math.lgamma(c + 1) for c in np.unique(M, axis=1, return_counts=True)[1])
+        return log_p
+
+    def n_equal(M, column):
+        return int(np.all(M == np.asarray(column)[:, None], axis=0).sum())
+
+    K, u = Z.shape[1], Z[:, k]
+    Z_new = np.column_stack([np.delete(Z, k, axis=1), c1, c2])
+    same = np.array_equal(c1, c2)
+    q_split = (1.0 if K == 1 and mistake != "p split" else 0.5) / 3 ** int(u.sum())
+    q_split *= (1 if mistake == "pick u" else n_equal(Z, u)) / K
+    q_split *= 1 if same or mistake == "orders" else 2
+    n1 = n_equal(Z_new, c1)
+    pairs = n1 * (n1 - 1) / 2 if same else n1 * n_equal(Z_new, c2)
+    q_merge = 0.5 * (1 if mistake == "pairs" else pairs) / (K * (K + 1) / 2)
+    if mistake == "reversed":
+        q_split, q_merge = q_merge, q_split
+    if mistake == "no proposal":
+        q_split = q_merge = 1.0
+    return log_target(Z_new) - log_target(Z) + math.log(q_merge) - math.log(q_split)
+
+
+def split_ratio_with(mistake):
+    def fn(X, Z, k, c1, c2, alpha, sigma_x, sigma_a):
+        return student_split_ratio(X, Z, k, c1, c2, alpha, sigma_x, sigma_a, mistake=mistake)
+    return fn
+
+
+def test_split_merge_reference_is_the_package_move():
+    # the check's exact ratio against the move the package runs (and tests by detailed
+    # balance on every path): its proposal ratio plus the change of its target
+    from ibp_lab.exercises import _split_merge as ex
+    from ibp_lab.split_merge import _random, _target
+
+    target = _target.LogJoint(ex.X_TINY, ex.ALPHA, ex.SIGMA_X, ex.SIGMA_A, 1.0)
+    cases = ex._cases()
+    assert len(cases) > 1000
+    for Z, k, c1, c2 in cases:
+        owners = np.flatnonzero(Z[:, k])
+        labels = np.array([0 if b == 0 else 1 if a == 0 else 2
+                           for a, b in zip(c1[owners], c2[owners])])
+        proposal = _random._random_split(Z, k, labels)
+        old, new = target(Z), target(proposal.Z)
+        package = new[0] - old[0] + new[1] - old[1] + proposal.log_proposal_ratio
+        assert math.isclose(ex._ratio(ex._terms(Z, k, c1, c2)), package, abs_tol=1e-9)
+
+
+def test_check_split_merge_ratio_passes_a_correct_ratio():
+    result = check_split_merge_ratio(split_ratio_with(None))
+    assert result.passed, str(result)
+
+
+SPLIT_MISTAKES = [
+    ("matrix target", "1 / prod_h K_h!"),
+    ("pick u", "probability n(u) / K"),
+    ("orders", "the factor 2 (and only then)"),
+    ("pairs", "count the pairs of columns"),
+    ("p split", "P(split) = 1 at K = 1"),
+    ("reversed", "upside down"),
+    ("no proposal", "only the target ratio"),
+]
+
+
+@pytest.mark.parametrize("mistake, words", SPLIT_MISTAKES, ids=[m[0] for m in SPLIT_MISTAKES])
+def test_check_split_merge_ratio_names_each_mistake(mistake, words):
+    result = check_split_merge_ratio(split_ratio_with(mistake))
+    assert not result.passed
+    assert words in result.verdict, result.verdict
+
+
+def test_check_split_merge_ratio_reports_errors_and_refuses_non_functions():
+    def not_written(X, Z, k, c1, c2, alpha, sigma_x, sigma_a):
+        raise NotImplementedError
+
+    assert "not written yet" in check_split_merge_ratio(not_written).verdict
+
+    def nan(X, Z, k, c1, c2, alpha, sigma_x, sigma_a):
+        return float("nan")
+
+    assert "not a finite number" in check_split_merge_ratio(nan).verdict
+    with pytest.raises(TypeError, match="fn must be a function"):
+        check_split_merge_ratio(1.0)

@@ -12,6 +12,8 @@ notebook shows the result as a short report; a teacher can grade with ``passed``
   (chapter 1) against :func:`ibp_lab.prior.log_prior` on every small class.
 - :func:`check_recursive_step`: one step of the Recursive IBP marginals (chapter 3)
   against :func:`ibp_lab.recursive.marginals`.
+- :func:`check_split_merge_ratio`: the log acceptance ratio of a random split (chapter 6)
+  on every split of every small class.
 
 A function that raises ``NotImplementedError`` is reported as "not written yet"; any
 other exception is reported in the verdict with its message (an interrupt is not caught).
@@ -21,6 +23,7 @@ from ibp_lab.exercises._class_probability import check_class_probability
 from ibp_lab.exercises._gibbs import check_gibbs_sweep
 from ibp_lab.exercises._recursive import check_recursive_step
 from ibp_lab.exercises._result import ExerciseResult, Measurement
+from ibp_lab.exercises._split_merge import check_split_merge_ratio
 
 __all__ = ["ExerciseResult", "Measurement", "check_gibbs_sweep", "check_class_probability",
-           "check_recursive_step"]
+           "check_recursive_step", "check_split_merge_ratio"]
