@@ -1468,6 +1468,8 @@ def specs_exercises():
              dict(fn=prior.log_prior), dict(fn=fn), _exercise_ok, time_limit=30),
         Spec("exercises.check_recursive_step", m.check_recursive_step,
              dict(step=_not_written), dict(step=fn), _exercise_ok),
+        Spec("exercises.check_split_merge_ratio", m.check_split_merge_ratio,
+             dict(fn=_not_written), dict(fn=fn), _exercise_ok, time_limit=30),
     ]
 
 
