@@ -96,20 +96,24 @@ def test_finite_feature_sum_matches_brute_force():
         assert result.log_density[i] == pytest.approx(logsumexp(per_draw) - np.log(2), abs=1e-10)
 
 
-def exact_ibp_heldout(x, observed, hidden, X_train, Z, sigma_x, sigma_a, alpha, beta=1.0):
+def exact_ibp_heldout(x, observed, hidden, X_train, Z, sigma_x, sigma_a, alpha, beta=1.0,
+                      n_new_max=None):
     """Exact log p(bottom | top) and E[bottom | top] for one draw, enumerating the test
     digit's features and new dishes.
 
     The test digit is customer N + 1 of the two-parameter buffet: feature k with
     probability m_k / (beta + N), Poisson(alpha beta / (beta + N)) new dishes, summed
-    until the Poisson tail is below 1e-17 of the total (no truncation that matters).
+    to rate + 20 sqrt(rate) + 30 dishes, where the Poisson tail is below 1e-20 (no
+    truncation that matters: the likelihood of k new dishes is at most that of the best
+    k), or to ``n_new_max`` if given (the model whose new-dish law stops there).
     """
     A_bar, cov = feature_posterior(X_train, Z, sigma_x, sigma_a)
     P = cov / sigma_x**2
     N, K = Z.shape
     m = Z.sum(0)
     rate = alpha * beta / (beta + N)
-    n_new_max = int(rate + 20 * np.sqrt(rate) + 30)
+    if n_new_max is None:
+        n_new_max = int(rate + 20 * np.sqrt(rate) + 30)
     log_top, log_joint, means = [], [], []
     for pattern in itertools.product([0, 1], repeat=K):
         z = np.array(pattern, float)
@@ -164,6 +168,27 @@ def test_ibp_gibbs_heldout_is_unbiased_against_enumeration(beta):
     assert abs(estimates.mean() - np.exp(exact)) < 4.5 * se
     mean_se = result.mean.std(axis=0, ddof=1) / np.sqrt(estimates.size)
     assert np.all(np.abs(result.mean.mean(axis=0) - exact_mean) < 4.5 * mean_se)
+
+
+@pytest.mark.statistical(rate=6.8e-6)
+def test_max_new_truncates_and_renormalises_the_new_dish_law():
+    """With max_new = 1 the scorer targets the model whose new-dish law stops at one dish.
+
+    As in the unbiasedness test: 2000 replicate chains, 4.5 standard errors of their mean
+    (false alarm 6.8e-6). The truncated model's density is 20% above the exact one here,
+    thousands of standard errors; a cap that renormalised over 0..max_new + 1 and then
+    clamped would land between the two.
+    """
+    X_train, Z, x, observed, hidden = _tiny_heldout_case()
+    truncated, _ = exact_ibp_heldout(x[0], observed, hidden, X_train, Z, 0.5, 2.0, 3.0,
+                                     beta=2.5, n_new_max=1)
+    with pytest.warns(RuntimeWarning, match="max_new = 1"):
+        result = ibp_gibbs_heldout(X_train, [(Z, 0.5, 2.0, 3.0)], np.repeat(x, 2000, axis=0),
+                                   observed, hidden, stat_rng(101), beta=2.5, n_sweeps=320,
+                                   burn=20, max_new=1)
+    estimates = np.exp(result.log_density)
+    se = estimates.std(ddof=1) / np.sqrt(estimates.size)
+    assert abs(estimates.mean() - np.exp(truncated)) < 4.5 * se
 
 
 def test_ibp_gibbs_heldout_keeps_the_sweeps_after_burn():
