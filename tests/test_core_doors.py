@@ -17,7 +17,8 @@ import pytest
 
 from ibp_lab import datasets, prior, recursive
 from ibp_lab._checks import NotFittedError, check_size
-from ibp_lab.streaming import RecursiveIBP, match_features
+from ibp_lab.streaming import RecursiveIBP
+from ibp_lab.summaries import match_features
 from ibp_lab.widgets import live_explorer, static_explorer
 
 
@@ -124,7 +125,9 @@ def test_predictive_logpdf_refuses_data_whose_density_overflows():
 
 @pytest.mark.parametrize("learned", [np.eye(3)[:0], np.eye(3)[:1], np.eye(3)[0]])
 def test_unmatched_true_features_get_zero_not_nan(learned):
-    correlation, match = match_features(learned, np.eye(3))
+    # the one match_features (summaries): reference features first
+    found = match_features(np.eye(3), np.atleast_2d(learned))
+    correlation, match = found.ref_correlation(), found.matched_to()
     assert np.all(np.isfinite(correlation))
     assert np.all(correlation[match == -1] == 0.0)
     assert np.sum(match >= 0) == np.atleast_2d(learned).shape[0]
