@@ -64,6 +64,8 @@ POSITIONAL_HYPERPARAMETERS = {
     "ibp_lab.linear_gaussian.feature_posterior": {"sigma_x", "sigma_a"},
     # gibbs row: gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng, *, beta).
     "ibp_lab.gibbs.gibbs_sweep": {"alpha", "sigma_x", "sigma_a"},
+    # the readable NumPy sweep shown beside it (issue 13, item 7): the same signature
+    "ibp_lab.gibbs.gibbs_sweep_numpy": {"alpha", "sigma_x", "sigma_a"},
     # exact row: k_plus_posterior and log_evidence(X, alpha, sigma_x, sigma_a, *, beta, k_max);
     # class_posterior is their sibling (the same enumeration, the same signature).
     "ibp_lab.exact.k_plus_posterior": {"alpha", "sigma_x", "sigma_a"},
