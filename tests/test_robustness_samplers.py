@@ -20,7 +20,7 @@ from scipy.special import gammaincc
 from scipy.stats import binom
 from seeds import stat_rng
 
-from ibp_lab import _hyper, chains, exact, gibbs, heldout, linear_gaussian, pymc_models, summaries
+from ibp_lab import _hyper, chains, exact, gibbs, heldout, linear_gaussian, pymc_models, reports, summaries
 from ibp_lab import split_merge as sm
 
 X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
@@ -48,10 +48,11 @@ ENTRY_POINTS = {
         X, Z3, a, sx, sa, rng(), 3, beta=b),
     "singleton_update": lambda a, sx, sa, b, X=X3: sm.singleton_update(
         X, Z3, a, sx, sa, rng(), beta=b),
-    "run_chains_with_moves": lambda a, sx, sa, b, X=X3: sm.run_chains_with_moves(
-        X, [Z3], 1, rng(), alpha=a, sigma_x=sx, sigma_a=sa, beta=b, n_proposals=2),
-    "seconds_per_step": lambda a, sx, sa, b, X=X3: sm.seconds_per_step(
-        X, Z3, a, sx, sa, rng(), beta=b, n_rounds=1, n_sweeps=1, n_proposals=1),
+    "run_chains with moves": lambda a, sx, sa, b, X=X3: chains.run_chains(
+        X, 1, 1, rng(), Z0=Z3, alpha=a, sigma_x=sx, sigma_a=sa, beta=b, update_alpha=False,
+        update_sigma_a=False, moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2)]),
+    "seconds_per_step": lambda a, sx, sa, b, X=X3: reports.seconds_per_step(
+        X, Z3, rng(), alpha=a, sigma_x=sx, sigma_a=sa, beta=b, n_rounds=1, n_sweeps=1, n_proposals=1),
     "k_plus_posterior": lambda a, sx, sa, b, X=X3: exact.k_plus_posterior(
         X, a, sx, sa, beta=b, k_max=3),
     "class_posterior": lambda a, sx, sa, b, X=X3: exact.class_posterior(
@@ -351,15 +352,16 @@ def test_log_ratio_parts_and_summaries_check_what_they_read():
     _, stats = sm.random_split_merge(X3, Z3, 1.0, 0.5, 1.0, rng(), 20)
     broken = dict(stats, log_ratio=stats["log_ratio"][:-1])  # used to raise IndexError
     with pytest.raises(ValueError, match="stats\\['log_ratio'\\] must have one entry"):
-        sm.log_ratio_parts(broken)
-    assert sm.log_ratio_parts(stats).shape == (4, 2)
-    run = sm.run_chains_with_moves(X3, [Z3, Z3], 6, rng(), alpha=1.0, sigma_x=0.5,
-                                   sigma_a=1.0, n_proposals=1)
+        reports.log_ratio_parts(broken)
+    assert reports.log_ratio_parts(stats).shape == (4, 2)
+    _, run = chains.run_chains(X3, 2, 6, rng(), Z0=Z3, alpha=1.0, sigma_x=0.5, sigma_a=1.0,
+                               update_alpha=False, update_sigma_a=False,
+                               moves=["gibbs_sweep", chains.SequentialSplitMerge(n_proposals=1)])
     with pytest.raises(TypeError, match="warmup_fraction must be a real number"):
-        sm.summarize_run(run, warmup_fraction=False)
+        reports.summarize_run(run, warmup_fraction=False)
     with pytest.raises(ValueError, match="at least 4 draws per chain"):
-        sm.summarize_run(run, warmup_fraction=0.5)  # 3 draws: R-hat would be NaN
-    assert sm.summarize_run(run, warmup_fraction=0.0)["iterations"] == 6
+        reports.summarize_run(run, warmup_fraction=0.5)  # 3 draws: R-hat would be NaN
+    assert reports.summarize_run(run, warmup_fraction=0.0)["iterations"] == 6
     chain = gibbs.run_chain(X3, 6, rng())
     with pytest.raises(TypeError, match="labels must be a list of strings"):
         summaries.chain_summaries([chain], labels="a")
@@ -384,10 +386,10 @@ HUGE_CALLS = [
                                       d=10**6), "n \\* d must be <= 1e\\+08"),
     (lambda: sm.random_split_merge(X3, Z3, 1.0, 0.5, 1.0, rng(), 10**12),
      "n_proposals must be an integer <= 10000000"),
-    (lambda: sm.run_chains_with_moves(X3, [Z3], 10**4, rng(), alpha=1.0, sigma_x=0.5,
-                                      sigma_a=1.0, n_proposals=10**4),
-     "n_iterations \\* n_proposals must be <= 1e\\+07"),
-    (lambda: sm.seconds_per_step(X3, Z3, 1.0, 0.5, 1.0, rng(), n_sweeps=10**12),
+    (lambda: chains.run_chain(X3, 10**4, rng(), moves=[chains.RandomSplitMerge(n_proposals=10**4)]),
+     "n_sweeps \\* \\(split-merge proposals per iteration of moves\\) must be <= 1e\\+07"),
+    (lambda: reports.seconds_per_step(X3, Z3, rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0,
+                                      n_sweeps=10**12),
      "n_sweeps must be an integer <= 100000"),
     (lambda: heldout.ibp_gibbs_heldout(X3, [(Z3, 0.5, 1.0, 1.0)], X3, [0], [1], rng(),
                                        max_new=10**12), "max_new must be an integer <= 2500"),
