@@ -248,3 +248,12 @@ def test_log_evidence_of_two_rows_matches_the_buffet_sum(beta):
     direct = logsumexp(terms)
     enumerated = exact.log_evidence(X, alpha, sigma_x, sigma_a, beta=beta, k_max=25)
     assert enumerated == pytest.approx(direct, abs=1e-10)
+
+
+def test_the_cached_class_table_cannot_be_changed_through_a_result():
+    # class_posterior hands out arrays of a memoised table: a caller that wrote into
+    # them would corrupt every later enumeration of the same size
+    post = exact.class_posterior(X3, 1.0, 0.5, 1.0, k_max=3)
+    for array in (post.counts, post.k_plus, post.log_weights, post.probabilities):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0
