@@ -265,7 +265,45 @@ NEW_DISH_CASES = [
     (2.5, 0.1, 0.09, 40.0, 48),  # data far from the mean: many new dishes
     (1e-6, 0.3, 1.0, 1.0, 2),
     (30.0, 0.05, 0.5, 2.0, 5),  # a large rate: the stopping rule must wait for s >= 2 rate
+    (0.5, 0.1, 1.0, 100.0, 1),  # the predictive rises up to s = 100: the stop uses f(v*)
+    (0.5, 0.1, 1.0, 2000.0, 20),  # the same with D = 20: f(v*) is pinned to a few nats
 ]
+
+
+def direct_number_of_terms(rate, v0, sa2, rr, D):
+    """The stopping rule of the docstring, written plainly: the first s whose tail bound
+    2 rate^(s+1) / (s+1)! exp(f(max(v_{s+1}, v*))) is below e^-40 of the largest weight."""
+
+    def f(v):
+        return -0.5 * D * math.log(v) - rr / (2 * v)
+
+    weights = []
+    for s in range(100_000):
+        weights.append(s * math.log(rate) - math.lgamma(s + 1) + f(v0 + s * sa2))
+        if s + 2 >= 2 * rate:
+            bound = ((s + 1) * math.log(rate) - math.lgamma(s + 2) + math.log(2)
+                     + f(max(v0 + (s + 1) * sa2, rr / D)))
+            if bound < max(weights) - 40:
+                return s + 1, weights
+    raise AssertionError("no stop")
+
+
+@pytest.mark.parametrize("rate, v0, sa2, rr, D", NEW_DISH_CASES)
+def test_new_dish_law_stops_where_its_tail_bound_says(rate, v0, sa2, rr, D):
+    """Same number of terms as the rule written plainly, and the bound is a true bound.
+
+    The law is exact to e^-40 for any stop at or beyond the rule's, so the brute-force
+    comparison alone cannot see a looser bound; this pins the rule itself.
+    """
+    n_terms, weights = direct_number_of_terms(rate, v0, sa2, rr, D)
+    assert len(_kernel.new_dish_log_weights(rate, v0, sa2, rr, D)) == n_terms
+    exact = brute_force_new_dish_law(rate, v0, sa2, rr, D) + logsumexp(weights)
+    for s in range(n_terms):  # wherever the rule is evaluated, the bound covers the rest
+        if s + 2 >= 2 * rate:
+            v_bound = max(v0 + (s + 1) * sa2, rr / D)
+            bound = ((s + 1) * math.log(rate) - math.lgamma(s + 2) + math.log(2)
+                     - 0.5 * D * math.log(v_bound) - rr / (2 * v_bound))
+            assert logsumexp(exact[s + 1:]) <= bound + 1e-9
 
 
 def brute_force_new_dish_law(rate, v0, sa2, rr, D, n_terms=3000):
