@@ -137,7 +137,7 @@ def test_plot_flags_must_be_bools(flag):
     with pytest.raises(TypeError, match="left_order must be True or False"):
         matrices.plot_binary_matrix([[1, 0], [1, 1]], left_order=flag)
     with pytest.raises(TypeError, match="diverging must be True or False"):
-        matrices.plot_image_grid(np.eye(4), (2, 2), diverging=flag)
+        matrices.image_grid_figure(np.eye(4), (2, 2), diverging=flag)
     with pytest.raises(TypeError, match="log_x must be True or False"):
         streaming.feature_count_figure({"run": [1.0, 2.0]}, log_x=flag)
     plt.close("all")
@@ -145,13 +145,13 @@ def test_plot_flags_must_be_bools(flag):
 
 def test_plot_arrays_refuse_complex_and_strings():
     with pytest.raises(TypeError, match="images must hold real numbers, got dtype complex"):
-        matrices.plot_image_grid(np.eye(4) * (1 + 1j), (2, 2))
+        matrices.image_grid_figure(np.eye(4) * (1 + 1j), (2, 2))
     with pytest.raises(TypeError, match="counts must hold real numbers"):
-        buffet.plot_counts_vs_poisson(plt.subplots()[1], ["1", "2"], 2.0)
+        buffet.plot_counts_vs_poisson(["1", "2"], 2.0)
     with pytest.raises(ValueError, match="counts must be non-negative integers"):
-        buffet.plot_counts_vs_poisson(plt.subplots()[1], [1.5, np.nan], 2.0)
+        buffet.plot_counts_vs_poisson([1.5, np.nan], 2.0)
     with pytest.raises(ValueError, match="shape must be a pair"):
-        matrices.plot_image_grid(np.eye(4), "ab")
+        matrices.image_grid_figure(np.eye(4), "ab")
     with pytest.raises(TypeError, match=r"ink must hold real numbers"):
         predictive_checks.ink_statistics([["0.1", "0.2"]])
     with pytest.raises(ValueError, match=r"ink must be an array of shape \(\.\.\., N, D\)"):
@@ -190,7 +190,7 @@ def test_a_numeric_string_is_not_a_number_anywhere():
     (lambda: recursive.monte_carlo_marginals(2.0, 1.0, 3, 4, 10**12, np.random.default_rng(0)),
      "monte_carlo_marginals would need"),
     (lambda: datasets.simulate_four_feature_data(np.random.default_rng(0), n=10**12), "X would need"),
-    (lambda: buffet.plot_counts_vs_poisson(plt.subplots()[1], [1, 2], 1e300), "mean must be <= 1e"),
+    (lambda: buffet.plot_counts_vs_poisson([1, 2], 1e300), "mean must be <= 1e"),
 ])
 def test_huge_requests_are_refused_up_front(call, message):
     """Before: MemoryError (7 TiB and more) or a run of hours; after: an immediate ValueError."""
@@ -204,7 +204,7 @@ def test_count_plot_with_a_large_mean_draws_only_the_bulk(mean):
     """Before: 10**12 one-integer bins (a hang); after: at most MAX_BINS bins over the bulk."""
     counts = np.random.default_rng(0).poisson(mean, size=50)
     fig, ax = plt.subplots()
-    _fast(lambda: buffet.plot_counts_vs_poisson(ax, counts, mean))
+    _fast(lambda: buffet.plot_counts_vs_poisson(counts, mean, ax=ax))
     assert 10 < len(ax.patches) <= buffet.MAX_BINS
     # the histogram is a density per integer, like the pmf drawn over it
     heights = np.array([bar.get_height() for bar in ax.patches])
@@ -215,7 +215,7 @@ def test_count_plot_with_a_large_mean_draws_only_the_bulk(mean):
 
 def test_count_plot_at_small_means_keeps_one_bin_per_integer_from_zero():
     fig, ax = plt.subplots()
-    buffet.plot_counts_vs_poisson(ax, [1, 2, 2, 3], 2.0)
+    buffet.plot_counts_vs_poisson([1, 2, 2, 3], 2.0, ax=ax)
     edges = [bar.get_x() for bar in ax.patches]
     assert edges[0] == -0.5 and np.all(np.diff(edges) == 1.0)
     plt.close(fig)

@@ -48,7 +48,6 @@ from ibp_lab.plotting.gibbs import (
     sigma_alpha_explorer_figure,
 )
 from ibp_lab.plotting.matrices import image_grid_figure, plot_binary_matrix
-from ibp_lab.plotting.matrices import plot_image_grid  # noqa: F401  deprecated name, not in __all__
 from ibp_lab.plotting.recursive import marginals_figure, recursion_step_figure
 
 __all__ = [

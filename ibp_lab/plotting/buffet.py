@@ -7,10 +7,8 @@
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from scipy import stats
 
@@ -27,7 +25,7 @@ __all__ = ["plot_counts_vs_poisson", "buffet_explorer_figure"]
 MAX_BINS = 200
 #: Largest Poisson mean a count plot accepts: counts stay exact in float64.
 MAX_MEAN = 1e15
-def plot_counts_vs_poisson(counts, mean: float, *args, ax=None, color: str = PALETTE["blue"],
+def plot_counts_vs_poisson(counts, mean: float, *, ax=None, color: str = PALETTE["blue"],
                            label: str = ""):
     """Histogram of integer ``counts`` with the Poisson(``mean``) probabilities on top.
 
@@ -53,15 +51,6 @@ def plot_counts_vs_poisson(counts, mean: float, *args, ax=None, color: str = PAL
     >>> len(ax.patches) > 0
     True
     """
-    if isinstance(counts, Axes):  # the old order (ax, counts, mean), until its callers move
-        if len(args) != 1 or ax is not None:
-            raise TypeError("plot_counts_vs_poisson takes (counts, mean, *, ax=None)")
-        warnings.warn("plot_counts_vs_poisson(ax, counts, mean) is deprecated: call "
-                      "plot_counts_vs_poisson(counts, mean, ax=ax)", DeprecationWarning, stacklevel=2)
-        ax, counts, mean = counts, mean, args[0]
-    elif args:
-        raise TypeError(f"plot_counts_vs_poisson takes 2 positional arguments (counts, mean), "
-                        f"got {2 + len(args)}; options are keyword-only")
     counts = check_real_array("counts", counts).ravel()
     if counts.size == 0:
         raise ValueError("counts must hold at least one count, got none")

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -152,16 +151,3 @@ def image_grid_figure(
         fig.suptitle(title)
     fig.tight_layout()
     return fig
-
-
-def plot_image_grid(images, shape, *, titles=None, suptitle=None, **options) -> Figure:
-    """Deprecated name of :func:`image_grid_figure` (``titles`` is now ``labels``, ``suptitle`` ``title``).
-
-    It returns a whole figure, so by the package's convention it is a ``*_figure``
-    function; this name is kept only until its last callers move.
-    """
-    warnings.warn("plot_image_grid is deprecated: call image_grid_figure(images, shape, labels=..., "
-                  "title=...)", DeprecationWarning, stacklevel=2)
-    if titles is not None and not isinstance(titles, (str, bytes)) and hasattr(titles, "__len__"):
-        titles = [str(t) for t in titles]  # the old function drew any title as str(title)
-    return image_grid_figure(images, shape, labels=titles, title=suptitle, **options)

@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
-
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+from matplotlib.figure import Figure
+
 from ibp_lab.plotting._doors import (
-    check_axes,
+    axes_or_new,
     check_finite,
     check_fraction,
     check_labels,
     check_optional_real,
     check_panels,
+    is_chain_result,
 )
 from ibp_lab.plotting._style import CYCLE, PALETTE
 
-__all__ = ["plot_log_ratios", "plot_k_plus_check", "plot_traces_by_time"]
+__all__ = ["log_ratios_figure", "plot_k_plus_check", "traces_by_time_figure"]
 
 _KIND_COLOURS = {"split": PALETTE["blue"], "merge": PALETTE["vermillion"]}
 
 
-def plot_log_ratios(stats_by_move: dict, *, axes=None, floor: float = -2000.0):
+def log_ratios_figure(stats_by_move: dict, *, floor: float = -2000.0) -> Figure:
     """Histograms of the log Metropolis-Hastings ratios of splits and merges, one panel per move.
 
     The horizontal axis is symmetric-logarithmic: ratios run from about -1000
@@ -35,8 +36,6 @@ def plot_log_ratios(stats_by_move: dict, *, axes=None, floor: float = -2000.0):
     stats_by_move : dict
         Panel title -> the ``stats`` of :func:`ibp_lab.split_merge.random_split_merge`
         or :func:`ibp_lab.split_merge.sequential_split_merge`.
-    axes : sequence of matplotlib.axes.Axes, optional
-        One per move; a new figure is made if omitted.
     floor : float, optional
 
     Returns
@@ -46,7 +45,7 @@ def plot_log_ratios(stats_by_move: dict, *, axes=None, floor: float = -2000.0):
     Examples
     --------
     >>> stats = {"kind": np.array(["split", "merge"]), "log_ratio": np.array([-50.0, -3.0])}
-    >>> fig = plot_log_ratios({"random": stats})
+    >>> fig = log_ratios_figure({"random": stats})
     >>> len(fig.axes)
     1
     """
@@ -54,18 +53,8 @@ def plot_log_ratios(stats_by_move: dict, *, axes=None, floor: float = -2000.0):
     floor = check_optional_real("floor", floor, allow_none=False)
     if not -1e300 <= floor < 0:
         raise ValueError(f"floor must be a negative number >= -1e300 (log ratios are <= 0), got {floor:g}")
-    if axes is not None:
-        if isinstance(axes, (str, bytes)) or not isinstance(axes, Sequence | np.ndarray):
-            raise TypeError(f"axes must be a list of matplotlib Axes (one per move), got {type(axes).__name__}")
-        axes = [check_axes(f"axes[{j}]", ax) for j, ax in enumerate(axes)]
-        if len(axes) != len(stats_by_move):
-            raise ValueError(f"axes must hold one Axes per entry of stats_by_move ({len(stats_by_move)}), "
-                             f"got {len(axes)}")
-    if axes is None:
-        fig, axes = plt.subplots(1, len(stats_by_move), figsize=(5.2 * len(stats_by_move), 3.3),
-                                 sharey=True, squeeze=False)
-        axes = axes[0]
-    fig = axes[0].figure
+    fig = Figure(figsize=(5.2 * len(stats_by_move), 3.3))
+    axes = fig.subplots(1, len(stats_by_move), sharey=True, squeeze=False)[0]
     bins = -np.flip(np.concatenate([[0.0], np.geomspace(0.1, -floor, 40)]))
     bins = np.append(bins, 5.0)
     for ax, (title, stats) in zip(axes, stats_by_move.items()):
@@ -130,10 +119,7 @@ def plot_k_plus_check(frequencies, p_exact, *, ax=None, label: str = "sampler"):
         raise ValueError(f"frequencies must hold at least one entry per entry of p_exact ({p_exact.size}), "
                          f"got {frequencies.size}")
     check_panels("p_exact (one bar per K+)", p_exact.size)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(5, 3.2))
-    else:
-        ax = check_axes("ax", ax)
+    ax = axes_or_new("ax", ax, figsize=(5, 3.2))
     k = np.arange(len(p_exact))
     ax.bar(k, frequencies[: len(k)], color=PALETTE["sky"], alpha=0.7, label=label)
     ax.plot(k, p_exact, "o", color=PALETTE["black"], ms=4, label="exact (enumeration)")
@@ -143,8 +129,8 @@ def plot_k_plus_check(frequencies, p_exact, *, ax=None, label: str = "sampler"):
     return ax
 
 
-def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels=None,
-                        ylabels=None, ylim_quantile: float | None = 0.02):
+def traces_by_time_figure(runs: dict, *, variables=("k_plus", "log_joint"), labels=None,
+                          ylabels=None, ylim_quantile: float | None = 0.02) -> Figure:
     """Traces of several chains against compute time, one column per sampler.
 
     Each chain's draws are placed at the CPU time its run recorded for them
@@ -178,7 +164,7 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
     ...                        alpha=1.0, sigma_x=0.5, sigma_a=1.0, update_alpha=False,
     ...                        update_sigma_a=False,
     ...                        moves=[ch.GibbsSweep(), ch.SequentialSplitMerge(n_proposals=2)])
-    >>> fig = plot_traces_by_time({"with the move": run})
+    >>> fig = traces_by_time_figure({"with the move": run})
     >>> len(fig.axes)
     2
     """
@@ -204,9 +190,8 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
                                                                      what="variable")
     if ylim_quantile is not None:
         ylim_quantile = check_fraction("ylim_quantile", ylim_quantile)
-    fig, axes = plt.subplots(len(variables), len(runs), figsize=(5.6 * len(runs),
-                                                                  2.6 * len(variables)),
-                             sharex="col", sharey="row", squeeze=False)
+    fig = Figure(figsize=(5.6 * len(runs), 2.6 * len(variables)))
+    axes = fig.subplots(len(variables), len(runs), sharex="col", sharey="row", squeeze=False)
     for col, (title, run) in enumerate(runs.items()):
         for row, name in enumerate(variables):
             ax = axes[row, col]
@@ -230,8 +215,6 @@ def plot_traces_by_time(runs: dict, *, variables=("k_plus", "log_joint"), labels
 
 def _check_move_runs(runs) -> dict:
     """Titles -> lists of :class:`ibp_lab.chains.ChainResult` with per-draw CPU times."""
-    from ibp_lab.chains import ChainResult
-
     if not isinstance(runs, Mapping):
         raise TypeError(f"runs must be a dict (title -> list of ChainResult), got {type(runs).__name__}")
     if len(runs) == 0:
@@ -241,13 +224,13 @@ def _check_move_runs(runs) -> dict:
     for title, run in runs.items():
         if not isinstance(title, str):
             raise TypeError(f"runs keys must be strings (column titles), got {type(title).__name__}")
-        if isinstance(run, ChainResult):
+        if is_chain_result(run):
             raise TypeError(f"runs[{title!r}] must be a list of ChainResult; wrap one chain in a list: [chain]")
         if not isinstance(run, (list, tuple)) or len(run) == 0:
             raise TypeError(f"runs[{title!r}] must be a non-empty list of ibp_lab.chains.ChainResult "
                             f"(from run_chains), got {type(run).__name__}")
         for c, chain in enumerate(run):
-            if not isinstance(chain, ChainResult):
+            if not is_chain_result(chain):
                 raise TypeError(f"runs[{title!r}][{c}] must be a ChainResult, got {type(chain).__name__}")
             if chain.trace.sizes.get("draw", 0) < 1 or "seconds" not in chain.sample_stats:
                 raise ValueError(f"runs[{title!r}][{c}] must hold at least one draw and its CPU seconds "
