@@ -13,7 +13,21 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def _clear_stale_numba_cache() -> None:
+    """tools/numba_cache.py: numba's cache misses edits to a compiled callee in another file."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "numba_cache.py"
+    spec = importlib.util.spec_from_file_location("numba_cache", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.clear_if_stale()
+
+
 def pytest_configure(config):
+    # before collection imports ibp_lab (doctests included)
+    _clear_stale_numba_cache()
     # Registered here rather than in pyproject.toml (owned elsewhere); tools/fresh_seeds.py
     # selects these tests with `-m statistical` and reruns them with IBP_SEED_OFFSET=k.
     config.addinivalue_line(

@@ -170,6 +170,9 @@ def check_execution() -> list[dict]:
 
 
 def main() -> None:
+    from numba_cache import clear_if_stale  # tools/ is on sys.path when this script runs
+
+    clear_if_stale()  # a stale compiled callee would give chapters the old algebra
     invalidate_stale_cache()
     command = [
         str(Path(sys.executable).parent / "jupyter-book"),
