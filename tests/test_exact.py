@@ -77,7 +77,21 @@ TAIL_CASES = [
     # one row at x = 0: the likelihood bound is attained at K+ = k_max + 1, so the bound
     # is within 2% of the true tail (with k_max + 2 for k_max + 1 it falls to 0.93)
     pytest.param(np.zeros((1, 1)), 1.0, 1.0, 1.0, 1.0, 3, 40, id="one row at the sup"),
+    pytest.param(np.zeros((1, 1)), 1.0, 1.0, 2.0, 1.0, 3, 40, id="one row at the sup, sigma_a 2"),
 ]
+
+
+@pytest.mark.parametrize("sigma_a", [1.0, 2.0])
+def test_tail_bound_is_tight_where_the_likelihood_bound_is_attained(sigma_a):
+    """One row at x = 0: the likelihood of K+ = k_max + 1 features is the bound itself, so
+    the bound exceeds the true tail (1.019 and 1.022 times here) only through the classes
+    beyond k_max + 1. A looser bound (k_max - 1 for k_max + 1, say) is still a bound,
+    but not this one."""
+    X = np.zeros((1, 1))
+    p_long, tail_long = exact.k_plus_posterior(X, 1.0, 1.0, sigma_a, k_max=40, return_tail=True)
+    _, tail = exact.k_plus_posterior(X, 1.0, 1.0, sigma_a, k_max=3, return_tail=True)
+    true_tail = p_long[4:].sum() * (1 - tail_long)
+    assert true_tail <= tail < 1.05 * true_tail
 
 
 @pytest.mark.parametrize("X, alpha, sigma_x, sigma_a, beta, k_short, k_long", TAIL_CASES)
