@@ -271,3 +271,15 @@ def test_the_cached_class_table_cannot_be_changed_through_a_result():
     for array in (post.counts, post.k_plus, post.log_weights, post.probabilities):
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 0
+
+
+def test_tail_bound_is_tight_on_flat_likelihoods_at_sigma_x_three():
+    """The flat-likelihood case scaled by 3 (data, sigma_x and sigma_a): the bound is 1.009
+    times the true tail, so each factor sigma_x^-(N-1)D of it must be right (with
+    (N - 1) / D for (N - 1) D it would be 27 times larger)."""
+    X = 0.03 * X3
+    p_long, tail_long = exact.k_plus_posterior(X, 2.0, 3.0, 0.15, k_max=12, return_tail=True)
+    _, tail = exact.k_plus_posterior(X, 2.0, 3.0, 0.15, k_max=3, return_tail=True)
+    true_low = p_long[4:].sum() * (1 - tail_long)
+    true_high = p_long[4:].sum() + tail_long
+    assert true_low <= tail < 1.05 * true_high
