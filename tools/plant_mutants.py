@@ -113,11 +113,16 @@ def main() -> None:
     parser.add_argument("--tests", required=True, help="pytest arguments, as one string")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--limit", type=int, default=0, help="stop after this many mutants")
+    parser.add_argument("--after", default="", help="mutate only after the first line "
+                        "containing this text (skips a function's argument checks)")
     args = parser.parse_args()
 
     target = Path(args.target)
     source = (ROOT / target).read_text()
     lines = function_lines(source, {n for n in args.functions.split(",") if n})
+    if args.after:
+        start = next(i for i, line in enumerate(source.splitlines(), 1) if args.after in line)
+        lines = {row for row in lines if row > start}
     test_args = args.tests.split(" -k ", 1)
     test_args = test_args[0].split() + (["-k", test_args[1]] if len(test_args) == 2 else [])
     with tempfile.TemporaryDirectory(prefix="mutants_") as tmp:
