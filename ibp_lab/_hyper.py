@@ -5,7 +5,7 @@ enumeration and the held-out scorer all work with the same four numbers
 ``alpha``, ``sigma_x``, ``sigma_a`` and ``beta`` against the same data ``X``.
 They accept and refuse exactly the same values because they all call
 :func:`check_hyperparameters`, and the Metropolis updates of the scales in
-:func:`ibp_lab.gibbs.run_chain` use the same rule (:func:`scales_allowed`), so
+:func:`ibp_lab.chains.run_chain` use the same rule (:func:`scales_allowed`), so
 a chain never wanders where a fresh call would be refused.
 
 The limits, and why:

@@ -435,12 +435,3 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     _, k_plus, types = _sweeps(X, Z0, alpha, sigma_x, sigma_a, beta, n_sweeps, rng,
                                random_scan=scan_order == "random", record_types=return_types)
     return (k_plus, types) if return_types else k_plus
-
-
-def __getattr__(name: str):
-    """The chain runner moved to :mod:`ibp_lab.chains`; the old names still resolve there."""
-    if name in ("ChainResult", "run_chain", "run_chains"):
-        from ibp_lab import chains
-
-        return getattr(chains, name)
-    raise AttributeError(f"module 'ibp_lab.gibbs' has no attribute {name!r}")

@@ -332,7 +332,7 @@ def _isotropic_logpdf(residual_sq: np.ndarray, variance: np.ndarray, n_dims: int
 
 
 def finite_feature_heldout(
-    X, observed, hidden, probabilities, features, sigma_x, *, feature_variances=None
+    X, observed, hidden, probabilities, features, *, sigma_x, feature_variances=None
 ) -> HeldoutResult:
     """Held-out score of a model with ``K`` features, summing exactly over the ``2^K`` patterns.
 
@@ -366,7 +366,7 @@ def finite_feature_heldout(
     Examples
     --------
     >>> X = np.array([[1.0, 1.0], [0.0, 0.0]])
-    >>> r = finite_feature_heldout(X, [0], [1], [[0.5]], [[[1.0, 1.0]]], 0.1)
+    >>> r = finite_feature_heldout(X, [0], [1], [[0.5]], [[[1.0, 1.0]]], sigma_x=0.1)
     >>> np.round(r.mean, 3).ravel().tolist()
     [1.0, 0.0]
     """

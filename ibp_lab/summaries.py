@@ -72,7 +72,7 @@ __all__ = [
     "class_ownership",
 ]
 
-#: Variables of :class:`ibp_lab.gibbs.ChainResult` traces that ignore feature labels.
+#: Variables of :class:`ibp_lab.chains.ChainResult` traces that ignore feature labels.
 LABEL_FREE_VARIABLES = ("k_plus", "log_likelihood", "log_joint", "alpha")
 # Largest N for co_ownership's N x N result (800 MB of float64).
 _MAX_CO_OWNERSHIP_ROWS = 10_000
@@ -177,8 +177,8 @@ def chain_summaries(chains, *, labels: Sequence[str] | None = None):
 
     Parameters
     ----------
-    chains : list of ibp_lab.gibbs.ChainResult
-        Chains from :func:`ibp_lab.gibbs.run_chains` (or several ``run_chain``).
+    chains : list of ibp_lab.chains.ChainResult
+        Chains from :func:`ibp_lab.chains.run_chains` (or several ``run_chain``).
     labels : list of str, optional
         One name per chain (the table's index); default ``chain 0``, ...
 
@@ -193,7 +193,7 @@ def chain_summaries(chains, *, labels: Sequence[str] | None = None):
 
     Examples
     --------
-    >>> from ibp_lab.gibbs import run_chain
+    >>> from ibp_lab.chains import run_chain
     >>> X = np.random.default_rng(0).normal(size=(6, 2))
     >>> chain = run_chain(X, 20, np.random.default_rng(1), sigma_x=1.0, sigma_a=1.0, burn=5)
     >>> list(chain_summaries([chain]).columns[:3])
@@ -270,8 +270,8 @@ def label_free_diagnostics(chains, *, var_names: Sequence[str] = LABEL_FREE_VARI
     Parameters
     ----------
     chains : list of ChainResult, arviz.InferenceData or xarray.Dataset
-        Chains from :func:`ibp_lab.gibbs.run_chains`: either the list of
-        :class:`~ibp_lab.gibbs.ChainResult` (every sweep after warm-up is
+        Chains from :func:`ibp_lab.chains.run_chains`: either the list of
+        :class:`~ibp_lab.chains.ChainResult` (every sweep after warm-up is
         used, unthinned; the chains are cut to the shortest), or its
         ``InferenceData`` (its ``posterior`` group), or any dataset with
         dimensions ``(chain, draw)``.
@@ -285,7 +285,7 @@ def label_free_diagnostics(chains, *, var_names: Sequence[str] = LABEL_FREE_VARI
 
     Examples
     --------
-    >>> from ibp_lab.gibbs import run_chains
+    >>> from ibp_lab.chains import run_chains
     >>> X = np.random.default_rng(0).normal(size=(8, 2))
     >>> idata, chains = run_chains(X, 2, 60, np.random.default_rng(1), sigma_x=1.0,
     ...                            sigma_a=1.0, burn=10)
@@ -675,7 +675,7 @@ def match_features(A_ref, A, *, absolute: bool = False) -> FeatureMatch:
     return FeatureMatch(rows.astype(np.int64), cols.astype(np.int64), score[rows, cols], n_ref)
 
 
-def draw_feature_means(X, samples, sigma_x, sigma_a) -> list[np.ndarray]:
+def draw_feature_means(X, samples, *, sigma_x, sigma_a) -> list[np.ndarray]:
     """Posterior mean feature images ``E[A | X, Z]`` of every draw of ``Z``.
 
     Each is ``M^-1 Z^T X`` with ``M = Z^T Z + (sigma_x / sigma_a)^2 I``
@@ -699,7 +699,7 @@ def draw_feature_means(X, samples, sigma_x, sigma_a) -> list[np.ndarray]:
     Examples
     --------
     >>> X = np.array([[1.0, 2.0], [3.0, 2.0]])
-    >>> draw_feature_means(X, [np.ones((2, 1))], 1.0, 1.0)[0]
+    >>> draw_feature_means(X, [np.ones((2, 1))], sigma_x=1.0, sigma_a=1.0)[0]
     array([[1.33333333, 1.33333333]])
     """
     from ibp_lab.linear_gaussian import feature_posterior
@@ -730,7 +730,7 @@ def chain_feature_means(X, chain) -> list[np.ndarray]:
 
     Examples
     --------
-    >>> from ibp_lab.gibbs import run_chain
+    >>> from ibp_lab.chains import run_chain
     >>> X = np.random.default_rng(0).normal(size=(6, 2))
     >>> chain = run_chain(X, 10, np.random.default_rng(1), sigma_x=1.0, sigma_a=1.0, thin=5)
     >>> [A.shape[1] for A in chain_feature_means(X, chain)]
@@ -739,7 +739,7 @@ def chain_feature_means(X, chain) -> list[np.ndarray]:
     chain = _check_chain(chain)
     kept = chain.posterior_trace
     return draw_feature_means(
-        X, chain.samples, kept.sigma_x.values.tolist(), kept.sigma_a.values.tolist()
+        X, chain.samples, sigma_x=kept.sigma_x.values.tolist(), sigma_a=kept.sigma_a.values.tolist()
     )
 
 

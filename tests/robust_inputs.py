@@ -339,13 +339,13 @@ def fresh_rng():
 
 @functools.cache
 def chain():
-    from ibp_lab.gibbs import run_chain
+    from ibp_lab.chains import run_chain
     return run_chain(data(), 12, fresh_rng(), sigma_x=1.0, sigma_a=1.0, burn=3)
 
 
 @functools.cache
 def chains():
-    from ibp_lab.gibbs import run_chain
+    from ibp_lab.chains import run_chain
     return [chain(), run_chain(data(), 12, np.random.default_rng(5), sigma_x=1.0, sigma_a=1.0, burn=3)]
 
 

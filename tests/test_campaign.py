@@ -242,7 +242,7 @@ def _data_calls():
         "heldout.FullGaussian": lambda X: heldout.FullGaussian().fit(X).heldout(
             X, [0], [X.shape[1] - 1]).log_density,
         "summaries.feature_correlations": lambda X: summaries.feature_correlations(X, X),
-        "summaries.draw_feature_means": lambda X: summaries.draw_feature_means(X, [_ones(X)], 0.5, 1.0),
+        "summaries.draw_feature_means": lambda X: summaries.draw_feature_means(X, [_ones(X)], sigma_x=0.5, sigma_a=1.0),
     }
 
 

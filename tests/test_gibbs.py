@@ -20,6 +20,7 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 from ibp_lab import exact, gibbs
+from ibp_lab.chains import run_chain, run_chains
 from ibp_lab._hyper import MIN_NOISE_RATIO
 from ibp_lab.linear_gaussian import collapsed_loglik
 from ibp_lab.prior import harmonic_rate, log_prior
@@ -247,8 +248,8 @@ def test_same_seed_same_chain():
     k1 = gibbs.k_plus_trace(X3, 1000, np.random.default_rng(3), alpha=1.3, sigma_x=0.6, sigma_a=1.2)
     k2 = gibbs.k_plus_trace(X3, 1000, np.random.default_rng(3), alpha=1.3, sigma_x=0.6, sigma_a=1.2)
     np.testing.assert_array_equal(k1, k2)
-    c1 = gibbs.run_chain(X3, 30, np.random.default_rng(2), burn=5)
-    c2 = gibbs.run_chain(X3, 30, np.random.default_rng(2), burn=5)
+    c1 = run_chain(X3, 30, np.random.default_rng(2), burn=5)
+    c2 = run_chain(X3, 30, np.random.default_rng(2), burn=5)
     assert c1.trace.identical(c2.trace)
     assert all(np.array_equal(a, b) for a, b in zip(c1.samples, c2.samples))
 
@@ -502,7 +503,7 @@ def test_alpha_and_sigma_a_updates_match_exact_marginals():
     """
     options = dict(alpha_prior=(2.0, 4.0), sigma_x=0.6, beta=2.0)
     p_k, mean_alpha, mean_sigma_a = exact_marginals(X3, scale="sigma_a", **options)
-    chain = gibbs.run_chain(X3, 60_000, stat_rng(8), sigma_a=1.0, burn=2_000,
+    chain = run_chain(X3, 60_000, stat_rng(8), sigma_a=1.0, burn=2_000,
                             update_alpha=True, update_sigma_a=True, update_sigma_x=False,
                             **options)
     post = chain.posterior_trace
@@ -518,7 +519,7 @@ def test_sigma_x_update_matches_exact_marginal():
     """False alarm <= 1e-3: 12 K+ bins and one mean, Bonferroni (as above)."""
     options = dict(alpha=1.3, sigma_a=1.2, beta=1.0)
     p_k, _, mean_sigma_x = exact_marginals(X3, scale="sigma_x", **options)
-    chain = gibbs.run_chain(X3, 50_000, stat_rng(9), sigma_x=0.5, burn=2_000,
+    chain = run_chain(X3, 50_000, stat_rng(9), sigma_x=0.5, burn=2_000,
                             update_alpha=False, update_sigma_a=False, update_sigma_x=True,
                             **options)
     post = chain.posterior_trace
@@ -534,7 +535,7 @@ def test_sigma_x_update_matches_exact_marginal():
 
 def test_run_chain_records_consistent_traces():
     X = np.random.default_rng(0).normal(size=(15, 4))
-    chain = gibbs.run_chain(X, 40, np.random.default_rng(1), sigma_x=0.5, sigma_a=1.0, beta=1.5,
+    chain = run_chain(X, 40, np.random.default_rng(1), sigma_x=0.5, sigma_a=1.0, beta=1.5,
                             update_sigma_x=True, burn=10, thin=3)
     trace = chain.trace
     assert trace.sizes["draw"] == 40 and trace.attrs["burn"] == 10
@@ -553,7 +554,7 @@ def test_run_chain_records_consistent_traces():
 
 
 def test_run_chain_with_everything_fixed_keeps_the_hyperparameters():
-    chain = gibbs.run_chain(X3, 20, np.random.default_rng(1), alpha=0.8, sigma_x=0.6, sigma_a=1.2,
+    chain = run_chain(X3, 20, np.random.default_rng(1), alpha=0.8, sigma_x=0.6, sigma_a=1.2,
                             update_alpha=False, update_sigma_a=False)
     assert (chain.trace.alpha == 0.8).all() and (chain.trace.sigma_a == 1.2).all()
     assert chain.acceptance == {}
@@ -562,7 +563,7 @@ def test_run_chain_with_everything_fixed_keeps_the_hyperparameters():
 def test_run_chains_gives_inference_data_for_arviz():
     X = np.random.default_rng(0).normal(size=(15, 4))
     starts = [np.ones((15, 1)), (np.random.default_rng(3).random((15, 8)) < 0.3)]
-    idata, chains = gibbs.run_chains(X, 2, 30, np.random.default_rng(5), Z0=starts,
+    idata, chains = run_chains(X, 2, 30, np.random.default_rng(5), Z0=starts,
                                      sigma_x=0.5, sigma_a=1.0, burn=10, thin=2)
     assert dict(idata.posterior.sizes) == {"chain": 2, "draw": 10}
     assert dict(idata.warmup_posterior.sizes) == {"chain": 2, "draw": 10}
@@ -571,10 +572,10 @@ def test_run_chains_gives_inference_data_for_arviz():
     assert np.isfinite(float(rhat.log_joint)) and float(ess.log_joint) > 0
     np.testing.assert_array_equal(idata.posterior.k_plus.values[1],
                                   chains[1].posterior_trace.k_plus.values)
-    nested, _ = gibbs.run_chains(X, 2, 12, np.random.default_rng(5), Z0=np.ones((15, 2)).tolist(),
+    nested, _ = run_chains(X, 2, 12, np.random.default_rng(5), Z0=np.ones((15, 2)).tolist(),
                                  sigma_x=0.5, sigma_a=1.0)
     assert dict(nested.posterior.sizes) == {"chain": 2, "draw": 12}
-    again, _ = gibbs.run_chains(X, 2, 30, np.random.default_rng(5), Z0=starts,
+    again, _ = run_chains(X, 2, 30, np.random.default_rng(5), Z0=starts,
                                 sigma_x=0.5, sigma_a=1.0, burn=10, thin=2)
     assert idata.posterior.identical(again.posterior)
     assert not np.array_equal(idata.posterior.log_joint[0], idata.posterior.log_joint[1])
@@ -606,20 +607,20 @@ Z3 = np.ones((3, 1))
          "rng must be a numpy.random.Generator"),
         (lambda: gibbs.gibbs_sweep(X3, Z3, 1.0, 0.6, 1.2, np.random.RandomState(0)), TypeError,
          "rng must be a numpy.random.Generator"),
-        (lambda: gibbs.run_chain(X3, 0, RNG), ValueError, "n_sweeps must be an integer >= 1"),
-        (lambda: gibbs.run_chain(X3, 10, RNG, thin=0), ValueError, "thin must be an integer >= 1"),
-        (lambda: gibbs.run_chain(X3, 10, RNG, burn=10), ValueError, "burn must be an integer <= 9"),
-        (lambda: gibbs.run_chain(X3, 10, RNG, alpha_prior=(1.0,)), ValueError,
+        (lambda: run_chain(X3, 0, RNG), ValueError, "n_sweeps must be an integer >= 1"),
+        (lambda: run_chain(X3, 10, RNG, thin=0), ValueError, "thin must be an integer >= 1"),
+        (lambda: run_chain(X3, 10, RNG, burn=10), ValueError, "burn must be an integer <= 9"),
+        (lambda: run_chain(X3, 10, RNG, alpha_prior=(1.0,)), ValueError,
          "alpha_prior must be a"),
-        (lambda: gibbs.run_chain(X3, 10, RNG, alpha_prior=(1.0, -1.0)), ValueError,
+        (lambda: run_chain(X3, 10, RNG, alpha_prior=(1.0, -1.0)), ValueError,
          r"alpha_prior\[1\] \(rate\) must be > 0"),
-        (lambda: gibbs.run_chain(X3, 10, RNG, Z0=np.ones((2, 1))), ValueError,
+        (lambda: run_chain(X3, 10, RNG, Z0=np.ones((2, 1))), ValueError,
          "Z0 must have 3 rows"),
-        (lambda: gibbs.run_chain(X3, 10, RNG, sigma_a=-1.0), ValueError, "sigma_a must be > 0"),
-        (lambda: gibbs.run_chains(X3, 0, 10, RNG), ValueError, "n_chains must be an integer >= 1"),
-        (lambda: gibbs.run_chains(X3, 2, 10, RNG, Z0=[Z3]), ValueError,
+        (lambda: run_chain(X3, 10, RNG, sigma_a=-1.0), ValueError, "sigma_a must be > 0"),
+        (lambda: run_chains(X3, 0, 10, RNG), ValueError, "n_chains must be an integer >= 1"),
+        (lambda: run_chains(X3, 2, 10, RNG, Z0=[Z3]), ValueError,
          "Z0 must be one matrix or a list of n_chains = 2"),
-        (lambda: gibbs.run_chains(X3, 2, 10, "seed"), TypeError,
+        (lambda: run_chains(X3, 2, 10, "seed"), TypeError,
          "rng must be a numpy.random.Generator"),
         (lambda: gibbs.k_plus_trace(X3, 10, RNG, alpha=1.0, sigma_x=1.0, sigma_a=1.0,
                                     scan_order="sideways"), ValueError, "scan_order must be"),

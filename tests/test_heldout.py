@@ -89,7 +89,7 @@ def test_finite_feature_sum_matches_brute_force():
     sx = np.array([0.5, 0.8])
     X = rng.normal(size=(5, 4))
     observed, hidden = np.array([0, 1]), np.array([2, 3])
-    result = finite_feature_heldout(X, observed, hidden, probs, A, sx)
+    result = finite_feature_heldout(X, observed, hidden, probs, A, sigma_x=sx)
     for i, x in enumerate(X):
         per_draw = [brute_force_finite(x, observed, hidden, probs[s], A[s], sx[s]) for s in range(2)]
         # the mixture over draws averages densities
@@ -239,8 +239,8 @@ def test_a_model_that_knows_the_truth_scores_better():
     Z = (rng.random((N, K)) < pi).astype(float)
     X = Z @ A + rng.normal(0, 0.3, size=(N, D))
     observed, hidden = np.arange(4), np.arange(4, 8)
-    truth = finite_feature_heldout(X[400:], observed, hidden, pi[None], A[None], 0.3)
-    wrong = finite_feature_heldout(X[400:], observed, hidden, pi[None], rng.normal(size=(1, K, D)), 0.3)
+    truth = finite_feature_heldout(X[400:], observed, hidden, pi[None], A[None], sigma_x=0.3)
+    wrong = finite_feature_heldout(X[400:], observed, hidden, pi[None], rng.normal(size=(1, K, D)), sigma_x=0.3)
     ppca = PPCA(1).fit(X[:400]).heldout(X[400:], observed, hidden)
     rows = {r["model"]: r for r in compare_heldout({"truth": truth, "wrong": wrong, "ppca": ppca},
                                                       X[400:, hidden], reference="ppca")}
@@ -260,9 +260,9 @@ def test_a_model_that_knows_the_truth_scores_better():
         (lambda: PPCA(0), "n_components must be"),
         (lambda: PPCA(5).fit(np.ones((10, 3))), "n_components must be <"),
         (lambda: FullGaussian().heldout([[1.0, 2.0]], [0], [1]), "not fitted"),
-        (lambda: finite_feature_heldout([[1.0, 2.0]], [0], [1], [[1.5]], [[[1.0, 1.0]]], 1.0), "probabilities"),
-        (lambda: finite_feature_heldout([[1.0, 2.0]], [0], [1], [[0.5]], [[[1.0, 1.0]]], -1.0), "sigma_x"),
-        (lambda: finite_feature_heldout([[1.0, 2.0]], [0], [1], [[0.5]], [[[1.0]]], 1.0), "features must have shape"),
+        (lambda: finite_feature_heldout([[1.0, 2.0]], [0], [1], [[1.5]], [[[1.0, 1.0]]], sigma_x=1.0), "probabilities"),
+        (lambda: finite_feature_heldout([[1.0, 2.0]], [0], [1], [[0.5]], [[[1.0, 1.0]]], sigma_x=-1.0), "sigma_x"),
+        (lambda: finite_feature_heldout([[1.0, 2.0]], [0], [1], [[0.5]], [[[1.0]]], sigma_x=1.0), "features must have shape"),
         (lambda: ibp_gibbs_heldout([[1.0, 2.0]], [], [[1.0, 2.0]], [0], [1], np.random.default_rng(0)), "samples must"),
         (lambda: ibp_gibbs_heldout([[1.0, 2.0]], [([[1]], 1.0, 1.0, 1.0)], [[1.0, 2.0]], [0], [1], 3), "rng must"),
         (lambda: compare_heldout({}, np.zeros((1, 1)), reference="x"), "reference must be"),

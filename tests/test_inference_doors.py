@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ibp_lab import exact, gibbs, heldout, pymc_models, summaries
+from ibp_lab.chains import run_chain, run_chains
 
 X4 = np.random.default_rng(1).normal(size=(20, 4))
 Z4 = (np.random.default_rng(2).random((20, 2)) < 0.5).astype(np.int8)
@@ -99,10 +100,10 @@ def test_gaussian_conditional_accepts_rounding_level_asymmetry():
 
 def test_finite_feature_heldout_refuses_2d_features_and_no_draws():
     with pytest.raises(ValueError, match="features must be a 3-D"):
-        heldout.finite_feature_heldout(X4[:3], [0, 1], [2, 3], [[0.5, 0.3]], np.ones((2, 4)), 0.5)
+        heldout.finite_feature_heldout(X4[:3], [0, 1], [2, 3], [[0.5, 0.3]], np.ones((2, 4)), sigma_x=0.5)
     with pytest.raises(ValueError, match="^probabilities"):
         heldout.finite_feature_heldout(X4[:3], [0, 1], [2, 3], np.zeros((0, 2)),
-                                       np.ones((1, 2, 4)), 0.5)
+                                       np.ones((1, 2, 4)), sigma_x=0.5)
 
 
 def test_compare_heldout_refuses_no_results():
@@ -172,4 +173,4 @@ def test_enumerate_classes_names_n_rows():
 
 def test_run_chain_refuses_zero_scale_steps_while_updating_a_scale():
     with pytest.raises(ValueError, match="^n_scale_steps must be >= 1"):
-        gibbs.run_chain(X4, 2, np.random.default_rng(0), n_scale_steps=0)
+        run_chain(X4, 2, np.random.default_rng(0), n_scale_steps=0)

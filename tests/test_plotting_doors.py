@@ -23,7 +23,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from ibp_lab import exact, explorers, summaries  # noqa: E402
-from ibp_lab.gibbs import run_chain  # noqa: E402
+from ibp_lab.chains import run_chain  # noqa: E402
 from ibp_lab.plotting import (  # noqa: E402
     chain_traces_figure,
     co_ownership_figure,

@@ -54,7 +54,7 @@ def test_finite_feature_heldout_refuses_or_is_finite(X, sigma_x, p):
     D = X.shape[1] if X.ndim == 2 else 1
     clear_error_or(
         lambda r: finite(r.log_density),
-        lambda: heldout.finite_feature_heldout(X, [0], [D - 1], [[p]], np.ones((1, 1, D)), sigma_x),
+        lambda: heldout.finite_feature_heldout(X, [0], [D - 1], [[p]], np.ones((1, 1, D)), sigma_x=sigma_x),
         names=('X', 'sigma_x', 'probabilities', 'observed', 'hidden'))  # hidden = [D - 1]
 
 

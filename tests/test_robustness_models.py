@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ibp_lab import exact, gibbs, linear_gaussian, summaries
+from ibp_lab.chains import run_chain, run_chains
 from robust_inputs import anything, clear_error_or, not_a_count
 
 warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")
@@ -216,7 +217,7 @@ def test_run_chain_traces_are_finite_or_refuse(
 
     clear_error_or(
         check,
-        lambda: gibbs.run_chain(
+        lambda: run_chain(
             X,
             n_sweeps,
             np.random.default_rng(3),
@@ -243,7 +244,7 @@ def test_run_chains_checks_its_starts(n_chains, starts):
 
     clear_error_or(
         check,
-        lambda: gibbs.run_chains(
+        lambda: run_chains(
             X, n_chains, 5, np.random.default_rng(4), Z0=Z0, sigma_x=0.5, sigma_a=1.0
         ), names=('n_chains', 'Z0'))
 
@@ -380,7 +381,7 @@ def test_draw_feature_means_are_finite_or_refuse(xz, sigma_x, sigma_a):
     def check(means):
         assert len(means) == 1 and means[0].shape == (Z.shape[1], X.shape[1]) and finite(means[0])
 
-    clear_error_or(check, lambda: summaries.draw_feature_means(X, [Z], sigma_x, sigma_a),
+    clear_error_or(check, lambda: summaries.draw_feature_means(X, [Z], sigma_x=sigma_x, sigma_a=sigma_a),
                    names=('X', 'Z', 'Z0', 'sigma_x', 'sigma_a'))
 
 
@@ -394,7 +395,7 @@ def test_one_row_with_a_tiny_beta_has_a_finite_new_dish_rate():
     X = [[0.3, 1.0]]
     Z = gibbs.gibbs_sweep(X, np.ones((1, 1)), 1.0, 0.5, 1.0, np.random.default_rng(0), beta=1e-20)
     assert Z.shape[0] == 1
-    chain = gibbs.run_chain(X, 20, np.random.default_rng(1), beta=1e-20)
+    chain = run_chain(X, 20, np.random.default_rng(1), beta=1e-20)
     assert finite(chain.trace.log_joint.values)
     p = exact.k_plus_posterior(X, 1.0, 0.5, 1.0, beta=1e-20, k_max=6)
     assert finite(p) and math.isclose(p.sum(), 1.0)
@@ -422,7 +423,7 @@ def test_tiny_beta_with_a_feature_owned_by_all_other_rows():
         lambda: gibbs.gibbs_sweep(
             [[1.0, 2.0], [0.5, 0.1]], np.ones((2, 1)), 1.0, 1e-12, 1.0, np.random.default_rng(0)
         ),
-        lambda: gibbs.run_chain(
+        lambda: run_chain(
             [[1.0, 2.0], [0.5, 0.1]], 5, np.random.default_rng(0), sigma_x=1e-12
         ),
         lambda: gibbs.k_plus_trace(
@@ -486,7 +487,7 @@ def test_huge_k_max_is_refused_at_once():
 def test_free_noise_on_featureless_data_stays_finite():
     """All-zero data pull sigma_x and sigma_a towards 0; proposals the sampler cannot resolve
     (sigma_x / sigma_a < MIN_NOISE_RATIO, or below MIN_SCALE) are rejected, so no hang, no NaN."""
-    chain = gibbs.run_chain(
+    chain = run_chain(
         np.zeros((4, 3)),
         400,
         np.random.default_rng(5),

@@ -21,6 +21,7 @@ from scipy.stats import binom
 from seeds import stat_rng
 
 from ibp_lab import _hyper, chains, exact, gibbs, heldout, linear_gaussian, pymc_models, reports, summaries
+from ibp_lab.chains import run_chain, run_chains
 from ibp_lab import split_merge as sm
 
 X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
@@ -40,7 +41,7 @@ ENTRY_POINTS = {
     "gibbs_sweep": lambda a, sx, sa, b, X=X3: gibbs.gibbs_sweep(X, Z3, a, sx, sa, rng(), beta=b),
     "k_plus_trace": lambda a, sx, sa, b, X=X3: gibbs.k_plus_trace(
         X, 2, rng(), alpha=a, sigma_x=sx, sigma_a=sa, beta=b),
-    "run_chain": lambda a, sx, sa, b, X=X3: gibbs.run_chain(
+    "run_chain": lambda a, sx, sa, b, X=X3: run_chain(
         X, 2, rng(), alpha=a, sigma_x=sx, sigma_a=sa, beta=b),
     "random_split_merge": lambda a, sx, sa, b, X=X3: sm.random_split_merge(
         X, Z3, a, sx, sa, rng(), 3, beta=b),
@@ -142,7 +143,7 @@ def test_run_chain_keeps_proposed_scales_inside_the_door():
     """Free scales on featureless data drift towards 0; every recorded setting is one that
     a fresh call accepts (the Metropolis steps use the door's own rule)."""
     X = np.zeros((4, 3))
-    chain = gibbs.run_chain(X, 300, np.random.default_rng(5), sigma_x=1.0, sigma_a=1.0,
+    chain = run_chain(X, 300, np.random.default_rng(5), sigma_x=1.0, sigma_a=1.0,
                             update_sigma_x=True)
     scale = _hyper.DataScale.of(X)
     trace = chain.trace
@@ -160,14 +161,14 @@ def test_alpha_does_not_underflow_under_a_gamma_prior_with_a_tiny_shape():
     """alpha_prior = (1e-100, 1) is legal; with K+ = 0 its conjugate draw underflowed to 0
     and the next sweep died on log(0). Alpha now stays in [1e-100, MAX_EXPECTED / H]."""
     X = np.random.default_rng(0).normal(size=(5, 2))
-    chain = gibbs.run_chain(X, 200, np.random.default_rng(0), sigma_x=0.5, sigma_a=1.0,
+    chain = run_chain(X, 200, np.random.default_rng(0), sigma_x=0.5, sigma_a=1.0,
                             alpha_prior=(1e-100, 1.0))
     alpha = chain.trace.alpha.values
     assert (chain.trace.k_plus.values == 0).any()  # the regime where the underflow happened
     assert alpha.min() >= 1e-100 and alpha.max() <= _hyper.alpha_upper(5, 1.0)
     assert np.all(np.isfinite(chain.trace.log_joint.values))
     # the final state continues the chain through the same door
-    gibbs.run_chain(X, 2, np.random.default_rng(1), Z0=chain.Z, alpha=chain.alpha,
+    run_chain(X, 2, np.random.default_rng(1), Z0=chain.Z, alpha=chain.alpha,
                     sigma_x=chain.sigma_x, sigma_a=chain.sigma_a)
 
 
@@ -175,7 +176,7 @@ def test_alpha_is_capped_where_the_prior_would_ask_for_too_many_features():
     """alpha_prior = (1e6, 1) is legal too; alpha near 1e6 / (1 + H) would make the prior
     expect ~3e5 features. The draw is truncated at MAX_EXPECTED_FEATURES / H."""
     X = np.random.default_rng(0).normal(size=(5, 2))
-    chain = gibbs.run_chain(X, 3, np.random.default_rng(0), sigma_x=0.5, sigma_a=1.0,
+    chain = run_chain(X, 3, np.random.default_rng(0), sigma_x=0.5, sigma_a=1.0,
                             alpha_prior=(1e6, 1.0))
     assert chain.trace.alpha.values.max() <= _hyper.alpha_upper(5, 1.0)
     assert chain.trace.k_plus.values.max() <= _hyper.MAX_FEATURES
@@ -223,10 +224,10 @@ def test_alpha_draws_follow_the_truncated_posterior():
 # --------------------------------------------------------------------------------------
 
 FLAG_CALLS = [
-    ("update_alpha", lambda v: gibbs.run_chain(X3, 2, rng(), update_alpha=v)),
-    ("update_sigma_a", lambda v: gibbs.run_chain(X3, 2, rng(), update_sigma_a=v)),
-    ("update_sigma_x", lambda v: gibbs.run_chain(X3, 2, rng(), update_sigma_x=v)),
-    ("progress", lambda v: gibbs.run_chain(X3, 2, rng(), progress=v)),
+    ("update_alpha", lambda v: run_chain(X3, 2, rng(), update_alpha=v)),
+    ("update_sigma_a", lambda v: run_chain(X3, 2, rng(), update_sigma_a=v)),
+    ("update_sigma_x", lambda v: run_chain(X3, 2, rng(), update_sigma_x=v)),
+    ("progress", lambda v: run_chain(X3, 2, rng(), progress=v)),
     ("return_types", lambda v: gibbs.k_plus_trace(X3, 2, rng(), alpha=1.0, sigma_x=0.5,
                                                   sigma_a=1.0, return_types=v)),
     ("return_tail", lambda v: exact.k_plus_posterior(X3, 1.0, 0.5, 1.0, k_max=3,
@@ -247,7 +248,7 @@ def test_string_and_number_flags_are_refused(name, call):
 def test_numpy_bool_flags_are_accepted():
     p, tail = exact.k_plus_posterior(X3, 1.0, 0.5, 1.0, k_max=3, return_tail=np.bool_(True))
     assert p.shape == (4,) and 0 <= tail <= 1
-    chain = gibbs.run_chain(X3, 2, rng(), update_alpha=np.False_)
+    chain = run_chain(X3, 2, rng(), update_alpha=np.False_)
     assert (chain.trace.alpha.values == 1.0).all()
 
 
@@ -256,11 +257,11 @@ ARRAY_CALLS = [
     ("mean", lambda a: heldout.gaussian_conditional(a, np.eye(2), X3, [0], [1]), [0.0, 0.0]),
     ("cov", lambda a: heldout.gaussian_conditional([0.0, 0.0], a, X3, [0], [1]), np.eye(2)),
     ("probabilities", lambda a: heldout.finite_feature_heldout(
-        X3, [0], [1], a, np.ones((1, 1, 2)), 0.5), [[0.5]]),
-    ("features", lambda a: heldout.finite_feature_heldout(X3, [0], [1], [[0.5]], a, 0.5),
+        X3, [0], [1], a, np.ones((1, 1, 2)), sigma_x=0.5), [[0.5]]),
+    ("features", lambda a: heldout.finite_feature_heldout(X3, [0], [1], [[0.5]], a, sigma_x=0.5),
      np.ones((1, 1, 2))),
     ("sigma_x", lambda a: heldout.finite_feature_heldout(
-        X3, [0], [1], [[0.5]], np.ones((1, 1, 2)), a), [0.5]),
+        X3, [0], [1], [[0.5]], np.ones((1, 1, 2)), sigma_x=a), [0.5]),
     ("X_hidden", lambda a: heldout.HeldoutResult(np.zeros(3), np.zeros((3, 1))).rmse(a),
      np.ones((3, 1))),
     ("A", lambda a: summaries.feature_correlations(a, X3), X3),
@@ -303,7 +304,7 @@ def test_pattern_posteriors_refuse_a_noise_level_that_overflows_every_pattern():
 def test_finite_feature_heldout_refuses_tiny_or_bool_noise_instead_of_nan():
     """sigma_x = 1e-300 squared is 0: the log densities were NaN."""
     call = lambda sx: heldout.finite_feature_heldout(  # noqa: E731
-        X3, [0], [1], [[0.5]], np.ones((1, 1, 2)), sx)
+        X3, [0], [1], [[0.5]], np.ones((1, 1, 2)), sigma_x=sx)
     with pytest.raises(ValueError, match="sigma_x must be >= 1e-100"):
         call(1e-300)
     with pytest.raises(TypeError, match="sigma_x must be a number"):
@@ -318,10 +319,10 @@ def test_finite_feature_heldout_in_blocks_equals_one_block(monkeypatch):
     residuals at once); the blocks must not change the answer."""
     generator = np.random.default_rng(3)
     X = generator.normal(size=(7, 4))
-    args = ([0, 1], [2, 3], generator.random((2, 5)), generator.normal(size=(2, 5, 4)), 0.7)
-    whole = heldout.finite_feature_heldout(X, *args)
+    args = ([0, 1], [2, 3], generator.random((2, 5)), generator.normal(size=(2, 5, 4)))
+    whole = heldout.finite_feature_heldout(X, *args, sigma_x=0.7)
     monkeypatch.setattr(heldout, "_BLOCK_ENTRIES", 1)  # one digit per block
-    blocks = heldout.finite_feature_heldout(X, *args)
+    blocks = heldout.finite_feature_heldout(X, *args, sigma_x=0.7)
     np.testing.assert_allclose(blocks.log_density, whole.log_density, rtol=1e-12)
     np.testing.assert_allclose(blocks.mean, whole.mean, rtol=1e-12)
 
@@ -362,7 +363,7 @@ def test_log_ratio_parts_and_summaries_check_what_they_read():
     with pytest.raises(ValueError, match="at least 4 draws per chain"):
         reports.summarize_run(run, warmup_fraction=0.5)  # 3 draws: R-hat would be NaN
     assert reports.summarize_run(run, warmup_fraction=0.0)["iterations"] == 6
-    chain = gibbs.run_chain(X3, 6, rng())
+    chain = run_chain(X3, 6, rng())
     with pytest.raises(TypeError, match="labels must be a list of strings"):
         summaries.chain_summaries([chain], labels="a")
 
@@ -377,7 +378,7 @@ HUGE_CALLS = [
      "n_sweeps must be an integer <= 100000000"),
     (lambda: gibbs.k_plus_trace(X3, 10**8, rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0,
                                 return_types=True), "return_types records 2\\^N - 1 = 7"),
-    (lambda: gibbs.run_chains(X3, 10**9, 2, rng()), "n_chains must be an integer <= 1000"),
+    (lambda: run_chains(X3, 10**9, 2, rng()), "n_chains must be an integer <= 1000"),
     (lambda: gibbs.gibbs_sweep(X3, np.eye(3, 3000, dtype=np.int8) | 1, 1.0, 0.5, 1.0, rng()),
      "Z must have at most MAX_FEATURES = 2500"),
     (lambda: linear_gaussian.collapsed_loglik(X3[:1], np.zeros((1, 10**5)), 0.5, 1.0),
@@ -396,7 +397,7 @@ HUGE_CALLS = [
     (lambda: heldout.ibp_gibbs_heldout(X3, [(Z3, 0.5, 1.0, 1.0)] * 1000, X3, [0], [1], rng(),
                                        n_sweeps=10**5, burn=0), "draws x kept sweeps x digits"),
     (lambda: heldout.finite_feature_heldout(np.zeros((10**4, 2)), [0], [1], np.full((200, 14), 0.5),
-                                            np.zeros((200, 14, 2)), 0.5), "draws x digits x 2\\^K"),
+                                            np.zeros((200, 14, 2)), sigma_x=0.5), "draws x digits x 2\\^K"),
     (lambda: summaries.k_plus_frequencies([0, 1], 10**12), "k_max must be an integer <= 1000000"),
     (lambda: summaries.co_ownership([np.zeros((10**5, 0))]), "at most 10000 rows"),
     (lambda: summaries.total_variation_noise(np.full(1000, 1e-3), 10, rng(), n_rep=10**6),

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ibp_lab import gibbs, summaries
+from ibp_lab.chains import run_chain, run_chains
 from tests.seeds import stat_rng
 
 warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")
@@ -28,7 +29,7 @@ def random_draws(n_rows=12, n_draws=6, seed=0):
 @pytest.fixture(scope="module")
 def two_chains():
     X = np.random.default_rng(0).normal(size=(15, 3))
-    idata, chains = gibbs.run_chains(
+    idata, chains = run_chains(
         X, 2, 80, np.random.default_rng(1), sigma_x=0.8, sigma_a=1.0, burn=20, thin=5
     )
     return X, idata, chains
@@ -145,13 +146,13 @@ def test_draw_feature_means_use_each_draws_scales():
     X = rng.normal(size=(10, 3))
     draws = random_draws(n_rows=10, n_draws=3, seed=4)
     sx, sa = [0.5, 0.7, 0.9], [1.0, 2.0, 3.0]
-    means = summaries.draw_feature_means(X, draws, sx, sa)
+    means = summaries.draw_feature_means(X, draws, sigma_x=sx, sigma_a=sa)
     for Z, m, a, b in zip(draws, means, sx, sa):
         np.testing.assert_allclose(m, feature_posterior(X, Z, a, b)[0])
     with pytest.raises(ValueError, match="one per draw"):
-        summaries.draw_feature_means(X, draws, [0.5, 0.7], 1.0)
+        summaries.draw_feature_means(X, draws, sigma_x=[0.5, 0.7], sigma_a=1.0)
     with pytest.raises(ValueError, match="sigma_a"):
-        summaries.draw_feature_means(X, draws, 0.5, -1.0)
+        summaries.draw_feature_means(X, draws, sigma_x=0.5, sigma_a=-1.0)
 
 
 def test_chain_feature_means_follow_the_kept_draws(two_chains):
@@ -202,11 +203,11 @@ def test_draw_feature_means_one_scale_per_draw_each_used():
     rng = np.random.default_rng(8)
     X = rng.normal(size=(8, 2))
     draws = [(rng.random((8, 2)) < 0.5).astype(np.int8) for _ in range(3)]
-    base = summaries.draw_feature_means(X, draws, [0.5, 0.5, 0.5], [1.0, 1.0, 1.0])
-    moved = summaries.draw_feature_means(X, draws, [0.5, 0.5, 2.0], [1.0, 1.0, 1.0])
+    base = summaries.draw_feature_means(X, draws, sigma_x=[0.5, 0.5, 0.5], sigma_a=[1.0, 1.0, 1.0])
+    moved = summaries.draw_feature_means(X, draws, sigma_x=[0.5, 0.5, 2.0], sigma_a=[1.0, 1.0, 1.0])
     assert np.array_equal(base[0], moved[0]) and np.array_equal(base[1], moved[1])
     assert not np.allclose(base[2], moved[2])
-    moved_a = summaries.draw_feature_means(X, draws, [0.5] * 3, [1.0, 0.2, 1.0])
+    moved_a = summaries.draw_feature_means(X, draws, sigma_x=[0.5] * 3, sigma_a=[1.0, 0.2, 1.0])
     assert np.array_equal(base[0], moved_a[0]) and not np.allclose(base[1], moved_a[1])
 
 
@@ -278,7 +279,7 @@ def test_label_free_diagnostics_agree_with_arviz(two_chains):
 
 def test_label_free_diagnostics_of_a_fixed_quantity_is_nan():
     X = np.random.default_rng(0).normal(size=(8, 2))
-    _, chains = gibbs.run_chains(
+    _, chains = run_chains(
         X, 2, 30, np.random.default_rng(1), sigma_x=1.0, sigma_a=1.0, update_alpha=False, burn=5
     )
     table = summaries.label_free_diagnostics(chains)

@@ -224,7 +224,7 @@ def free_fit_figure(trace) -> Figure:
     Parameters
     ----------
     trace : xarray.Dataset
-        ``ChainResult.trace`` of :func:`ibp_lab.gibbs.run_chain`: real variables
+        ``ChainResult.trace`` of :func:`ibp_lab.chains.run_chain`: real variables
         ``k_plus``, ``sigma_x``, ``sigma_a`` and ``alpha`` along ``draw``.
 
     Returns
