@@ -179,6 +179,22 @@ def test_every_chapter_executed_in_the_build():
     assert not list((HTML / "reports").glob("**/*.log")), "execution reports (errors) present"
 
 
+def test_every_captioned_figure_cell_shows_an_image():
+    """A cell with a figure caption must output a picture: a figure built without pyplot is
+    shown only as the cell's value, and an assignment as the last line shows nothing (the
+    caption then labels an empty figure and a {numref} to it dangles)."""
+    import nbformat
+
+    missing = []
+    for path in sorted((ROOT / "_build" / "jupyter_execute" / "book").glob("*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        for index, cell in enumerate(notebook.cells):
+            figure = cell.metadata.get("mystnb", {}).get("figure") if cell.cell_type == "code" else None
+            if figure and not any("image/png" in output.get("data", {}) for output in cell.get("outputs", [])):
+                missing.append(f"{path.stem} cell {index} ({figure.get('name')})")
+    assert not missing, f"captioned figure cells without an image: {missing}"
+
+
 #: No chapter may allow a cell more than this: a stall must fail the build within minutes.
 LONGEST_CELL_LIMIT_S = 300
 
