@@ -37,6 +37,7 @@ are truncated there, far from any posterior mass of real data.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -418,14 +419,15 @@ def run_chain(
     X = check_data_matrix("X", X)
     n_sweeps = _check_sweeps("n_sweeps", n_sweeps)
     rng = check_rng(rng)
-    alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
-    flags = {name: check_flag(name, value) for name, value in (
-        ("update_alpha", update_alpha), ("update_sigma_a", update_sigma_a),
-        ("update_sigma_x", update_sigma_x), ("progress", progress))}
+    hyper = Hyperparameters(*_check_hyper(X, alpha, sigma_x, sigma_a, beta))
+    update_alpha, update_sigma_a, update_sigma_x, progress = (
+        check_flag(name, value) for name, value in (
+            ("update_alpha", update_alpha), ("update_sigma_a", update_sigma_a),
+            ("update_sigma_x", update_sigma_x), ("progress", progress)))
     thin = check_count("thin", thin, minimum=1)
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
     n_scale_steps = check_count("n_scale_steps", n_scale_steps, maximum=_MAX_SCALE_STEPS)
-    if n_scale_steps == 0 and (flags["update_sigma_a"] or flags["update_sigma_x"]):
+    if n_scale_steps == 0 and (update_sigma_a or update_sigma_x):
         # zero steps would report a NaN (0/0) acceptance for a scale that never moved
         raise ValueError(
             "n_scale_steps must be >= 1 when update_sigma_a or update_sigma_x is True, got 0; "
@@ -433,94 +435,131 @@ def run_chain(
     prior_shape, prior_rate = _check_alpha_prior(alpha_prior)
     moves = (GibbsSweep(),) if moves is None else _check_moves(moves)
     _check_proposal_budget(moves, n_sweeps)
-    move_keys = _move_keys(moves)
-    N, D = X.shape
+    N = X.shape[0]
     Z = np.ones((N, 1), np.int8) if Z0 is None else check_feature_matrix("Z0", Z0, n_rows=N)
 
-    h_n = harmonic(N, beta)
-    alpha_max = alpha_upper(N, beta)
-    data_scale = DataScale.of(X)
-    sum_sq = float(np.sum(X * X))
-    names = ["k_plus", "alpha", "sigma_x", "sigma_a", "log_likelihood", "log_joint"]
-    records = {name: np.empty(n_sweeps) for name in names}
-    samples, sample_draws = [], []
-    scales = {"sigma_a": flags["update_sigma_a"], "sigma_x": flags["update_sigma_x"]}
-    log_steps = {name: math.log(0.1) for name in scales}
-    accepted = {name: 0 for name in scales}
-    tried = {name: 0 for name in scales}
-
-    seconds = np.empty(n_sweeps)
-    accepted_moves = np.zeros(n_sweeps, np.int64)
-    move_stats = {key: [] for key, move in zip(move_keys, moves) if move.n_proposals}
-
+    h_n, alpha_max = harmonic(N, hyper.beta), alpha_upper(N, hyper.beta)
+    scales = _ScaleUpdates(X, update_sigma_a, update_sigma_x, n_scale_steps, burn)
+    record = _Record(n_sweeps, burn, thin, moves)
     iterator = range(n_sweeps)
-    if flags["progress"]:
+    if progress:
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, desc="iterations")
     start = time.process_time()
     for t in iterator:
-        hyper = Hyperparameters(alpha, sigma_x, sigma_a, beta)
-        for key, move in zip(move_keys, moves):
-            Z, stats = move(X, Z, rng, hyper)
-            if key in move_stats:
-                move_stats[key].append(stats)
-                accepted_moves[t] += stats["accepted_splits"] + stats["accepted_merges"]
-        k_plus = Z.shape[1]
-        if flags["update_alpha"]:
-            alpha = _draw_alpha(rng, prior_shape + k_plus, prior_rate + h_n, alpha_max)
+        Z = record.apply_moves(t, X, Z, rng, hyper)
+        if update_alpha:
+            alpha = _draw_alpha(rng, prior_shape + Z.shape[1], prior_rate + h_n, alpha_max)
+            hyper = dataclasses.replace(hyper, alpha=alpha)
+        hyper, log_lik = scales.update(t, Z, hyper, rng)
+        record.draw(t, Z, hyper, log_lik, time.process_time() - start)
+    return record.result(Z, hyper, scales.acceptance())
+
+
+class _ScaleUpdates:
+    """Log-scale random-walk Metropolis steps for ``sigma_a`` and ``sigma_x`` after each sweep.
+
+    Each updated scale takes ``n_steps`` steps per sweep (``sigma_a`` first), with a step
+    size that adapts towards 44% acceptance during the first ``burn`` sweeps only (so the
+    kernel is fixed while samples are kept); acceptance is counted after warm-up.
+    ``update`` returns the new hyperparameters and ``log p(X | Z, sigma_x, sigma_a)``.
+    """
+
+    def __init__(self, X, update_sigma_a: bool, update_sigma_x: bool, n_steps: int, burn: int):
+        self.X, self.n_steps, self.burn = X, n_steps, burn
+        self.sum_sq = float(np.sum(X * X))
+        self.data_scale = DataScale.of(X)
+        self.active = [name for name, on in (("sigma_a", update_sigma_a), ("sigma_x", update_sigma_x))
+                       if on]
+        self.log_steps = {name: math.log(0.1) for name in self.active}
+        self.accepted = {name: 0 for name in self.active}
+        self.tried = {name: 0 for name in self.active}
+
+    def update(self, t: int, Z: np.ndarray, hyper, rng):
         Zf = Z.astype(np.float64)
-        ztz, ztx = Zf.T @ Zf, Zf.T @ X
-        log_lik = _loglik_from_stats(ztz, ztx, sum_sq, N, D, sigma_x, sigma_a)
-        for _ in range(n_scale_steps):
-            for name, active in scales.items():
-                if not active:
-                    continue
-                # a proposal outside the sampler's accurate range has zero density
-                if name == "sigma_a":
-                    sigma_a, log_lik, ok = _metropolis_scale(
-                        rng, sigma_a, math.exp(log_steps[name]), log_lik,
-                        lambda s: (_loglik_from_stats(ztz, ztx, sum_sq, N, D, sigma_x, s)
-                                   if scales_allowed(data_scale, sigma_x, s) else -math.inf))
-                else:
-                    sigma_x, log_lik, ok = _metropolis_scale(
-                        rng, sigma_x, math.exp(log_steps[name]), log_lik,
-                        lambda s: (_loglik_from_stats(ztz, ztx, sum_sq, N, D, s, sigma_a)
-                                   if scales_allowed(data_scale, s, sigma_a) else -math.inf))
-                if t < burn:
-                    # Robbins-Monro: diminishing adaptation towards 44% acceptance, warm-up only
-                    log_steps[name] += (float(ok) - 0.44) / math.sqrt(t + 1.0)
-                else:
-                    accepted[name] += ok
-                    tried[name] += 1
-        for name, value in zip(names, [k_plus, alpha, sigma_x, sigma_a, log_lik,
-                                       log_lik + _log_prior_class(Z, alpha, beta)]):
-            records[name][t] = value
-        if t >= burn and (t - burn) % thin == 0:
-            samples.append(Z.copy())
-            sample_draws.append(t)
-        seconds[t] = time.process_time() - start
+        stats = (Zf.T @ Zf, Zf.T @ self.X, self.sum_sq, *self.X.shape)  # computed once per sweep
+        scale = {"sigma_x": hyper.sigma_x, "sigma_a": hyper.sigma_a}
+        log_lik = _loglik_from_stats(*stats, scale["sigma_x"], scale["sigma_a"])
+        for _ in range(self.n_steps):
+            for name in self.active:
+                def log_lik_at(value, name=name):
+                    trial = {**scale, name: value}
+                    # a proposal outside the sampler's accurate range has zero density
+                    if not scales_allowed(self.data_scale, trial["sigma_x"], trial["sigma_a"]):
+                        return -math.inf
+                    return _loglik_from_stats(*stats, trial["sigma_x"], trial["sigma_a"])
 
-    trace = xr.Dataset(
-        {name: ("draw", records[name].astype(np.int64) if name == "k_plus" else records[name])
-         for name in names},
-        coords={"draw": np.arange(n_sweeps)},
-        attrs={"burn": burn, "thin": thin, "beta": beta},
-    )
-    acceptance = {}
-    for name, active in scales.items():
-        if active:
-            # tried > 0 here: n_scale_steps >= 1 (checked above) and burn < n_sweeps
-            acceptance[name] = accepted[name] / tried[name]
-            acceptance[f"{name}_step"] = math.exp(log_steps[name])
-    sample_stats = xr.Dataset({"seconds": ("draw", seconds), "accepted_moves": ("draw", accepted_moves)},
-                              coords={"draw": np.arange(n_sweeps)},
-                              attrs={"moves": ", ".join(map(repr, moves))})
-    from ibp_lab.split_merge._metropolis import combine_stats
+                scale[name], log_lik, ok = _metropolis_scale(
+                    rng, scale[name], math.exp(self.log_steps[name]), log_lik, log_lik_at)
+                self._adapt(t, name, ok)
+        return Hyperparameters(hyper.alpha, scale["sigma_x"], scale["sigma_a"], hyper.beta), log_lik
 
-    return ChainResult(trace, samples, np.array(sample_draws, dtype=np.int64), Z, alpha,
-                       sigma_x, sigma_a, acceptance, sample_stats,
-                       {key: combine_stats(all_stats) for key, all_stats in move_stats.items()})
+    def _adapt(self, t: int, name: str, ok: bool) -> None:
+        if t < self.burn:
+            # Robbins-Monro: diminishing adaptation towards 44% acceptance, warm-up only
+            self.log_steps[name] += (float(ok) - 0.44) / math.sqrt(t + 1.0)
+        else:
+            self.accepted[name] += ok
+            self.tried[name] += 1
+
+    def acceptance(self) -> dict:
+        """Acceptance rate after warm-up and final step size of each updated scale."""
+        # tried > 0: n_steps >= 1 for an updated scale (checked by run_chain) and burn < n_sweeps
+        out = {}
+        for name in self.active:
+            out[name] = self.accepted[name] / self.tried[name]
+            out[f"{name}_step"] = math.exp(self.log_steps[name])
+        return out
+
+
+class _Record:
+    """What a chain keeps: the label-free trace, the kept ``Z``, CPU times and move stats."""
+
+    NAMES = ("k_plus", "alpha", "sigma_x", "sigma_a", "log_likelihood", "log_joint")
+
+    def __init__(self, n_sweeps: int, burn: int, thin: int, moves: tuple[Move, ...]):
+        self.burn, self.thin, self.moves = burn, thin, moves
+        self.keys = _move_keys(moves)
+        self.values = {name: np.empty(n_sweeps) for name in self.NAMES}
+        self.samples, self.sample_draws = [], []
+        self.seconds = np.empty(n_sweeps)
+        self.accepted_moves = np.zeros(n_sweeps, np.int64)
+        self.move_stats = {key: [] for key, move in zip(self.keys, moves) if move.n_proposals}
+
+    def apply_moves(self, t: int, X, Z, rng, hyper):
+        """One iteration's moves in turn, keeping the split-merge stats."""
+        for key, move in zip(self.keys, self.moves):
+            Z, stats = move(X, Z, rng, hyper)
+            if key in self.move_stats:
+                self.move_stats[key].append(stats)
+                self.accepted_moves[t] += stats["accepted_splits"] + stats["accepted_merges"]
+        return Z
+
+    def draw(self, t: int, Z, hyper, log_lik: float, seconds: float) -> None:
+        log_joint = log_lik + _log_prior_class(Z, hyper.alpha, hyper.beta)
+        for name, value in zip(self.NAMES, (Z.shape[1], hyper.alpha, hyper.sigma_x, hyper.sigma_a,
+                                            log_lik, log_joint)):
+            self.values[name][t] = value
+        if t >= self.burn and (t - self.burn) % self.thin == 0:
+            self.samples.append(Z.copy())
+            self.sample_draws.append(t)
+        self.seconds[t] = seconds
+
+    def result(self, Z, hyper, acceptance: dict) -> ChainResult:
+        from ibp_lab.split_merge._metropolis import combine_stats
+
+        draws = {"draw": np.arange(self.seconds.size)}
+        trace = xr.Dataset(
+            {name: ("draw", values.astype(np.int64) if name == "k_plus" else values)
+             for name, values in self.values.items()},
+            coords=draws, attrs={"burn": self.burn, "thin": self.thin, "beta": hyper.beta})
+        sample_stats = xr.Dataset({"seconds": ("draw", self.seconds),
+                                   "accepted_moves": ("draw", self.accepted_moves)},
+                                  coords=draws, attrs={"moves": ", ".join(map(repr, self.moves))})
+        return ChainResult(trace, self.samples, np.array(self.sample_draws, dtype=np.int64), Z,
+                           hyper.alpha, hyper.sigma_x, hyper.sigma_a, acceptance, sample_stats,
+                           {key: combine_stats(stats) for key, stats in self.move_stats.items()})
 
 
 def _check_proposal_budget(moves: tuple[Move, ...], n_sweeps: int) -> None:
