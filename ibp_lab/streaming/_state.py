@@ -316,6 +316,9 @@ def _hyperparameters(state) -> dict:
     if isinstance(version, bool) or not isinstance(version, numbers.Integral) \
             or version != STATE_VERSION:
         raise InvalidState(f"version must be {STATE_VERSION}, got {version!r}")
+    if state["log_alpha"] is None:
+        # a state always stores the log of alpha; None would send the door to ask for alpha
+        raise InvalidState("log_alpha must be a finite real number, got None")
     try:
         settings = check_settings(alpha=None, **{name: state[name] for name in SETTING_KEYS})
     except (TypeError, ValueError) as exc:
