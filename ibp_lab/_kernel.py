@@ -75,6 +75,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ibp_lab import _hyper
 from ibp_lab._hyper import MAX_FEATURES
 
 #: Stop summing the new-dish law once a bound on the rest is below e^-40 of its largest term.
@@ -521,12 +522,10 @@ def flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr, q,
 # --------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def new_dish_rate(alpha, beta, n_others):
-    """Poisson rate of new dishes for a row after ``n_others`` others: ``alpha beta / (beta +
-    n_others)``, with ``beta + n_others`` (never ``(beta + N) - 1``, which is 0 for one row
-    and a tiny ``beta``)."""
-    return alpha * beta / (beta + n_others)
+#: Poisson rate of new dishes for a row after ``n_others`` others, ``alpha beta / (beta +
+#: n_others)``: the one definition (:func:`ibp_lab._hyper.new_dish_rate`), compiled. It adds
+#: ``beta + n_others``, never ``(beta + N) - 1``, which is 0 for one row and a tiny ``beta``.
+new_dish_rate = njit(cache=True)(_hyper.new_dish_rate)
 
 
 @njit(cache=True, inline="always")

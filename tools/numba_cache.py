@@ -1,10 +1,13 @@
-"""Drop numba's on-disk cache of ibp_lab when any compiled module's source changed.
+"""Drop numba's on-disk cache of ibp_lab when any of its sources changed.
 
 numba (``cache=True``) checks only the file that defines a function: a cached caller in
 ``gibbs.py`` keeps its compiled copy of a ``_kernel.py`` step after that step was edited, so
 tests and chapters would silently run the old algebra. This guard hashes every ibp_lab source
-file that compiles anything and, when the hash differs from the one stored beside the cache,
-deletes the cache files (``*.nbi``, ``*.nbc``) so that the next call compiles afresh.
+file and, when the hash differs from the one stored beside the cache,
+deletes the cache files (``*.nbi``, ``*.nbc``) so that the next call compiles afresh. Every
+module counts, not only those that import numba: a compiled function may be defined in a
+plain module (``_kernel.new_dish_rate`` compiles ``_hyper.new_dish_rate``) or read its
+constants.
 
 Called by ``tests/conftest.py`` (before any test imports ibp_lab) and by
 ``tools/build_book.py``. A fresh clone has no cache, so there it does nothing but write the stamp.
@@ -20,17 +23,15 @@ STAMP = PACKAGE / "__pycache__" / "numba-sources.sha256"
 
 
 def compiled_sources_hash(package: Path = PACKAGE) -> str:
-    """SHA-256 over the path and text of every package module that uses numba."""
+    """SHA-256 over the path and text of every module of the package."""
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
-        text = path.read_bytes()
-        if b"numba" in text:
-            digest.update(str(path.relative_to(package)).encode() + b"\0" + text + b"\0")
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
 def clear_if_stale(package: Path = PACKAGE) -> int:
-    """Delete the package's numba cache files if its compiled sources changed; return how many."""
+    """Delete the package's numba cache files if its sources changed; return how many."""
     stamp = package / "__pycache__" / STAMP.name
     current = compiled_sources_hash(package)
     if stamp.exists() and stamp.read_text().strip() == current:
