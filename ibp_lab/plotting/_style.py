@@ -22,3 +22,15 @@ DIVERGING_CMAP = "RdBu_r"
 SEQUENTIAL_CMAP = "viridis"
 #: Raw digits (ink in [0, 1]).
 INK_CMAP = "Greys"
+
+
+def integer_ticks(ax) -> None:
+    """Put ticks of both axes on whole numbers only (rows, dishes and counts are integers).
+
+    Matplotlib's default locator happily labels a 5-column matrix at 0.5, 1.5, ...; a
+    reader then wonders which dish is "dish 2.5".
+    """
+    from matplotlib.ticker import MaxNLocator  # keeps ``import ibp_lab.plotting`` light
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))

@@ -18,7 +18,7 @@ from ibp_lab._checks import (
     check_size,
 )
 from ibp_lab.plotting._doors import axes_or_new, check_images, check_labels, check_shape
-from ibp_lab.plotting._style import BINARY_CMAP, DIVERGING_CMAP, INK_CMAP
+from ibp_lab.plotting._style import BINARY_CMAP, DIVERGING_CMAP, INK_CMAP, integer_ticks
 from ibp_lab.prior import left_ordered
 
 __all__ = ["plot_binary_matrix", "image_grid_figure"]
@@ -40,12 +40,15 @@ def plot_binary_matrix(Z, *, ax=None, left_order: bool = True, title: str | None
     Returns
     -------
     matplotlib.axes.Axes
+        Customers and dishes are numbered from 1 and ticked at whole numbers only.
 
     Examples
     --------
     >>> ax = plot_binary_matrix([[1, 0], [1, 1]])
     >>> ax.get_xlabel()
     'dish (feature)'
+    >>> [float(t) for t in ax.get_xticks() if 0.5 <= t <= 2.5]
+    [1.0, 2.0]
     """
     Z = check_binary_matrix("Z", Z)
     left_order = check_flag("left_order", left_order)
@@ -55,7 +58,12 @@ def plot_binary_matrix(Z, *, ax=None, left_order: bool = True, title: str | None
     if left_order:
         Z = left_ordered(Z)
     shown = Z if Z.shape[1] else np.zeros((Z.shape[0], 1), np.int8)
-    ax.imshow(shown, cmap=BINARY_CMAP, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    n_rows, n_cols = shown.shape
+    # Customers and dishes are numbered from 1, as in the text; each cell is centred on
+    # its whole number, and only whole numbers are ticked.
+    ax.imshow(shown, cmap=BINARY_CMAP, vmin=0, vmax=1, aspect="auto", interpolation="nearest",
+              extent=(0.5, n_cols + 0.5, n_rows + 0.5, 0.5))
+    integer_ticks(ax)
     ax.set_xlabel("dish (feature)")
     ax.set_ylabel("customer (row)")
     if title is not None:

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from ibp_lab._checks import check_count, check_positive
 from ibp_lab.explorers import MarginalsTable, RecursionStep
 from ibp_lab.plotting._doors import check_finite, check_optional_real, check_panels, check_result
-from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP
+from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP, integer_ticks
 
 __all__ = [
     "recursion_step_figure",
@@ -38,6 +38,7 @@ __all__ = [
 def _heatmap(ax, table: np.ndarray):
     """Draw a customers x dishes table of probabilities on a fixed [0, 1] colour scale."""
     n, k_max = table.shape
+    integer_ticks(ax)
     return ax.imshow(
         table,
         cmap=SEQUENTIAL_CMAP,
