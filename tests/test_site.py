@@ -125,6 +125,13 @@ def test_page_loads_offline_with_math_figures_and_no_errors(server, browser, pag
         assert p.locator(".output.traceback, .output.error").count() == 0
         if Path(page).name[:2].isdigit():  # numbered chapters teach with figures
             assert p.locator("figure img, .cell_output img").count() > 0, "a chapter without a figure"
+        # the code a reader sees is not cut off: no shown code block needs a scroll bar
+        cut = p.evaluate(
+            "Array.from(document.querySelectorAll('div.cell_input pre'))"
+            ".filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)"
+            ".map(e => e.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b))"
+        )
+        assert cut == [], f"code lines wider than the page (longest line of each block): {cut}"
         SHOTS.mkdir(parents=True, exist_ok=True)
         p.screenshot(path=str(SHOTS / f"{Path(page).name}.png"), full_page=True)
     finally:
@@ -222,3 +229,36 @@ def test_status_page_states_execution_status_in_words():
     for glyph in ("\u2705", "\u274c"):
         assert glyph not in page
     assert "FAILED" not in table
+
+
+#: Widest code-cell line, in characters: the rendered code block of a 1280-px window holds
+#: 75 characters of the theme's 14-px monospace font (measured with chromium: 634 px of text
+#: width at 8.43 px per character). Hidden cells count too: a reader may open them.
+MAX_CODE_WIDTH = 75
+
+
+def code_cell_lines(text: str):
+    """Yield (line number, line) of every line inside a ``{code-cell}`` block of a MyST page."""
+    inside = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("```{code-cell}"):
+            inside = True
+        elif inside and line.startswith("```"):
+            inside = False
+        elif inside:
+            yield number, line
+
+
+def test_code_cell_lines_fit_the_rendered_page():
+    wide = [
+        f"{page}.md:{number} ({len(line)} characters)"
+        for page in toc_pages()
+        for number, line in code_cell_lines((ROOT / f"{page}.md").read_text())
+        if len(line) > MAX_CODE_WIDTH
+    ]
+    assert wide == [], f"code lines wider than {MAX_CODE_WIDTH} characters: {wide}"
+
+
+def test_code_cell_line_finder_sees_wide_lines():
+    page = "```{code-cell} ipython3\nx = 1\n" + "y" * 80 + "\n```\ntext " + "z" * 90 + "\n"
+    assert [(n, len(line)) for n, line in code_cell_lines(page)] == [(2, 5), (3, 80)]
