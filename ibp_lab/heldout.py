@@ -14,14 +14,24 @@ Models:
 - :func:`ibp_gibbs_heldout`: posterior draws of ``Z`` from the collapsed Gibbs
   sampler. For each draw, the features are integrated out given ``Z`` and the
   test digit's own features (existing ones and new dishes) are sampled given its
-  top half, so ``p(bottom | top)`` is estimated without bias for every draw.
+  top half by a Gibbs sampler, and ``p(bottom | top)`` of every draw is estimated
+  by the average of ``p(bottom | features)`` over its states: a consistent
+  estimate (it converges as the number of sweeps grows), not an unbiased one
+  (the sampler starts from no features, not from the conditional law).
 - :func:`finite_feature_heldout`: any model with finitely many features whose
   images are known (or Gaussian) in each draw, such as the truncated PyMC model
   or the R-IBP variational posterior: the sum over the ``2^K`` feature patterns
   is exact.
 
 Averages over posterior draws are averages of *densities* (a log-mean-exp), not
-of log-densities: the predictive density is a mixture over draws.
+of log-densities: the predictive density is a mixture over draws. The log of an
+average of densities is itself biased low as an estimate of the log of its limit
+(Jensen's inequality, ``E log Y <= log E Y``); the bias vanishes as the number of
+draws grows.
+
+:func:`chain_draws` turns a :class:`ibp_lab.chains.ChainResult` into the draws
+that :func:`ibp_gibbs_heldout` takes, and :func:`pool_heldout` combines the
+scores of several independent chains into the score of their pooled draws.
 """
 
 from __future__ import annotations
@@ -56,6 +66,8 @@ __all__ = [
     "finite_feature_heldout",
     "ibp_gibbs_heldout",
     "compare_heldout",
+    "chain_draws",
+    "pool_heldout",
 ]
 
 _LOG_2PI = float(np.log(2 * np.pi))
@@ -484,9 +496,12 @@ def ibp_gibbs_heldout(
     visits the features in a fresh random order each sweep and then draws ``k``
     from its exact conditional law (no truncation: the law is summed until a bound
     on the rest is below ``e^-40`` of its largest term); after ``burn`` sweeps, each
-    state contributes ``p(bottom | z, k)``, so that for each draw the average is an
-    unbiased estimate of ``p(bottom | top)``; draws and states are combined by
-    averaging densities. The flip log-odds, the prior log-odds and the new-dish law
+    state contributes ``p(bottom | z, k)``, so that for each draw the average is a
+    consistent estimate of ``p(bottom | top)`` (an ergodic average: it converges as
+    ``n_sweeps`` grows, but is not unbiased at finite ``n_sweeps``, since the
+    sampler starts from no features); draws and states are combined by averaging
+    densities, and the log of that average is biased low at any finite number of
+    terms (Jensen's inequality). The flip log-odds, the prior log-odds and the new-dish law
     are those of the Gibbs sampler's kernel (``ibp_lab._kernel``), applied to every
     test digit at once.
 
@@ -748,3 +763,78 @@ def compare_heldout(results: dict, X_hidden, *, reference: str) -> list[dict]:
             }
         )
     return rows
+
+
+def chain_draws(chain) -> list[tuple]:
+    """The kept posterior draws of a chain, as :func:`ibp_gibbs_heldout` takes them.
+
+    Parameters
+    ----------
+    chain : ibp_lab.chains.ChainResult
+        A chain from :func:`ibp_lab.chains.run_chain` (or one of
+        :func:`ibp_lab.chains.run_chains`).
+
+    Returns
+    -------
+    list of tuple
+        One ``(Z, sigma_x, sigma_a, alpha)`` per kept sample, in order.
+
+    Examples
+    --------
+    >>> from ibp_lab.chains import run_chain
+    >>> X = np.random.default_rng(0).normal(size=(10, 3))
+    >>> chain = run_chain(X, 6, np.random.default_rng(1), burn=2, thin=2)
+    >>> draws = chain_draws(chain)
+    >>> len(draws), draws[0][0].shape[0], len(draws[0])
+    (2, 10, 4)
+    """
+    from ibp_lab.chains import ChainResult
+
+    if not isinstance(chain, ChainResult):
+        raise TypeError(f"chain must be a ChainResult (from run_chain), got {type(chain).__name__}")
+    kept = chain.posterior_trace
+    return [(Z, float(sx), float(sa), float(a)) for Z, sx, sa, a in zip(
+        chain.samples, kept.sigma_x.values, kept.sigma_a.values, kept.alpha.values)]
+
+
+def pool_heldout(results) -> HeldoutResult:
+    """The score of the pooled draws of several independent runs of equal size.
+
+    Each run's ``log_density`` is a log-mean-exp over its own terms (draws times
+    kept states) and its ``mean`` an average over them. When every run has the
+    same number of terms, the log-mean-exp over all of them is the log-mean-exp
+    over runs of the runs' scores, and the pooled mean the mean of the means:
+    the predictive density of the mixture of the runs, weighted equally.
+
+    Parameters
+    ----------
+    results : sequence of HeldoutResult
+        One per run (for example one per chain), scored on the same digits with
+        the same number of draws and kept sweeps.
+
+    Returns
+    -------
+    HeldoutResult
+
+    Examples
+    --------
+    >>> a = HeldoutResult(np.log([0.2, 1.0]), np.zeros((2, 1)))
+    >>> b = HeldoutResult(np.log([0.4, 1.0]), np.ones((2, 1)))
+    >>> pooled = pool_heldout([a, b])
+    >>> np.round(np.exp(pooled.log_density), 3).tolist(), pooled.mean.ravel().tolist()
+    ([0.3, 1.0], [0.5, 0.5])
+    """
+    if isinstance(results, (HeldoutResult, dict, str, bytes)) or not hasattr(results, "__len__"):
+        raise TypeError("results must be a list of HeldoutResult, one per run")
+    results = list(results)
+    if not results:
+        raise ValueError("results must hold at least one HeldoutResult")
+    for r, result in enumerate(results):
+        if not isinstance(result, HeldoutResult):
+            raise TypeError(f"results[{r}] must be a HeldoutResult, got {type(result).__name__}")
+        if (result.log_density.shape != results[0].log_density.shape
+                or result.mean.shape != results[0].mean.shape):
+            raise ValueError(f"results[{r}] scores other digits than results[0]: shapes "
+                             f"{result.mean.shape} and {results[0].mean.shape}")
+    log_density = _log_mean_exp(np.array([r.log_density for r in results]))
+    return HeldoutResult(log_density, np.mean([r.mean for r in results], axis=0))
