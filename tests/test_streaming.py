@@ -2,8 +2,11 @@
 
 What is checked, and against what:
 
-- the filtering prior against direct sums of SciPy Poisson probabilities, and that its raw
-  values lie in [0, 1] with nothing clipped, where the paper's literal form exceeds 1;
+- the law of the number of features (Poisson-binomial) against enumeration of all 2^K
+  outcomes, against Monte Carlo, and at extreme probabilities (0, 1, 1e-300);
+- the filtering prior against direct sums of SciPy Poisson probabilities times that law,
+  and that its raw values lie in [0, 1] with nothing clipped, where the paper's literal
+  form exceeds 1;
 - every coordinate update against the dense-matrix formulas of the supplement, and that
   (without the "ossify" average) coordinate ascent never lowers the local objective;
 - the zero-noise limit against an independent BP-means pass (Proposition 4.1): identical
@@ -47,7 +50,11 @@ from ibp_lab.linear_gaussian import simulate
 from ibp_lab.summaries import match_features
 from ibp_lab.streaming import _factor_analysis as fa
 from ibp_lab.streaming import _linear_gaussian as lg
-from ibp_lab.streaming.filtering import log_filtering_prior, log_new_feature_fraction
+from ibp_lab.streaming.filtering import (
+    log_feature_count_pmf,
+    log_filtering_prior,
+    log_new_feature_fraction,
+)
 from tests.seeds import stat_rng
 
 # Largest probability that a statistical test below fails a correct implementation.
@@ -62,42 +69,137 @@ def required_successes(n_sets: int, rate: float) -> int:
 
 # --- the filtering prior ------------------------------------------------------------------
 
-def direct_fraction(d, bound, rate_before, rate_new):
-    """c_d = P(Lambda + lambda >= d | Lambda <= bound), from SciPy's Poisson laws."""
-    j = np.arange(bound + 1)
-    num = np.sum(stats.poisson.pmf(j, rate_before) * stats.poisson.sf(d - j - 1, rate_new))
-    return num / stats.poisson.cdf(bound, rate_before)
+def enumerated_count_pmf(p):
+    """P(sum_k B_k = j), B_k ~ Bernoulli(p_k) independent, by summing over all 2^K outcomes."""
+    p = np.asarray(p, dtype=float)
+    pmf = np.zeros(p.size + 1)
+    for outcome in itertools.product((0, 1), repeat=p.size):
+        on = np.array(outcome, dtype=bool)
+        pmf[on.sum()] += np.prod(np.where(on, p, 1 - p))
+    return pmf
 
 
-@pytest.mark.parametrize(
-    "rate_before, rate_new", [(0.0, 2.0), (3.2, 0.4), (40.0, 0.05), (0.7, 6.0)]
-)
-def test_new_feature_fraction_matches_direct_sums(rate_before, rate_new):
-    dish = np.array([1, 2, 3, 5, 8, 20, 39, 40, 41, 45, 60])
+def direct_fraction(d, bound, pmf, rate_new):
+    """c_d = P(Lambda + lambda >= d | Lambda <= bound), Lambda with pmf ``pmf``, from sums."""
+    j = np.arange(min(bound, pmf.size - 1) + 1)
+    num = np.sum(pmf[j] * stats.poisson.sf(d - j - 1, rate_new))
+    return num / np.sum(pmf[j])
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 9, 12])
+def test_count_law_is_the_enumerated_poisson_binomial(k):
+    rng = stat_rng(11 + k)
+    p = rng.random(k) ** rng.uniform(0.1, 10, size=k)  # from ~0 to ~1
+    p[: k // 3] = 1.0 - 1e-9 * rng.random(k // 3)  # established features
+    got = np.exp(log_feature_count_pmf(np.log1p(-p)))
+    # a sum of at most 2^12 products of 12 factors: rounding stays far below 1e-12
+    assert np.allclose(got, enumerated_count_pmf(p), rtol=0, atol=1e-12)
+
+
+def test_count_law_matches_monte_carlo_for_many_features():
+    rng = stat_rng(21)
+    p = np.r_[np.full(40, 0.999), rng.random(60)]
+    draws = (rng.random((200_000, p.size)) < p).sum(axis=1)
+    freq = np.bincount(draws, minlength=p.size + 1) / draws.size
+    pmf = np.exp(log_feature_count_pmf(np.log1p(-p)))
+    # each frequency is binomial: 5.5 standard errors leave a false alarm below 1e-3 over
+    # the 101 cells (4e-8 each), plus 1e-12 for rounding
+    se = np.sqrt(pmf * (1 - pmf) / draws.size)
+    assert np.all(np.abs(freq - pmf) <= 5.5 * se + 1e-12)
+    assert pmf @ np.arange(p.size + 1) == pytest.approx(p.sum(), rel=1e-12)
+
+
+def test_count_law_is_exact_at_extreme_probabilities():
+    """Pi = 0 (exists), Pi = 1 (cannot), Pi = 1e-300 and existence 1e-300: no 0 * inf, no
+    cancellation. The count is 1 + Bernoulli(1 - 1e-300) + Bernoulli(1e-300)."""
+    log_unowned = np.array([-np.inf, 0.0, np.log(1e-300), np.log1p(-1e-300)])
+    log_pmf = log_feature_count_pmf(log_unowned)
+    assert log_pmf[0] == -np.inf
+    assert log_pmf[1] == pytest.approx(np.log(1e-300), rel=1e-12)
+    assert log_pmf[2] == pytest.approx(0.0, abs=1e-15)
+    assert log_pmf[3] == pytest.approx(np.log(1e-300), rel=1e-12)
+    # a hundred established features (Pi = 1e-300 each): 100 for sure, to 1e-298
+    hundred = log_feature_count_pmf(np.full(100, np.log(1e-300)))
+    assert hundred[100] == pytest.approx(0.0, abs=1e-15) and hundred[99] < -680
+
+
+def test_count_law_adds_a_base_law_and_checks_its_arguments():
+    base = np.log([0.25, 0.75])
+    got = np.exp(log_feature_count_pmf(np.log([0.5]), base_log_pmf=base))
+    assert np.allclose(got, [0.125, 0.5, 0.375], rtol=1e-14)
+    with pytest.raises(ValueError, match="log_unowned entries must be <= 0"):
+        log_feature_count_pmf([0.5])
+    with pytest.raises(ValueError, match="base_log_pmf must be a log pmf"):
+        log_feature_count_pmf([0.0], base_log_pmf=[-1.0])
+    with pytest.raises(ValueError, match="retired_log_pmf entries must be <= 0"):
+        filtering_prior([0.0], [0.0], [1], 1, 1.0, 1.0, retired_log_pmf=[np.nan])
+
+
+@pytest.mark.parametrize("law", ["poisson-binomial", "established", "poisson"])
+@pytest.mark.parametrize("rate_new", [2.0, 0.4, 0.05, 6.0])
+def test_new_feature_fraction_matches_direct_sums(law, rate_new):
+    """The windowed log-space sums against direct sums, for count laws of three shapes
+    (any log-concave pmf is allowed; the Poisson keeps the old test's coverage)."""
+    rng = stat_rng(5)
+    if law == "poisson":
+        pmf = stats.poisson.pmf(np.arange(80), 40.0)
+    else:
+        p = rng.random(50) if law == "poisson-binomial" else np.full(50, 1 - 1e-6)
+        pmf = np.exp(log_feature_count_pmf(np.log1p(-p)))
+    dish = np.array([1, 2, 3, 5, 8, 20, 39, 40, 41, 45, 51, 60])
     bound = np.minimum(dish - 1, 42)
-    log_c, log_1mc = log_new_feature_fraction(dish, rate_before, np.log(rate_new), bound)
-    expected = [direct_fraction(d, e, rate_before, rate_new) for d, e in zip(dish, bound)]
+    with np.errstate(divide="ignore"):
+        log_c, log_1mc = log_new_feature_fraction(dish, np.log(pmf), np.log(rate_new), bound)
+    expected = np.array([direct_fraction(d, e, pmf, rate_new) for d, e in zip(dish, bound)])
+    ok = np.isfinite(expected)  # P(Lambda <= e) underflows to 0 in the direct sum
     # relative accuracy: both are sums of the same positive terms (1e-9 allows for the
     # terms below e^-50 of the largest that the windowed sum leaves out, and SciPy's own
     # rounding); c + (1 - c) = 1 to rounding
-    assert np.allclose(np.exp(log_c), expected, rtol=1e-9, atol=0)
+    assert np.allclose(np.exp(log_c)[ok], expected[ok], rtol=1e-9, atol=0)
     assert np.allclose(np.exp(log_c) + np.exp(log_1mc), 1.0, rtol=0, atol=1e-12)
+
+
+def test_first_fresh_slot_after_established_features_needs_one_new_feature():
+    """K features that exist for sure: dish K + 1 is created exactly when a new feature is,
+    c = P(lambda >= 1). The paper's Poisson(K) law gives a far smaller value."""
+    rate_new = 0.3
+    for k in (4, 20, 100):
+        log_c, _ = log_new_feature_fraction([k + 1], log_feature_count_pmf(np.full(k, -np.inf)),
+                                            np.log(rate_new))
+        assert np.exp(log_c[0]) == pytest.approx(-np.expm1(-rate_new), rel=1e-12)
+        poisson = direct_fraction(k + 1, k, stats.poisson.pmf(np.arange(k + 1), k), rate_new)
+        assert np.exp(log_c[0]) > 2.5 * poisson
+
+
+def test_fraction_where_the_condition_is_impossible():
+    """Two features exist for sure, so P(Lambda <= 0) = 0 for dish 1: Lambda = e = 0 is
+    used, c_1 = P(lambda >= 1), a probability."""
+    log_count = log_feature_count_pmf(np.array([np.log(0.5), -np.inf, -np.inf]))
+    log_c, log_1mc = log_new_feature_fraction([1], log_count, np.log(0.7))
+    assert np.exp(log_c[0]) == pytest.approx(-np.expm1(-0.7), rel=1e-12)
+    assert np.exp(log_1mc[0]) == pytest.approx(np.exp(-0.7), rel=1e-12)
 
 
 def test_first_observation_prior_is_the_poisson_tail():
     """Before any data, slot k is used when Poisson(alpha) >= k (row 1 of the R-IBP)."""
-    q = filtering_prior(np.zeros(6), np.zeros(6), np.arange(1, 7), 1, 0.0, 2.5, 1.7)
+    q = filtering_prior(np.zeros(6), np.zeros(6), np.arange(1, 7), 1, 2.5, 1.7)
     assert np.allclose(q, stats.poisson.sf(np.arange(6), 2.5), rtol=1e-12)
 
 
 def test_filtering_prior_formula():
-    """q = M / (beta + n - 1) + Pi * c, term by term."""
+    """q = M / (beta + n - 1) + Pi * c, term by term, with c from the enumerated count law."""
     usage = np.array([3.0, 0.5, 0.0])
     log_unowned = np.log([0.01, 0.6, 1.0])
-    dish, n, rate, alpha, beta = np.array([1, 2, 3]), 6, 2.3, 1.5, 0.8
-    q = filtering_prior(usage, log_unowned, dish, n, rate, alpha, beta)
+    dish, n, alpha, beta = np.array([1, 2, 3]), 6, 1.5, 0.8
+    q = filtering_prior(usage, log_unowned, dish, n, alpha, beta)
     rate_new = alpha * beta / (beta + n - 1)
-    c = np.array([direct_fraction(d, d - 1, rate, rate_new) for d in dish])
+    pmf = enumerated_count_pmf(-np.expm1(log_unowned))
+    c = np.array([direct_fraction(d, d - 1, pmf, rate_new) for d in dish])
+    assert np.allclose(q, usage / (beta + n - 1) + np.exp(log_unowned) * c, rtol=1e-12)
+    retired = np.log([0.5, 0.5])  # one retired slot that exists with probability 1/2
+    q = filtering_prior(usage, log_unowned, dish + 1, n, alpha, beta, retired_log_pmf=retired)
+    pmf = enumerated_count_pmf(np.r_[-np.expm1(log_unowned), 0.5])
+    c = np.array([direct_fraction(d, d - 1, pmf, rate_new) for d in dish + 1])
     assert np.allclose(q, usage / (beta + n - 1) + np.exp(log_unowned) * c, rtol=1e-12)
 
 
@@ -105,7 +207,7 @@ def test_prior_stays_in_unit_interval_where_the_paper_form_exceeds_one():
     # Observation 1 owned feature 1 for sure; beta small: the paper's prior for
     # observation 2 is 1/(1 + beta) plus a Poisson term that ignores that slot 1 is taken.
     assert paper_prior([1.0], [1], 2, 1.0, 5.0, 0.1)[0] > 1.0
-    assert 0.0 <= filtering_prior([1.0], [-np.inf], [1], 2, 1.0, 5.0, 0.1)[0] <= 1.0
+    assert 0.0 <= filtering_prior([1.0], [-np.inf], [1], 2, 5.0, 0.1)[0] <= 1.0
 
 
 def random_states(rng, n_states):
@@ -118,21 +220,21 @@ def random_states(rng, n_states):
         b[rng.random(b.shape) < 0.05] = 1.0
         with np.errstate(divide="ignore"):
             log_unowned = np.log1p(-b).sum(axis=0)
-        yield n, b.sum(axis=0), log_unowned, -np.expm1(log_unowned).sum()
+        yield n, b.sum(axis=0), log_unowned, log_feature_count_pmf(log_unowned)
 
 
 def test_raw_prior_values_are_probabilities_without_clipping():
     """The computed log q and log(1 - q) are <= 0 for extreme states, with no clipping."""
     rng = stat_rng(7)
-    for n, usage, log_unowned, rate in random_states(rng, 300):
+    for n, usage, log_unowned, log_count in random_states(rng, 300):
         k = usage.size
         dish = np.arange(1, k + 4)
         usage_all = np.r_[usage, np.zeros(3)]
         unowned_all = np.r_[log_unowned, np.zeros(3)]
         log_alpha = rng.choice([-5e5, -30.0, np.log(0.2), np.log(3.0), np.log(60.0)])
         beta = rng.choice([1e-3, 0.1, 1.0, 50.0])
-        log_q, log_1mq = log_filtering_prior(usage_all, unowned_all, dish, n, rate, log_alpha,
-                                             beta, last_used=k)
+        log_q, log_1mq = log_filtering_prior(usage_all, unowned_all, dish, n, log_count,
+                                             log_alpha, beta, last_used=k)
         assert np.all(log_q <= 0) and np.all(log_1mq <= 0)
         assert not np.any(np.isnan(log_q)) and not np.any(np.isnan(log_1mq))
         # q and 1 - q are complementary to rounding (they are computed separately)
@@ -152,13 +254,13 @@ def test_prior_near_one_keeps_its_complement_exactly(beta):
     """
     assert paper_prior([1.0], [1], 2, 1.0, 5.0, beta)[0] > 1.0
     log_q, log_1mq = log_filtering_prior(np.array([1.0]), np.array([-np.inf]), np.array([1]),
-                                         2, 1.0, np.log(5.0), beta)
+                                         2, np.array([-np.inf, 0.0]), np.log(5.0), beta)
     assert log_q[0] == pytest.approx(-np.log1p(beta), rel=1e-12)
     assert log_1mq[0] == pytest.approx(np.log(beta) - np.log1p(beta), abs=1e-15 / beta)
 
 
-def test_poisson_rate_sums_existence_probabilities():
-    """Supplement A: rate = sum_k (1 - prod_n (1 - b_nk)) over all dishes ever created."""
+def test_expected_number_of_features_sums_existence_probabilities():
+    """The mean of the count: sum_k (1 - prod_n (1 - b_nk)) over all dishes ever created."""
     X, _, _ = simulate_four_feature_data(np.random.default_rng(3), n=150, sigma_x=0.3)
     model = RecursiveIBP(2.0, 1.0, 0.3, 0.5, record_posteriors=True,
                          rng=np.random.default_rng(0)).fit(X)
@@ -485,7 +587,7 @@ def test_bad_data_are_rejected_with_messages():
     with pytest.raises(ValueError, match="gamma must be > 0"):
         bp_means_one_pass(np.zeros((2, 2)), -1.0)
     with pytest.raises(ValueError, match="usage entries must be in"):
-        filtering_prior([3.0], [0.0], [1], 2, 0.0, 1.0, 1.0)
+        filtering_prior([3.0], [0.0], [1], 2, 1.0, 1.0)
     with pytest.raises(ValueError, match="checkpoints must be strictly increasing"):
         stream_cost(RecursiveIBP(1.0, 1.0, 0.5, 1.0), np.zeros((5, 2)), [3, 2])
 
@@ -665,11 +767,11 @@ def test_helpers_route_their_arguments_through_the_checks():
     with pytest.raises(TypeError, match="ossify must be True or False"):
         bp_means_one_pass(np.zeros((2, 2)), 1.0, ossify="no")
     with pytest.raises(TypeError, match="usage must hold real numbers, got dtype complex128"):
-        filtering_prior([1 + 1j], [0.0], [1], 2, 0.0, 1.0, 1.0)
+        filtering_prior([1 + 1j], [0.0], [1], 2, 1.0, 1.0)
     with pytest.raises(TypeError, match="dish must hold integer dish numbers, got dtype float64"):
-        filtering_prior([0.0], [0.0], [1.5], 2, 0.0, 1.0, 1.0)
+        filtering_prior([0.0], [0.0], [1.5], 2, 1.0, 1.0)
     with pytest.raises(ValueError, match=r"dish must hold integer dish numbers in \[1, 1000000\]"):
-        filtering_prior([0.0], [0.0], [10**12], 2, 0.0, 1.0, 1.0)
+        filtering_prior([0.0], [0.0], [10**12], 2, 1.0, 1.0)
     with pytest.raises(ValueError, match="alpha must be > 0"):
         paper_prior([1.0], [1], 2, 1.0, -5.0, 0.1)
     with pytest.raises(TypeError, match="usage must hold real numbers"):

@@ -133,9 +133,9 @@ def _swap(key):
 
 # (field, new value or function of the state, what the message names)
 EDITS = [
-    ("version", "1", "version must be 1"),
-    ("version", 2, "version must be 1"),
-    ("version", True, "version must be 1"),
+    ("version", "2", "version must be 2"),
+    ("version", 1, "version must be 2"),  # version 1 had no retired_log_pmf
+    ("version", True, "version must be 2"),
     ("log_alpha", "0.0", "log_alpha must be a finite real"),
     ("log_alpha", float("nan"), "log_alpha must be a finite real"),
     ("log_alpha", -float("inf"), "log_alpha must be a finite real"),
@@ -185,6 +185,13 @@ EDITS = [
     ("retired_rate", -1.0, "retired_rate must be >= 0"),
     ("retired_rate", float("nan"), "retired_rate must be finite"),
     ("retired_rate", 1e6, "retired_rate .* exceeds"),
+    ("retired_log_pmf", lambda s: np.zeros(2), "retired_log_pmf must have 1 to 1 entries"),
+    ("retired_log_pmf", lambda s: np.zeros(0), "retired_log_pmf must have 1 to 1 entries"),
+    ("retired_log_pmf", lambda s: np.array([-0.1]), "retired_log_pmf must sum to 1"),
+    ("retired_log_pmf", lambda s: np.array([np.nan]), "retired_log_pmf must hold logs"),
+    ("retired_log_pmf", lambda s: np.array([0.5]), "retired_log_pmf must hold logs"),
+    ("retired_log_pmf", lambda s: np.zeros((1, 1)), "retired_log_pmf must be 1-D"),
+    ("retired_log_pmf", lambda s: np.zeros(1, np.int64), "retired_log_pmf must be a floating"),
     ("next_dish", 0, "next_dish must be an integer >= 1"),
     ("next_dish", "9", "next_dish must be an integer"),
     ("next_dish", 2, "dish must be strictly increasing dish numbers"),

@@ -5,8 +5,9 @@ A state is a dictionary (:meth:`RecursiveIBP.get_state`). This module
 - checks a state completely before anything uses it (:func:`validate_state`): the keys
   (none missing, none extra), the type of every entry, the dtype and shape of every
   array, the range of every number (variances > 0, probabilities in [0, 1], counts
-  non-negative integers) and the consistency of the entries with each other (the Poisson
-  rate is the sum of the existence probabilities, every slot's usage lies between its
+  non-negative integers) and the consistency of the entries with each other (the expected
+  number of features is the sum of the existence probabilities, the retired slots' count
+  law is a log pmf with the retired mean, every slot's usage lies between its
   existence probability and ``n_seen`` times it, the histories have one entry per
   observation, ...). Every failure is one ``ValueError("<source> is not a valid
   RecursiveIBP state: <what>")``;
@@ -64,7 +65,9 @@ BIT_GENERATORS = {
     "Philox": np.random.Philox,
     "SFC64": np.random.SFC64,
 }
-STATE_VERSION = 1
+#: Version 2 adds ``retired_log_pmf`` (the law of the retired slots' count), which the
+#: exact (Poisson-binomial) filtering prior needs; a version-1 state holds only its mean.
+STATE_VERSION = 2
 #: Largest state file read (bytes, after decompression): far above any stream the book
 #: runs (a digit stream's state is a few hundred kB), and it bounds what a file can make
 #: :func:`read_state` allocate.
@@ -77,7 +80,8 @@ MAX_RECORDED_ROWS = 10_000_000
 MODELS = ("linear_gaussian", "factor_analysis")
 #: State entries stored as arrays; the others are JSON scalars (and the generator's state).
 ARRAY_KEYS = ("features", "variances", "usage", "log_unowned", "dish", "rate_history",
-              "slots_history", "posterior_rows", "posterior_dishes", "posterior_values")
+              "slots_history", "posterior_rows", "posterior_dishes", "posterior_values",
+              "retired_log_pmf")
 SCALAR_KEYS = ("version", "log_alpha", "beta", "sigma_x", "sigma_a", "sigma_w", "model",
                "n_steps", "tol", "ossify", "keep_history", "record_posteriors", "rng_state",
                "rng_kind", "dim", "n_seen", "retired_rate", "next_dish", "rate")
@@ -387,7 +391,27 @@ def _slots(state, counts, sigma_a: float) -> dict:
     if not _close(counts["rate"], float(np.sum(existence)) + retired):
         raise InvalidState("rate must be the sum of the existence probabilities plus "
                            "retired_rate")
+    out["retired_log_pmf"] = _retired_law(state, next_dish - 1 - k, retired)
     return out
+
+
+def _retired_law(state, n_retired: int, retired_rate: float) -> np.ndarray:
+    """The retired slots' count law: a log pmf on ``0 .. n_retired``, mean ``retired_rate``."""
+    log_pmf = _array(state, "retired_log_pmf", "f", 1)
+    if not 1 <= log_pmf.size <= n_retired + 1:
+        raise InvalidState(f"retired_log_pmf must have 1 to {n_retired + 1} entries (one more "
+                           f"than the retired slots), got {log_pmf.size}")
+    if np.any(np.isnan(log_pmf)) or np.any(log_pmf > 0):
+        raise InvalidState("retired_log_pmf must hold logs of probabilities (<= 0, not NaN)")
+    pmf = np.exp(log_pmf)
+    total = float(pmf.sum())
+    if abs(total - 1.0) > 1e-9:
+        raise InvalidState(f"retired_log_pmf must sum to 1 once exponentiated, got {total:.12g}")
+    mean = float(np.arange(log_pmf.size) @ pmf)
+    if abs(mean - retired_rate) > 1e-9 * (1.0 + log_pmf.size):
+        raise InvalidState(f"retired_log_pmf has mean {mean:.12g}, not retired_rate "
+                           f"{retired_rate:.12g}")
+    return log_pmf
 
 
 def _histories(state, counts, settings, k: int) -> dict:
@@ -581,6 +605,7 @@ def capture(estimator) -> dict:
         "dim": estimator._dim,
         "n_seen": estimator._n_seen,
         "retired_rate": estimator._retired_rate,
+        "retired_log_pmf": estimator._retired_log_pmf.copy(),
         "next_dish": estimator._next_dish,
         "rate": estimator._rate,
         "features": estimator._mu[:k].copy(),
@@ -631,6 +656,7 @@ def restore(estimator, valid: dict) -> None:
         fresh._ensure_capacity(max(fresh._k, 8))
     fresh._n_seen = valid["n_seen"]
     fresh._retired_rate = valid["retired_rate"]
+    fresh._retired_log_pmf = valid["retired_log_pmf"]
     fresh._next_dish = valid["next_dish"]
     fresh._rate = valid["rate"]
     fresh._rate_history = [float(v) for v in valid["rate_history"]]

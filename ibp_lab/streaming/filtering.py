@@ -3,26 +3,37 @@
 After ``n - 1`` observations the Recursive IBP keeps, for every feature slot ``k``,
 
 - the running sum ``M_k = sum_{n' < n} b_{n'k}`` of earlier posterior probabilities
-  ``b_{n'k} = q(z_{n'k} = 1 | o_{<=n'})`` (the feature's *usage*), and
+  ``b_{n'k} = q(z_{n'k} = 1 | x_{<=n'})`` (the feature's *usage*), and
 - the running product ``Pi_k = prod_{n' < n} (1 - b_{n'k})``, the probability that no
-  earlier observation owned the feature (kept as ``log Pi_k``),
+  earlier observation owned the feature (kept as ``log Pi_k``).
 
-and the Poisson rate ``rho_{n-1} = sum_k (1 - Pi_k)`` of the number of features
-``Lambda_{n-1}`` (Schaeffer et al. 2022, supplement A: a sum of independent Bernoulli
-"feature k exists" indicators, approximated by a Poisson law). The prior of observation ``n``
-for the slot that holds dish number ``d`` is
+Feature ``k`` exists exactly when some earlier observation owned it, which under the frozen,
+independent beliefs happens with probability ``1 - Pi_k``, independently across slots. The
+number of features ``Lambda_{n-1}`` is therefore a sum of independent Bernoulli variables:
+its law is the *Poisson-binomial* law of the ``1 - Pi_k``
+(:func:`log_feature_count_pmf`, an ``O(K^2)`` recursion in log space). Schaeffer et al.
+(2022, supplement A) replace it by a Poisson law of the same mean ``rho_{n-1} = sum_k (1 -
+Pi_k)`` (Le Cam). That step is wrong where features are established: Le Cam's bound on the
+total variation, ``sum_k (1 - Pi_k)^2``, exceeds 1 as soon as two features are nearly
+certain, and a sum of Bernoullis with probabilities near 1 is nearly constant while the
+Poisson law spreads over ``rho +- sqrt(rho)``. This module uses the exact law.
+
+The prior of observation ``n`` for the slot that holds dish number ``d`` is
 
 .. math::
 
-    q(z_{nk} = 1 \\mid o_{<n}) = \\frac{M_k}{\\beta + n - 1} + \\Pi_k\\, c_d,
+    q(z_{nk} = 1 \\mid x_{<n}) = \\frac{M_k}{\\beta + n - 1} + \\Pi_k\\, c_d,
     \\qquad
     c_d = P(\\Lambda_{n-1} + \\lambda_n \\ge d \\mid \\Lambda_{n-1} \\le e_d),
 
-with ``Lambda_{n-1} ~ Poisson(rho_{n-1})``, the number of new features
-``lambda_n ~ Poisson(alpha beta / (beta + n - 1))``, and ``e_d`` what is known about the
-number of features when dish ``d`` is empty: ``e_d = d - 1`` for a slot that some earlier
-observation may own, and ``e_d = e`` (the last dish number anyone may own) for the fresh
-slots beyond it, which are all empty together (``Pi = 1``).
+with ``Lambda_{n-1}`` Poisson-binomial as above, the number of new features
+``lambda_n ~ Poisson(alpha beta / (beta + n - 1))`` (independent of the past), and ``e_d``
+what is known about the number of features when dish ``d`` is empty: ``e_d = d - 1`` for a
+slot that some earlier observation may own, and ``e_d = e`` (the last dish number anyone
+may own) for the fresh slots beyond it, which are all empty together (``Pi = 1``). Where
+the condition has probability 0 (more than ``e_d`` features exist for sure, which the
+mean-field posterior allows for a slot that is itself uncertain), ``Lambda_{n-1} = e_d``,
+the value nearest to the condition, is used.
 
 Why ``Pi_k c_d`` and not the paper's ``P(Lambda_{n-1} <= d - 1 < Lambda_n)``: that term
 factors as ``P(Lambda_{n-1} <= d - 1) * c_d``, and the first factor is the probability that
@@ -38,7 +49,8 @@ formed as ``on / (on + off)`` from the two non-negative parts, so ``0 <= q <= 1`
 floating point too (``c_d`` likewise).
 
 Everything is in log space because in the zero-noise limit (``alpha = exp(-gamma^2 /
-(2 sigma_x^2))``, chapter 8) the new-feature rate is far below the smallest float.
+(2 sigma_x^2))``, chapter 8) the new-feature rate is far below the smallest float, and
+because the count law has probabilities ``prod_k (1 - Pi_k)`` far below it too.
 """
 
 from __future__ import annotations
@@ -55,7 +67,99 @@ from ibp_lab._checks import check_count, check_positive, check_real_array
 #: grow with it (one Poisson tail per dish number).
 MAX_DISH = 10**6
 
-__all__ = ["log_filtering_prior", "filtering_prior", "log_new_feature_fraction", "paper_prior"]
+__all__ = ["log_filtering_prior", "filtering_prior", "log_new_feature_fraction",
+           "log_feature_count_pmf", "paper_prior"]
+
+
+@njit(cache=True)
+def _add_bernoullis(base, log_exist, log_unowned):
+    """Log pmf of ``C + sum_k B_k``: ``C`` has log pmf ``base``, ``B_k ~ Bernoulli(p_k)``
+    independent, ``log_exist = log p_k`` and ``log_unowned = log(1 - p_k)``.
+
+    One Bernoulli at a time, ``P(S + B = j) = P(S = j)(1 - p) + P(S = j - 1) p``: each entry
+    is a log-sum-exp of two non-negative terms, never a difference, so probabilities near 0
+    and near 1 (``log_unowned = -inf`` or ``log_exist = -inf``) are exact.
+    """
+    size = base.shape[0]
+    out = np.full(size + log_exist.shape[0], -np.inf)
+    out[:size] = base
+    for k in range(log_exist.shape[0]):
+        lp, lq = log_exist[k], log_unowned[k]
+        for j in range(size, -1, -1):
+            stay = out[j] + lq
+            move = out[j - 1] + lp if j > 0 else -np.inf
+            hi = max(stay, move)
+            if hi == -np.inf:
+                out[j] = -np.inf
+            else:
+                out[j] = hi + math.log1p(math.exp(min(stay, move) - hi))
+        size += 1
+    return out
+
+
+def _count_log_pmf(log_unowned: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Unchecked core of :func:`log_feature_count_pmf`; slots that cannot exist are skipped."""
+    log_unowned = log_unowned[log_unowned < 0]  # Pi = 1: the slot adds 0 for sure
+    with np.errstate(divide="ignore"):
+        log_exist = np.log(-np.expm1(log_unowned))  # log(1 - Pi), accurate as Pi -> 1
+    return _add_bernoullis(np.asarray(base, dtype=np.float64), log_exist, log_unowned)
+
+
+def log_feature_count_pmf(log_unowned, *, base_log_pmf=None) -> np.ndarray:
+    """Log of the Poisson-binomial pmf of the number of existing features.
+
+    Slot ``k`` exists with probability ``1 - Pi_k``, independently of the others, so the
+    number of features is ``sum_k Bernoulli(1 - Pi_k)`` (plus an independent count with
+    log pmf ``base_log_pmf``, the retired slots of a stream). Computed by adding one
+    Bernoulli at a time in log space (``O(K^2)``); exact for ``Pi_k`` equal to or near 0
+    and 1.
+
+    Parameters
+    ----------
+    log_unowned : array_like
+        ``log Pi_k`` per slot, each <= 0 (``-inf`` for a feature that exists for sure).
+    base_log_pmf : array_like, optional
+        Log pmf on ``0, 1, ...`` of an independent count added to the sum (its entries'
+        exponentials must sum to 1); default: the count 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log P(count = j)`` for ``j = 0 .. len(base_log_pmf) - 1 + (number of slots
+        with Pi_k < 1)``.
+
+    Examples
+    --------
+    Two features that exist for sure and one with probability 1/2: the count is 2 or 3.
+
+    >>> pmf = np.exp(log_feature_count_pmf([-np.inf, -np.inf, np.log(0.5)]))
+    >>> pmf.round(12)
+    array([0. , 0. , 0.5, 0.5])
+    """
+    log_unowned = check_real_array("log_unowned", log_unowned)
+    if log_unowned.ndim != 1:
+        raise ValueError(f"log_unowned must be 1-D, got shape {log_unowned.shape}")
+    if np.any(np.isnan(log_unowned)) or np.any(log_unowned > 0):
+        raise ValueError("log_unowned entries must be <= 0 (logs of probabilities)")
+    if base_log_pmf is None:
+        base = np.zeros(1)
+    else:
+        base = _check_log_pmf("base_log_pmf", base_log_pmf)
+    return _count_log_pmf(log_unowned.astype(np.float64), base)
+
+
+def _check_log_pmf(name: str, log_pmf) -> np.ndarray:
+    """A log pmf on ``0, 1, ...``: 1-D, non-empty, entries <= 0, exponentials sum to 1."""
+    arr = check_real_array(name, log_pmf)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
+    if np.any(np.isnan(arr)) or np.any(arr > 0):
+        raise ValueError(f"{name} entries must be <= 0 (logs of probabilities)")
+    total = float(special.logsumexp(arr))
+    if not abs(total) <= 1e-9:
+        raise ValueError(f"{name} must be a log pmf (its exponentials sum to "
+                         f"{np.exp(total):.12g}, not 1)")
+    return arr.astype(np.float64)
 
 
 def _log_poisson_tails(m: np.ndarray, log_rate: float) -> tuple[np.ndarray, np.ndarray]:
@@ -119,6 +223,10 @@ def _log_fractions(dish, bound, log_pmf, log_sf, log_cdf, mode):
                 sy += math.exp(y - my)
         la = mx + math.log(sx) if mx > -np.inf else -np.inf
         lb = my + math.log(sy) if my > -np.inf else -np.inf
+        if la == -np.inf and lb == -np.inf:
+            # P(Lambda <= e) = 0: take Lambda = e, the value nearest to the condition
+            la = log_sf[d - bound[a] - 1]
+            lb = log_cdf[d - bound[a] - 1]
         # logaddexp(la, lb) >= max(la, lb), so both results are <= 0 in floating point
         hi = max(la, lb)
         total = hi + math.log1p(math.exp(-abs(la - lb))) if min(la, lb) > -np.inf else hi
@@ -128,24 +236,28 @@ def _log_fractions(dish, bound, log_pmf, log_sf, log_cdf, mode):
 
 
 def log_new_feature_fraction(
-    dish, rate_before: float, log_rate_new: float, bound=None
+    dish, log_count_pmf, log_rate_new: float, bound=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``log c_d`` and ``log (1 - c_d)`` for dish numbers ``d >= 1``.
 
-    ``c_d = P(Lambda + lambda >= d | Lambda <= e)`` with ``Lambda ~ Poisson(rate_before)`` and
-    ``lambda ~ Poisson(exp(log_rate_new))`` independent: the probability that the current
-    observation creates dish ``d``, given that at most ``e`` features exist. By default
-    ``e = d - 1`` (all we know is that dish ``d`` is empty). Conditioning on ``Lambda = j``
-    gives ``c_d = A / (A + B)`` with ``A = sum_{j<=e} P(Lambda = j) P(lambda >= d - j)`` and
+    ``c_d = P(Lambda + lambda >= d | Lambda <= e)`` with ``Lambda`` the number of features
+    before the observation (log pmf ``log_count_pmf``) and ``lambda ~
+    Poisson(exp(log_rate_new))`` independent: the probability that the current observation
+    creates dish ``d``, given that at most ``e`` features exist. By default ``e = d - 1``
+    (all we know is that dish ``d`` is empty). Conditioning on ``Lambda = j`` gives
+    ``c_d = A / (A + B)`` with ``A = sum_{j<=e} P(Lambda = j) P(lambda >= d - j)`` and
     ``B`` the same with ``P(lambda <= d - 1 - j)``: sums of non-negative terms, so that
-    ``0 <= c_d <= 1`` holds exactly in floating point.
+    ``0 <= c_d <= 1`` holds exactly in floating point. Where ``P(Lambda <= e) = 0``,
+    ``Lambda = e`` is used (module docstring).
 
     Parameters
     ----------
     dish : array_like
         Integer dish numbers, each >= 1.
-    rate_before : float
-        Poisson rate of the number of features before the observation, >= 0.
+    log_count_pmf : array_like
+        ``log P(Lambda = j)`` for ``j = 0, 1, ...`` (beyond its end, probability 0); for a
+        stream, :func:`log_feature_count_pmf`. The pmf must be log-concave, as every sum
+        of independent Bernoullis is (the sums stop early below its mode).
     log_rate_new : float
         Log of the Poisson rate of new features (``-inf`` allowed).
     bound : array_like, optional
@@ -158,11 +270,11 @@ def log_new_feature_fraction(
 
     Examples
     --------
-    Before any observation there are no features, so dish ``d`` is created exactly when
-    at least ``d`` new features are:
+    Before any observation there are no features (``Lambda = 0``), so dish ``d`` is
+    created exactly when at least ``d`` new features are:
 
     >>> from scipy import stats
-    >>> log_c, _ = log_new_feature_fraction([1, 2, 3], 0.0, np.log(2.0))
+    >>> log_c, _ = log_new_feature_fraction([1, 2, 3], [0.0], np.log(2.0))
     >>> bool(np.allclose(np.exp(log_c), stats.poisson.sf([0, 1, 2], 2.0)))
     True
     """
@@ -171,15 +283,14 @@ def log_new_feature_fraction(
         return np.zeros(0), np.zeros(0)
     bound = dish - 1 if bound is None else np.asarray(bound, dtype=np.int64)
     d_max = int(dish.max())
-    j = np.arange(int(bound.max()) + 1)
-    if rate_before > 0:
-        log_pmf = special.xlogy(j, rate_before) - rate_before - special.gammaln(j + 1.0)
-    else:
-        log_pmf = np.where(j == 0, 0.0, -np.inf)
+    given = np.asarray(log_count_pmf, dtype=np.float64)
+    log_pmf = np.full(int(bound.max()) + 1, -np.inf)
+    top = min(given.size, log_pmf.size)
+    log_pmf[:top] = given[:top]
     m = np.arange(1, d_max + 1)
     # index m - 1: log P(lambda >= m) and log P(lambda <= m - 1)
     log_sf, log_cdf = _log_poisson_tails(m, log_rate_new)
-    mode = int(np.floor(rate_before))  # the pmf of Lambda increases up to here
+    mode = int(np.argmax(given))  # a log-concave pmf increases up to here
     return _log_fractions(dish, bound, log_pmf, log_sf, log_cdf, mode)
 
 
@@ -188,7 +299,7 @@ def log_filtering_prior(
     log_unowned,
     dish,
     n: int,
-    rate_before: float,
+    log_count_pmf,
     log_alpha: float,
     beta: float,
     *,
@@ -206,8 +317,9 @@ def log_filtering_prior(
         Dish number of each slot (1-based, order of creation).
     n : int
         Index of the observation, >= 1.
-    rate_before : float
-        Poisson rate ``rho_{n-1}`` of the number of features before observation ``n``.
+    log_count_pmf : array_like
+        Log pmf of the number of features ``Lambda_{n-1}`` before observation ``n``:
+        :func:`log_feature_count_pmf` of every slot, retired ones included.
     log_alpha : float
         Log of the mass parameter.
     beta : float
@@ -229,7 +341,7 @@ def log_filtering_prior(
     denominator = beta + n - 1
     log_rate_new = log_alpha + np.log(beta) - np.log(denominator)
     bound = dish - 1 if last_used is None else np.minimum(dish - 1, last_used)
-    log_c, log_1mc = log_new_feature_fraction(dish, rate_before, log_rate_new, bound)
+    log_c, log_1mc = log_new_feature_fraction(dish, log_count_pmf, log_rate_new, bound)
     owned = -np.expm1(log_unowned)  # 1 - Pi_k
     share = usage / denominator
     # 1 - q = (1 - Pi_k - M_k / (beta + n - 1)) + Pi_k (1 - c): the first bracket is at least
@@ -249,15 +361,17 @@ def filtering_prior(
     log_unowned,
     dish,
     n: int,
-    rate_before: float,
     alpha: float,
     beta: float,
     *,
     last_used: int | None = None,
+    retired_log_pmf=None,
 ) -> np.ndarray:
-    """The filtering prior ``q(z_nk = 1 | o_{<n})`` of each slot (see the module docstring).
+    """The filtering prior ``q(z_nk = 1 | x_{<n})`` of each slot (see the module docstring).
 
-    A checked, probability-scale front end to :func:`log_filtering_prior`.
+    A checked, probability-scale front end to :func:`log_filtering_prior`. The number of
+    features before observation ``n`` has the Poisson-binomial law of the listed slots'
+    existence probabilities ``1 - Pi_k`` (plus the retired slots' count, if given).
 
     Parameters
     ----------
@@ -269,12 +383,13 @@ def filtering_prior(
         Dish numbers, integers >= 1.
     n : int
         The observation, >= 1.
-    rate_before : float
-        Poisson rate of the number of features after ``n - 1`` observations, >= 0.
     alpha, beta : float
         IBP parameters, > 0.
     last_used : int, optional
         Largest dish number that anyone may own; see :func:`log_filtering_prior`.
+    retired_log_pmf : array_like, optional
+        Log pmf of the number of existing features among slots not listed (a stream's
+        retired slots); default: there are none.
 
     Returns
     -------
@@ -286,20 +401,17 @@ def filtering_prior(
     A feature owned for sure by the first of two observations (``M = 1``, ``Pi = 0``) and
     the next, still empty, dish:
 
-    >>> q = filtering_prior([1.0, 0.0], [-np.inf, 0.0], [1, 2], 2, 1.0, 2.0, 1.0)
+    >>> q = filtering_prior([1.0, 0.0], [-np.inf, 0.0], [1, 2], 2, 2.0, 1.0)
     >>> q.round(4)  # 1 / (beta + 1) = 0.5 for the old feature; the new one as derived
-    array([0.5   , 0.4482])
+    array([0.5   , 0.6321])
 
-    For the new dish, ``c_2 = [P(Lambda = 0) P(new >= 2) + P(Lambda = 1) P(new >= 1)] /
-    P(Lambda <= 1)`` with ``Lambda ~ Poisson(1)`` and ``new ~ Poisson(1)``:
+    Exactly one feature exists (``Lambda = 1``), so dish 2 is created when at least one new
+    feature is, ``c_2 = P(new >= 1)`` with ``new ~ Poisson(1)``:
 
-    >>> from scipy import stats
-    >>> c2 = (stats.poisson.sf(1, 1.0) + stats.poisson.sf(0, 1.0)) / 2
-    >>> bool(np.isclose(q[1], c2))
+    >>> bool(np.isclose(q[1], 1 - np.exp(-1.0)))
     True
     """
     n = check_count("n", n, minimum=1)
-    rate_before = check_positive("rate_before", rate_before, allow_zero=True)
     alpha = check_positive("alpha", alpha)
     beta = check_positive("beta", beta)
     usage = check_real_array("usage", usage)
@@ -315,8 +427,11 @@ def filtering_prior(
         raise ValueError("log_unowned entries must be <= 0 (logs of probabilities)")
     if last_used is not None:
         last_used = check_count("last_used", last_used)
+    base = np.zeros(1) if retired_log_pmf is None else _check_log_pmf(
+        "retired_log_pmf", retired_log_pmf)
+    log_count = _count_log_pmf(log_unowned.astype(np.float64), base)
     log_q, _ = log_filtering_prior(
-        usage, log_unowned, dish, n, rate_before, np.log(alpha), beta, last_used=last_used
+        usage, log_unowned, dish, n, log_count, np.log(alpha), beta, last_used=last_used
     )
     return np.exp(log_q)
 

@@ -14,9 +14,11 @@ One pass over the data; each observation is seen once and then discarded. For ob
    objective and leaves the slot on (``b >= 1/2``; see below);
 4. stores the feature posteriors (optionally the usage-weighted, "ossified", average of
    supplement B.2), adds ``b_nk`` to the running sums and ``log(1 - b_nk)`` to the running
-   log-products, and updates the Poisson rate
-   ``rho_n = sum_k (1 - prod_{n' <= n} (1 - b_{n'k}))`` of the number of features
-   (supplement A).
+   log-products, and updates the expected number of features
+   ``rho_n = sum_k (1 - prod_{n' <= n} (1 - b_{n'k}))``. The number of features itself has
+   the Poisson-binomial law of these existence probabilities, which the prior of the next
+   observation uses; supplement A approximates it by a Poisson law, which is wrong where
+   features are established (:mod:`ibp_lab.streaming.filtering`).
 
 Why the birth proposal. Coordinate ascent that starts a fresh slot at its prior
 probability (tiny) never creates a feature: a feature that is barely switched on learns
@@ -30,8 +32,9 @@ exceeds gamma^2" (:func:`ibp_lab.streaming.bp_means_one_pass`).
 Feature slots. A slot is kept while its prior or posterior probability in the current
 observation is above ``tol``; there is no bound on the number of features fixed in
 advance. Fresh slots are offered while their prior probability exceeds ``tol`` (at least
-one). A slot that is retired takes its existence probability ``1 - Pi_k`` into a scalar so
-that the Poisson rate of the number of features never loses it. Memory is
+one). A slot that is retired adds its existence probability ``1 - Pi_k`` to a scalar and
+its Bernoulli variable to the law of the retired slots' count (one log pmf, one entry per
+retired slot), so that the number of features never loses it. Memory is
 ``O(K D)`` for ``K`` kept slots and each observation costs ``O(n_steps K D)`` for the
 linear-Gaussian model (``O(n_steps (K^2 D + K_a^3))`` for factor analysis, ``K_a`` the
 slots the observation may own), with ``K`` growing like the expected number of features,
@@ -57,7 +60,8 @@ models (``_linear_gaussian``, ``_factor_analysis``) sit behind one protocol,
 :class:`LocalModel`.
 
 Derived here, not in the paper: the existence factor ``Pi_k`` in the filtering prior (so
-that it is a probability by construction; :mod:`ibp_lab.streaming.filtering`), the birth
+that it is a probability by construction; :mod:`ibp_lab.streaming.filtering`), the exact
+(Poisson-binomial) law of the number of features in place of the paper's Poisson, the birth
 proposal, the weight covariance in the factor-analysis cross terms, and the choice to
 leave "ossify" off by default. Chapter 8 of the book gives the derivations and the
 measurements behind each.
@@ -82,7 +86,7 @@ from ibp_lab._checks import (
 from ibp_lab.streaming import _state
 from ibp_lab.streaming._factor_analysis import FactorAnalysisLocal
 from ibp_lab.streaming._linear_gaussian import LinearGaussianLocal
-from ibp_lab.streaming.filtering import log_filtering_prior
+from ibp_lab.streaming.filtering import _count_log_pmf, log_filtering_prior
 
 __all__ = ["RecursiveIBP", "LocalModel", "MAX_EXPECTED_FEATURES", "MAX_ENTRIES",
            "MAX_DATA_MAGNITUDE"]
@@ -183,7 +187,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         the average counts the evidence twice and features freeze after a few owners
         (chapter 8 derives this and measures what it costs).
     keep_history : bool, optional
-        Keep the Poisson rate and the number of slots after each observation (8 bytes each
+        Keep the expected number of features and the number of slots after each
+        observation (8 bytes each
         per observation; switch off for memory that does not grow with the stream).
     record_posteriors : bool, optional
         Keep every observation's ``b_nk`` (memory grows with the stream; for teaching and
@@ -205,10 +210,11 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     dish_numbers_ : numpy.ndarray
         ``(K,)`` 1-based order of creation of each kept slot.
     n_features_expected_ : float
-        The Poisson rate (and mean) of the posterior number of features.
-    poisson_rate_history_, expected_features_history_ : numpy.ndarray
-        That rate after each observation (the same numbers: a Poisson law's mean is its
-        rate).
+        The mean ``sum_k (1 - Pi_k)`` of the posterior number of features (whose law is
+        Poisson-binomial).
+    expected_features_history_, poisson_rate_history_ : numpy.ndarray
+        That mean after each observation (two names for the same numbers; the second is
+        kept from the paper, which treats the mean as a Poisson rate).
     n_slots_history_ : numpy.ndarray
         Number of kept slots after each observation (these two need ``keep_history``).
     n_seen_ : int
@@ -300,6 +306,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self._dish = np.zeros(0, dtype=np.int64)
         self._n_seen = 0
         self._retired_rate = 0.0
+        self._retired_log_pmf = np.zeros(1)
         self._next_dish = 1
         self._rate = 0.0
         self._rate_history: list[float] = []
@@ -448,7 +455,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self._check_fitted("state_nbytes")
         k = self._k
         per_slot = sum(getattr(self, name)[:k].nbytes for name in _SLOT_ARRAYS)
-        return int(per_slot) + 4 * 8  # n_seen, retired rate, next dish number, rate
+        # n_seen, retired rate, next dish number, rate; the retired slots' count law
+        return int(per_slot) + 4 * 8 + int(self._retired_log_pmf.nbytes)
 
     # ------------------------------------------------------------------------------------
     # fitting
@@ -560,7 +568,11 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         n = check_count("n", n)
         return _expected_prior_features(self._checked_settings(), n)
 
-    def _prior(self, n: int, n_fresh: int):
+    def _count_log_pmf(self):
+        """Log pmf of the number of features now: every kept slot and the retired ones."""
+        return _count_log_pmf(self._log_unowned[: self._k], self._retired_log_pmf)
+
+    def _prior(self, n: int, n_fresh: int, log_count):
         """Log prior of the kept slots and of ``n_fresh`` fresh ones for observation ``n``."""
         k = self._k
         fresh_dish = self._next_dish + np.arange(n_fresh)
@@ -568,7 +580,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         log_unowned = np.concatenate([self._log_unowned[:k], np.zeros(n_fresh)])
         dish = np.concatenate([self._dish[:k], fresh_dish])
         log_q, log_1mq = log_filtering_prior(
-            usage, log_unowned, dish, n, self._rate, self._settings.log_alpha,
+            usage, log_unowned, dish, n, log_count, self._settings.log_alpha,
             self._settings.beta, last_used=self._next_dish - 1,
         )
         return log_q, log_1mq, dish
@@ -577,8 +589,9 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         """The prior, with fresh slots while their probability exceeds ``tol`` (at least 1)."""
         log_tol = np.log(self._settings.tol)
         n_fresh = _FRESH_BLOCK
+        log_count = self._count_log_pmf()
         while True:
-            log_q, log_1mq, dish = self._prior(n, n_fresh)
+            log_q, log_1mq, dish = self._prior(n, n_fresh, log_count)
             fresh = log_q[self._k:]
             # the cap on the expected number of features (checked in partial_fit) keeps
             # the Poisson tail above tol well inside this bound
@@ -641,7 +654,9 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             self._posteriors.append((self._dish[shown].copy(), b[shown].copy()))
         if not keep[:k].all():  # retire: the slot's existence stays in the rate
             retired = np.flatnonzero(~keep[:k])
-            self._retired_rate += float(np.sum(-np.expm1(self._log_unowned[retired])))
+            gone = self._log_unowned[retired]
+            self._retired_rate += float(np.sum(-np.expm1(gone)))
+            self._retired_log_pmf = _count_log_pmf(gone, self._retired_log_pmf)
             kept = np.flatnonzero(np.r_[keep[:k], np.ones(n_born, bool)])
             for name in _SLOT_ARRAYS:
                 arr = getattr(self, name)
