@@ -15,6 +15,11 @@ and fed once to ``RecursiveIBP``. At checkpoints ``n = 300, 1000, 3000, ...`` it
    growth, the log-log slope (a cost that grows like ``ln n`` has a log-log slope that
    shrinks towards 0; a cost linear in ``n`` has slope 1).
 
+4. the cost of the exact (Poisson-binomial) law of the number of features in the prior:
+   the time of one observation's prior with it and with the paper's Poisson law of the
+   same mean (kept here only as the reference), for ``K`` established features, and their
+   ratio. The exact law costs ``O(K^2)`` per observation against ``O(K)``.
+
 The cost of an observation is ``O(S K D)`` with ``K`` the number of slots, and ``K`` grows
 like ``log n``: time and memory per observation should grow like ``log n``, so the whole
 stream costs ``O(n log n)`` time and ``O(log n)`` memory.
@@ -27,9 +32,38 @@ import time
 
 import numpy as np
 
+from scipy import special
+
 from ibp_lab.recursive import num_dishes_rate
 from ibp_lab.linear_gaussian import simulate
 from ibp_lab.streaming import RecursiveIBP, log_fit, stream_cost
+from ibp_lab.streaming.filtering import _count_log_pmf, log_filtering_prior
+
+
+def _poisson_log_pmf(rate: float, size: int) -> np.ndarray:
+    """The paper's law (Poisson, mean ``rate``): the reference the exact law is timed against."""
+    j = np.arange(size)
+    return special.xlogy(j, rate) - rate - special.gammaln(j + 1.0)
+
+
+def prior_cost(repeats: int = 200) -> None:
+    """Time one observation's filtering prior with the exact and with the Poisson law."""
+    print("\nprior of one observation, K established features + 4 fresh slots:")
+    print("     K  Poisson us  exact us  ratio")
+    for k in (10, 30, 100, 300):
+        usage = np.r_[np.full(k, 50.0), np.zeros(4)]
+        log_unowned = np.r_[np.full(k, -60.0), np.zeros(4)]
+        dish = np.arange(1, k + 5)
+        times = []
+        for exact in (False, True):
+            start = time.perf_counter()
+            for _ in range(repeats):
+                law = (_count_log_pmf(log_unowned, np.zeros(1)) if exact
+                       else _poisson_log_pmf(float(k), k + 4))
+                log_filtering_prior(usage, log_unowned, dish, 200, law, 0.0, 5.0,
+                                    last_used=k)
+            times.append((time.perf_counter() - start) / repeats * 1e6)
+        print(f"{k:6d} {times[0]:11.1f} {times[1]:9.1f} {times[1] / times[0]:6.2f}")
 
 
 def main() -> None:
@@ -82,6 +116,7 @@ def main() -> None:
           f"ln n x{np.log(n[-1]) / np.log(n[0]):.2f}"
           f"; a cost linear in n would grow x{grow_n:.0f}")
     print(f"streamed {n[-1]} observations in {elapsed:.1f} s")
+    prior_cost()
 
 
 if __name__ == "__main__":
