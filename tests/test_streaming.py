@@ -648,8 +648,11 @@ def test_state_is_a_few_numbers_per_slot_whatever_the_stream_length():
     model = RecursiveIBP(1.0, 1.0, 0.2, 1.0, keep_history=False)
     model.partial_fit(stream.X)
     k = model.features_.shape[0]
-    # D means, one variance, usage, log-product, dish number per slot; four scalars
-    assert model.state_nbytes == k * (10 + 4) * 8 + 4 * 8
+    # D means, one variance, usage, log-product, dish number per slot; four scalars; the
+    # retired slots' count law, one entry more than the retired slots that may exist
+    retired = model.get_state()["retired_log_pmf"].size
+    assert retired <= model.get_state()["next_dish"] - k
+    assert model.state_nbytes == k * (10 + 4) * 8 + 4 * 8 + retired * 8
     with pytest.raises(AttributeError, match="keep_history"):
         model.poisson_rate_history_
 
