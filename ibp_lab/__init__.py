@@ -3,6 +3,7 @@
 One module per idea (see the book's API reference):
 
 - :mod:`ibp_lab.prior`: the IBP prior (buffet, stick-breaking, finite beta-Bernoulli).
+- :mod:`ibp_lab.finite`: class probabilities of the finite model and of buffet histories.
 - :mod:`ibp_lab.recursive`: the Recursive IBP marginals.
 - :mod:`ibp_lab.datasets`: the bundled optdigits files and synthetic images.
 - :mod:`ibp_lab.linear_gaussian`, :mod:`ibp_lab.gibbs`, :mod:`ibp_lab.exact`: the
