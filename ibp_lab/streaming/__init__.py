@@ -8,7 +8,9 @@
 - :class:`NotFittedError`: raised by a method or fitted attribute of an unfitted
   :class:`RecursiveIBP`; a ``ValueError`` and an ``AttributeError``, as in scikit-learn.
 - :func:`filtering_prior`, :func:`paper_prior`: the filtering prior of the next
-  observation (``ibp_lab.streaming.filtering``).
+  observation, with the exact (Poisson-binomial) law of the number of features, and the
+  paper's form with its Poisson law, for comparison (``ibp_lab.streaming.filtering``,
+  which also holds that law, :func:`~ibp_lab.streaming.filtering.log_feature_count_pmf`).
 - :func:`bp_means_one_pass`: BP-means (Broderick, Kulis & Jordan 2013) in one pass, the
   zero-noise limit of :class:`RecursiveIBP` (``ibp_lab.streaming.bp_means``).
 - :func:`simulate_factor_analysis`: data drawn from the factor-analysis model
