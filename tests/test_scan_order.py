@@ -142,8 +142,11 @@ def test_the_compiled_fixed_scan_has_the_fixed_stationary_law(design_law):
                        minlength=len(law.states)) / (len(types) - 1000)
     tv_fixed = 0.5 * np.abs(freq - law.stationary["fixed"]).sum()
     tv_post = 0.5 * np.abs(freq - law.posterior).sum()
-    # the chain's TV noise at this length is about 4e-3 (ESS ~ 1e5 draws over a few dozen
-    # likely classes); the two exact laws are law.tv["fixed"] = 0.023 apart
+    # The two exact laws are law.tv["fixed"] = 0.023 apart. The run's own noise: an ESS
+    # of about 2.4e5 over the 49 classes with probability > 1e-3 gives a TV of about 5e-3
+    # (seeds 303-305 gave 0.0043 to 0.0054), so half the gap, 0.0114, is twice the noise;
+    # a sum over 49 classes varies much less than its mean, so a correct chain fails
+    # rarely. (By the triangle inequality the second comparison then holds as well.)
     assert tv_fixed < 0.5 * law.tv["fixed"] < tv_post
 
 
