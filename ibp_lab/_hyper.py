@@ -29,7 +29,7 @@ from dataclasses import astuple, dataclass
 
 import numpy as np
 
-from scipy.special import digamma
+from scipy.special import digamma, gammaln, poch
 
 from ibp_lab._checks import MAX_PARAMETER, MIN_PARAMETER, check_binary_matrix, check_positive
 
@@ -42,6 +42,8 @@ __all__ = [
     "DataScale",
     "harmonic",
     "new_dish_rate",
+    "stable_new_dish_rate",
+    "stable_harmonic",
     "alpha_upper",
     "check_scales",
     "scales_allowed",
@@ -150,6 +152,58 @@ def new_dish_rate(alpha: float, beta: float, n_seated):
     (2.0, 0.5)
     """
     return alpha * beta / (beta + n_seated)
+
+
+def stable_new_dish_rate(alpha: float, beta: float, discount: float, n_seated):
+    """The three-parameter (stable) IBP's rate of new dishes for customer ``n_seated + 1``.
+
+    ``alpha Gamma(1 + beta) Gamma(n + beta + discount) / (Gamma(n + 1 + beta)
+    Gamma(beta + discount))`` with ``n = n_seated`` (Teh & Gorur 2009). With
+    ``discount = 0`` it is :func:`new_dish_rate` itself (the same floating-point
+    result), which stays the one compiled definition; this function is plain NumPy
+    (``gammaln``), so the compiled kernel is untouched. Arguments are trusted:
+    ``0 <= discount < 1`` and ``beta > -discount``.
+
+    Examples
+    --------
+    >>> stable_new_dish_rate(2.0, 1.0, 0.0, 3) == new_dish_rate(2.0, 1.0, 3)
+    True
+    >>> round(float(stable_new_dish_rate(2.0, 1.0, 0.5, 0)), 6)  # the first customer: alpha
+    2.0
+    """
+    if discount == 0.0:
+        return new_dish_rate(alpha, beta, n_seated)
+    log_ratio = (gammaln(1.0 + beta) + gammaln(n_seated + beta + discount)
+                 - gammaln(n_seated + 1.0 + beta) - gammaln(beta + discount))
+    return alpha * np.exp(log_ratio)
+
+
+def stable_harmonic(n_rows: int, beta: float, discount: float) -> float:
+    """``E[K+] / alpha`` of the three-parameter IBP: the sum of its new-dish rates over ``N`` rows.
+
+    With ``discount = 0`` it is :func:`harmonic`. Otherwise the rates telescope
+    (the chapter on the beta process derives it)::
+
+        sum_{i=1}^N rate_i / alpha
+            = (Gamma(1 + beta) Gamma(N + beta + d) / (Gamma(beta + d) Gamma(N + beta)) - beta) / d
+
+    which is used beyond ``2**16`` rows (``poch`` keeps ``Gamma(N + beta + d) /
+    Gamma(N + beta)`` accurate for large ``N``); below, the rates are summed. It
+    grows like ``N^d``. Arguments are trusted as in :func:`stable_new_dish_rate`.
+
+    Examples
+    --------
+    >>> stable_harmonic(3, 1.0, 0.0) == harmonic(3, 1.0)
+    True
+    >>> round(stable_harmonic(2, 1.0, 0.5), 6)  # 1 + Gamma(2) Gamma(2.5) / (Gamma(3) Gamma(1.5))
+    1.75
+    """
+    if discount == 0.0:
+        return harmonic(n_rows, beta)
+    if n_rows <= _DIRECT_SUM_ROWS:
+        return float(np.sum(stable_new_dish_rate(1.0, beta, discount, np.arange(n_rows))))
+    growth = np.exp(gammaln(1.0 + beta) - gammaln(beta + discount)) * poch(n_rows + beta, discount)
+    return float((growth - beta) / discount)
 
 
 def alpha_upper(n_rows: int, beta: float) -> float:

@@ -1,4 +1,4 @@
-"""The Indian buffet process prior, one- and two-parameter.
+"""The Indian buffet process prior: one-, two- and three-parameter.
 
 Three ways to draw a binary feature matrix ``Z`` (rows are data points or
 "customers", columns are features or "dishes"):
@@ -8,37 +8,48 @@ Three ways to draw a binary feature matrix ``Z`` (rows are data points or
 - :func:`sample_stick_breaking`: the stick-breaking construction of Teh, Gorur &
   Ghahramani (2007), truncated at a fixed number of sticks;
 - :func:`sample_finite_beta_bernoulli`: the finite beta-Bernoulli model whose
-  limit is the IBP.
+  limit is the IBP;
+- :func:`sample_two_parameter_stick_breaking`: the stick-breaking construction of
+  the beta process for any ``beta`` (Paisley, Zaas, Woods, Ginsburg & Carin 2010),
+  in rounds, truncated at a fixed number of rounds.
 
 And the quantities the book checks them against: :func:`log_prior` (the
 probability of a left-ordered equivalence class), :func:`left_ordered`,
-:func:`expected_num_features` and :func:`expected_stick`.
+:func:`expected_num_features`, :func:`expected_feature_popularity` and
+:func:`expected_stick`.
 
 Conventions: ``alpha > 0`` is the mass parameter (expected features per row),
-``beta > 0`` the concentration (``beta = 1`` is the one-parameter IBP);
+``beta`` the concentration (``beta = 1`` is the one-parameter IBP), ``discount``
+the three-parameter (stable) IBP's discount ``d`` of Teh & Gorur (2009),
+``0 <= d < 1``, with ``beta > -d`` (so ``beta > 0`` when ``d = 0``, the default,
+whose results are exactly those of the two-parameter code);
 matrices are ``int8`` arrays of 0 and 1.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import numbers
+
 from scipy.special import gammaln
 
 from ibp_lab._checks import (
     MAX_ENTRIES,
+    MAX_PARAMETER,
     check_binary_matrix,
     check_count,
     check_positive,
     check_rng,
     check_size,
 )
-from ibp_lab._hyper import harmonic, new_dish_rate
+from ibp_lab._hyper import harmonic, new_dish_rate, stable_harmonic, stable_new_dish_rate
 
 __all__ = [
     "sample_ibp",
     "left_ordered",
     "log_prior",
     "expected_num_features",
+    "expected_feature_popularity",
     "harmonic_rate",
     "sample_stick_breaking",
     "expected_stick",
@@ -46,10 +57,54 @@ __all__ = [
     "simulate_feature_counts",
     "finite_k_plus_pmf",
     "stick_truncation_level",
+    "sample_two_parameter_stick_breaking",
+    "stick_rounds_needed",
 ]
 
 #: Most rows one simulation seats: each row is a step of a Python loop.
 MAX_ROWS = 10**6
+#: Smallest positive discount accepted: below it ``(Gamma ratio - beta) / d`` in
+#: :func:`ibp_lab._hyper.stable_harmonic` cancels to noise for very many rows.
+MIN_DISCOUNT = 1e-8
+
+
+def check_beta_discount(beta, discount) -> tuple[float, float]:
+    """Validated ``(beta, discount)``: ``0 <= discount < 1`` and ``beta > -discount``.
+
+    With ``discount = 0`` the check of ``beta`` is the two-parameter one
+    (``beta must be > 0``), message included. Shared with
+    :mod:`ibp_lab.beta_process`.
+
+    Examples
+    --------
+    >>> check_beta_discount(-0.2, 0.5)
+    (-0.2, 0.5)
+    >>> check_beta_discount(-0.5, 0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: beta must be > -discount = -0.5 when discount > 0, got -0.5
+    """
+    discount = check_positive("discount", discount, allow_zero=True, upper=None)
+    if discount >= 1.0:
+        raise ValueError(f"discount must be < 1 (0 <= discount < 1), got {discount}")
+    if discount == 0.0:
+        return check_positive("beta", beta), 0.0
+    if discount < MIN_DISCOUNT:
+        raise ValueError(f"discount must be 0 or >= {MIN_DISCOUNT:g}, got {discount:g}")
+    if isinstance(beta, np.ndarray) and beta.ndim == 0:
+        beta = beta[()]
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
+        raise TypeError(f"beta must be a real number, got {type(beta).__name__}")
+    beta = float(beta)
+    if not np.isfinite(beta):
+        raise ValueError(f"beta must be finite, got {beta}")
+    if beta <= -discount:
+        raise ValueError(f"beta must be > -discount = {-discount:g} when discount > 0, got {beta:g}")
+    if beta > MAX_PARAMETER:
+        raise ValueError(f"beta must be <= {MAX_PARAMETER:g}, got {beta:g}")
+    # beta + discount near 0 makes Gamma(beta + discount) overflow: keep it >= MIN_PARAMETER
+    check_positive("beta + discount", beta + discount)
+    return beta, discount
 
 
 def harmonic_rate(n: int, *, beta: float = 1.0) -> float:
@@ -72,11 +127,13 @@ def harmonic_rate(n: int, *, beta: float = 1.0) -> float:
     return harmonic(n, beta)
 
 
-def expected_num_features(alpha: float, n: int, *, beta: float = 1.0) -> float:
+def expected_num_features(alpha: float, n: int, *, beta: float = 1.0, discount: float = 0.0) -> float:
     """Expected number of non-empty columns ``E[K+]`` among ``n`` rows.
 
     ``K+`` is Poisson with mean ``alpha * sum_{i=1}^n beta / (beta + i - 1)``:
-    every customer adds a Poisson number of new dishes, independently.
+    every customer adds a Poisson number of new dishes, independently. With a
+    ``discount`` ``d > 0`` the rates are the three-parameter ones
+    (:func:`ibp_lab._hyper.stable_new_dish_rate`) and the mean grows like ``n^d``.
 
     Parameters
     ----------
@@ -85,7 +142,9 @@ def expected_num_features(alpha: float, n: int, *, beta: float = 1.0) -> float:
     n : int
         Number of rows (customers), >= 0.
     beta : float, optional
-        Concentration, > 0 (1 gives the one-parameter IBP).
+        Concentration, > ``-discount`` (1 gives the one-parameter IBP).
+    discount : float, optional
+        Discount ``d``, ``0 <= d < 1`` (0: the two-parameter IBP).
 
     Returns
     -------
@@ -95,18 +154,73 @@ def expected_num_features(alpha: float, n: int, *, beta: float = 1.0) -> float:
     --------
     >>> round(expected_num_features(2.0, 3), 4)  # 2 * (1 + 1/2 + 1/3)
     3.6667
+    >>> round(expected_num_features(2.0, 2, discount=0.5), 4)  # 2 * (1 + 3/4)
+    3.5
     """
     alpha = check_positive("alpha", alpha)
-    return alpha * harmonic_rate(n, beta=beta)
+    if discount == 0.0:  # the two-parameter path, exactly as before
+        return alpha * harmonic_rate(n, beta=beta)
+    beta, discount = check_beta_discount(beta, discount)
+    n = check_count("n", n)
+    return alpha * stable_harmonic(n, beta, discount)
 
 
-def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 1.0) -> np.ndarray:
-    """Draw ``Z`` from the (two-parameter) IBP by the buffet metaphor.
+def expected_feature_popularity(alpha: float, n: int, *, beta: float = 1.0,
+                                discount: float = 0.0) -> np.ndarray:
+    """``E[K_m]``, the expected number of features owned by exactly ``m`` of ``n`` rows.
+
+    A feature of weight ``pi`` is owned by ``m`` rows with probability
+    ``C(n, m) pi^m (1 - pi)^(n - m)``; integrating against the (stable) beta
+    process's Levy measure gives::
+
+        E[K_m] = alpha C(n, m) Gamma(1 + beta) Gamma(m - d) Gamma(n - m + beta + d)
+                 / (Gamma(1 - d) Gamma(beta + d) Gamma(n + beta))
+
+    For ``m << n`` it falls like ``m^(-1 - d)``: a power law when ``d > 0``.
+    Summed over ``m`` it is :func:`expected_num_features`.
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Rows, 1 to :data:`ibp_lab._checks.MAX_ENTRIES`.
+    beta, discount : float, optional
+        Concentration (> ``-discount``) and discount (``0 <= d < 1``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)``: entry ``m - 1`` is ``E[K_m]`` for ``m = 1, ..., n``.
+
+    Examples
+    --------
+    >>> popularity = expected_feature_popularity(2.0, 5, discount=0.3)
+    >>> bool(np.isclose(popularity.sum(), expected_num_features(2.0, 5, discount=0.3)))
+    True
+    """
+    alpha = check_positive("alpha", alpha)
+    n = check_count("n", n, minimum=1, maximum=MAX_ENTRIES)
+    beta, discount = check_beta_discount(beta, discount)
+    m = np.arange(1, n + 1, dtype=float)
+    log_choose = gammaln(n + 1.0) - gammaln(m + 1.0) - gammaln(n - m + 1.0)
+    log_levy = gammaln(1.0 + beta) - gammaln(1.0 - discount) - gammaln(beta + discount)
+    return alpha * np.exp(log_choose + log_levy + gammaln(m - discount)
+                          + gammaln(n - m + beta + discount) - gammaln(n + beta))
+
+
+def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 1.0,
+               discount: float = 0.0) -> np.ndarray:
+    """Draw ``Z`` from the (two- or three-parameter) IBP by the buffet metaphor.
 
     Customer ``i`` (1-based) takes each dish already tasted by ``m_k`` earlier
     customers with probability ``m_k / (beta + i - 1)``, then tries a
     Poisson(``alpha * beta / (beta + i - 1)``) number of new dishes. Columns are
-    in order of creation (not left-ordered); every column is non-empty.
+    in order of creation (not left-ordered); every column is non-empty. With a
+    ``discount`` ``d > 0`` (Teh & Gorur 2009) an old dish is taken with
+    probability ``(m_k - d) / (beta + i - 1)`` and the new dishes are
+    Poisson(:func:`ibp_lab._hyper.stable_new_dish_rate`); ``d = 0`` draws exactly
+    the same numbers as the two-parameter code.
 
     Parameters
     ----------
@@ -117,7 +231,9 @@ def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 
     rng : numpy.random.Generator
         Source of randomness.
     beta : float, optional
-        Concentration, > 0.
+        Concentration, > ``-discount``.
+    discount : float, optional
+        Discount, ``0 <= discount < 1``.
 
     Raises
     ------
@@ -139,26 +255,27 @@ def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 
     """
     alpha = check_positive("alpha", alpha)
     n = check_count("n", n, maximum=MAX_ROWS)
-    beta = check_positive("beta", beta)
+    beta, discount = check_beta_discount(beta, discount)
     rng = check_rng(rng)
-    _check_matrix_size(alpha, n, beta)
+    _check_matrix_size(alpha, n, beta, discount=discount)
     denominators = beta + np.arange(n)  # beta + i - 1 for customers i = 1..n
     # All new-dish counts can be drawn first: they do not depend on earlier choices.
-    new_counts = rng.poisson(new_dish_rate(alpha, beta, np.arange(n)))
+    new_counts = rng.poisson(stable_new_dish_rate(alpha, beta, discount, np.arange(n)))
     first_owner_end = np.cumsum(new_counts)  # dishes created by customers 1..i
     Z = np.zeros((n, int(first_owner_end[-1]) if n else 0), dtype=np.int8)
     counts = np.zeros(Z.shape[1])
     for i in range(n):
         n_old = int(first_owner_end[i] - new_counts[i])
-        if n_old:
-            Z[i, :n_old] = rng.random(n_old) < counts[:n_old] / denominators[i]
+        if n_old:  # customer 1 has no old dishes, so beta <= 0 never divides here
+            Z[i, :n_old] = rng.random(n_old) < (counts[:n_old] - discount) / denominators[i]
         Z[i, n_old : first_owner_end[i]] = 1
         counts += Z[i]
     return Z
 
 
 def _check_matrix_size(
-    alpha: float, n: int, beta: float, n_draws: int = 1, *, names: tuple[str, ...] = ("alpha", "n")
+    alpha: float, n: int, beta: float, n_draws: int = 1, *, names: tuple[str, ...] = ("alpha", "n"),
+    discount: float = 0.0,
 ) -> None:
     """Refuse IBP draws whose ``n x K+`` matrices would not fit in :data:`MAX_ENTRIES`.
 
@@ -167,7 +284,7 @@ def _check_matrix_size(
     of the bound by bad luck. ``names`` are the caller's arguments that set the size,
     named in the refusal.
     """
-    mean = alpha * harmonic_rate(n, beta=beta)
+    mean = alpha * stable_harmonic(n, beta, discount)
     k_high = mean + 10.0 * np.sqrt(mean) + 10.0
     check_size(
         "the feature matrices", float(n_draws) * n * k_high,
@@ -210,7 +327,7 @@ def left_ordered(Z) -> np.ndarray:
     return Z[:, order]
 
 
-def log_prior(Z, alpha: float, *, beta: float = 1.0) -> float:
+def log_prior(Z, alpha: float, *, beta: float = 1.0, discount: float = 0.0) -> float:
     """Log probability of the left-ordered equivalence class of ``Z``.
 
     For the two-parameter IBP (Ghahramani, Griffiths & Sollich 2007)::
@@ -225,12 +342,25 @@ def log_prior(Z, alpha: float, *, beta: float = 1.0) -> float:
     the one-parameter formula of Griffiths & Ghahramani (2011, eq. 14). All-zero
     columns are not features and are ignored.
 
+    With a ``discount`` ``d > 0`` it is the three-parameter class probability
+    (Teh & Gorur 2009; derived in the book's chapter on the beta process)::
+
+        P([Z]) = alpha^K+ / prod_h K_h! * exp(-alpha S_N)
+                 * prod_k Gamma(1 + beta) Gamma(m_k - d) Gamma(N - m_k + beta + d)
+                          / (Gamma(1 - d) Gamma(beta + d) Gamma(N + beta))
+
+    with ``alpha S_N`` the sum of the new-dish rates,
+    :func:`expected_num_features`. At ``d = 0`` the product is
+    ``beta B(m_k, N - m_k + beta)``, the formula above.
+
     Parameters
     ----------
     Z : array_like
         ``(N, K)`` binary matrix, ``N >= 1``.
     alpha, beta : float
-        Mass and concentration, both > 0.
+        Mass (> 0) and concentration (> 0, or > ``-discount``).
+    discount : float, optional
+        Discount, ``0 <= discount < 1``.
 
     Returns
     -------
@@ -243,10 +373,12 @@ def log_prior(Z, alpha: float, *, beta: float = 1.0) -> float:
     >>> from scipy.stats import poisson
     >>> bool(np.isclose(log_prior(np.ones((1, 2)), 1.5), poisson(1.5).logpmf(2)))
     True
+    >>> bool(np.isclose(log_prior(np.ones((1, 2)), 1.5, discount=0.4), poisson(1.5).logpmf(2)))
+    True
     """
     Z = check_binary_matrix("Z", Z)
     alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
+    beta, discount = check_beta_discount(beta, discount)
     n_rows = Z.shape[0]
     if n_rows == 0:
         raise ValueError("Z must have at least one row, got 0")
@@ -258,6 +390,8 @@ def log_prior(Z, alpha: float, *, beta: float = 1.0) -> float:
         log_duplicates = float(np.sum(gammaln(multiplicities + 1.0)))
     else:
         log_duplicates = 0.0
+    if discount > 0.0:
+        return _log_stable_prior(m, n_rows, k_plus, log_duplicates, alpha, beta, discount)
     log_beta_fns = gammaln(m) + gammaln(n_rows - m + beta) - gammaln(n_rows + beta)
     return float(
         k_plus * (np.log(alpha) + np.log(beta))  # not log(alpha * beta): it can underflow
@@ -265,6 +399,16 @@ def log_prior(Z, alpha: float, *, beta: float = 1.0) -> float:
         - alpha * harmonic_rate(n_rows, beta=beta)
         + np.sum(log_beta_fns)
     )
+
+
+def _log_stable_prior(m: np.ndarray, n_rows: int, k_plus: int, log_duplicates: float,
+                      alpha: float, beta: float, discount: float) -> float:
+    """The three-parameter class probability (see :func:`log_prior`), from its statistics."""
+    log_levy = gammaln(1.0 + beta) - gammaln(1.0 - discount) - gammaln(beta + discount)
+    per_feature = (log_levy + gammaln(m - discount) + gammaln(n_rows - m + beta + discount)
+                   - gammaln(n_rows + beta))
+    return float(k_plus * np.log(alpha) - log_duplicates
+                 - alpha * stable_harmonic(n_rows, beta, discount) + np.sum(per_feature))
 
 
 def sample_stick_breaking(
@@ -508,3 +652,103 @@ def stick_truncation_level(alpha: float, n: int, *, tol: float = 0.01) -> int:
     tol = check_positive("tol", tol)
     ratio = alpha / (1.0 + alpha)
     return max(0, int(np.ceil(np.log(tol / (n * alpha)) / np.log(ratio))))
+
+
+def sample_two_parameter_stick_breaking(
+    alpha: float, n: int, rng: np.random.Generator, *, beta: float = 1.0, n_rounds: int = 30
+) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``Z`` from the two-parameter IBP through a stick-breaking beta process.
+
+    The construction of Paisley, Zaas, Woods, Ginsburg & Carin (2010): in round
+    ``r = 1, 2, ...`` a Poisson(``alpha``) number of atoms is made, and each atom of
+    round ``r`` gets the weight ``V_r prod_{l < r} (1 - V_l)`` with its own
+    independent ``V_1, ..., V_r ~ Beta(1, beta)``: the ``r``-th piece broken off a
+    stick of length one. The weights are those of a beta process with mass
+    ``alpha`` and concentration ``beta``; rows are then Bernoulli processes,
+    ``z_ik ~ Bernoulli(pi_k)``. Rounds beyond ``n_rounds`` are dropped; they hold
+    ``alpha (beta / (1 + beta))^n_rounds`` expected weight, so each row loses that
+    many ownerships on average (:func:`stick_rounds_needed`).
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Number of rows, >= 0.
+    rng : numpy.random.Generator
+    beta : float, optional
+        Concentration, > 0 (any value: unlike :func:`sample_stick_breaking`, not
+        only 1).
+    n_rounds : int, optional
+        Rounds kept, 1 to 10**4; the matrix's expected size ``n * alpha * n_rounds``
+        is at most :data:`ibp_lab._checks.MAX_ENTRIES`.
+
+    Returns
+    -------
+    Z : numpy.ndarray
+        ``(n, K)`` ``int8`` with ``K`` the number of atoms made; columns may be empty.
+    pi : numpy.ndarray
+        ``(K,)`` atom weights, round by round (not sorted).
+
+    Examples
+    --------
+    >>> Z, pi = sample_two_parameter_stick_breaking(2.0, 4, np.random.default_rng(0), beta=3.0)
+    >>> Z.shape == (4, pi.size), bool(np.all((pi > 0) & (pi < 1)))
+    (True, True)
+    """
+    alpha = check_positive("alpha", alpha)
+    n = check_count("n", n)
+    beta = check_positive("beta", beta)
+    n_rounds = check_count("n_rounds", n_rounds, minimum=1, maximum=10**4)
+    rng = check_rng(rng)
+    mean_atoms = alpha * n_rounds
+    check_size("Z", float(max(n, 1)) * (mean_atoms + 10.0 * np.sqrt(mean_atoms) + 10.0),
+               names=("alpha", "n", "n_rounds"), hint="use fewer rows, a smaller alpha or fewer rounds")
+    atoms_per_round = rng.poisson(alpha, size=n_rounds)
+    log_weights = []
+    # log space: a weight is a product of up to n_rounds factors, which underflows early.
+    with np.errstate(divide="ignore"):  # a break of exactly 1 gives log 0 = -inf: weight 0
+        for r, n_atoms in enumerate(atoms_per_round, start=1):
+            breaks = rng.beta(1.0, beta, size=(n_atoms, r))
+            log_weights.append(np.log(breaks[:, -1]) + np.log1p(-breaks[:, :-1]).sum(axis=1))
+    pi = np.exp(np.concatenate(log_weights))
+    Z = (rng.random((n, pi.size)) < pi).astype(np.int8)
+    return Z, pi
+
+
+def stick_rounds_needed(alpha: float, n: int, *, beta: float = 1.0, tol: float = 0.01) -> int:
+    """Fewest rounds of :func:`sample_two_parameter_stick_breaking` that lose at most ``tol``.
+
+    Round ``r`` holds ``alpha (1 / (1 + beta)) (beta / (1 + beta))^(r - 1)`` expected
+    weight (``E[V] = 1 / (1 + beta)``, and the ``V`` are independent), so rounds
+    beyond ``R`` hold ``alpha (beta / (1 + beta))^R`` and ``n`` rows lose ``n`` times
+    that many ownerships in expectation.
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Rows, >= 1.
+    beta : float, optional
+        Concentration, > 0.
+    tol : float, optional
+        Largest expected number of ownerships lost over all ``n`` rows, > 0.
+
+    Returns
+    -------
+    int
+        The number of rounds, >= 1.
+
+    Examples
+    --------
+    >>> stick_rounds_needed(2.0, 10, beta=1.0, tol=0.01)  # 20 * 2^-R <= 0.01
+    11
+    """
+    alpha = check_positive("alpha", alpha)
+    n = check_count("n", n, minimum=1)
+    beta = check_positive("beta", beta)
+    tol = check_positive("tol", tol)
+    # log(beta / (1 + beta)) = -log1p(1 / beta), accurate for large beta
+    needed = np.log(n * alpha / tol) / np.log1p(1.0 / beta)
+    return max(1, int(np.ceil(needed - 1e-9)))
