@@ -180,6 +180,29 @@ def test_fraction_where_the_condition_is_impossible():
     assert np.exp(log_1mc[0]) == pytest.approx(np.exp(-0.7), rel=1e-12)
 
 
+def test_prior_and_fraction_refuse_bad_input_at_their_doors():
+    """The public log-space functions check what the estimator's unchecked core trusts."""
+    with pytest.raises(ValueError, match="bound entries must be in"):
+        log_new_feature_fraction([3], [0.0], 0.0, [3])  # e = d would read outside the tails
+    with pytest.raises(ValueError, match="dish must hold integer dish numbers"):
+        log_new_feature_fraction([0], [0.0], 0.0)
+    with pytest.raises(TypeError, match="dish must hold integer"):
+        log_new_feature_fraction([1.5], [0.0], 0.0)
+    with pytest.raises(ValueError, match="log_count_pmf entries must be <= 0"):
+        log_new_feature_fraction([2], [np.nan, 0.0], 0.0)
+    with pytest.raises(ValueError, match="log_rate_new must be a finite real or -inf"):
+        log_new_feature_fraction([2], [0.0], np.nan)
+    # M = 1 with Pi = 1 (nobody owned the slot): 1 - q would be negative, NaN before
+    for call in (lambda: filtering_prior([1.0], [0.0], [1], 2, 1.0, 1.0),
+                 lambda: log_filtering_prior([1.0], [0.0], [1], 2, [0.0], 0.0, 1.0)):
+        with pytest.raises(ValueError, match=r"usage entries must be at most \(n - 1\)"):
+            call()
+    with pytest.raises(ValueError, match="log_alpha must be a finite real or -inf"):
+        log_filtering_prior([0.0], [0.0], [1], 1, [0.0], np.inf, 1.0)
+    with pytest.raises(ValueError, match="beta"):
+        log_filtering_prior([0.0], [0.0], [1], 1, [0.0], 0.0, -1.0)
+
+
 def test_first_observation_prior_is_the_poisson_tail():
     """Before any data, slot k is used when Poisson(alpha) >= k (row 1 of the R-IBP)."""
     q = filtering_prior(np.zeros(6), np.zeros(6), np.arange(1, 7), 1, 2.5, 1.7)

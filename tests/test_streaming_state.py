@@ -285,6 +285,28 @@ def test_extra_field_is_refused(good_state):
         RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(dict(good_state, colour="red"))
 
 
+def test_malformed_retired_count_law_is_refused():
+    """Three slots retired, each existing for sure: the law is the point mass at 3. Laws
+    that no set of independent Bernoullis gives are refused, each naming the field."""
+    e = 3 * np.eye(8)
+    X = np.vstack([np.tile(e[1], (3, 1)), np.tile(e[2], (3, 1)), np.tile(e[3], (3, 1)),
+                   np.tile(e[0], (400, 1))])
+    state = RecursiveIBP(1.0, 1.0, 0.1, 1.0, tol=0.01, rng=0).fit(X).get_state()
+    assert np.array_equal(state["retired_log_pmf"], [-np.inf, -np.inf, -np.inf, 0.0])
+    assert same_state(RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(state).get_state(), state)
+    for law, message in [
+        ([0.5, 0.0, 0.0, 0.5], "no zero probabilities between"),  # gap in the support
+        ([0.4, 0.1, 0.1, 0.4], "log-concave"),  # bimodal
+        ([0.0, 0.0, 1.0, 0.0], "mean 2, not retired_rate 3"),
+        ([0.0, 0.0, 1.0], "mean 2, not retired_rate 3"),
+        ([0.0, 0.0, 0.0, 0.0, 1.0], "1 to 4 entries"),
+    ]:
+        with np.errstate(divide="ignore"):
+            bad = dict(state, retired_log_pmf=np.log(np.array(law)))
+        with pytest.raises(ValueError, match=INVALID + ".*" + message):
+            RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(bad)
+
+
 def test_valid_state_is_accepted_and_copied(good_state, data):
     """The checks refuse no state that the estimator itself produced (fresh, fitted, retired)."""
     # a seed: with rng=None every unfitted get_state() draws fresh entropy (scikit-learn's rule)

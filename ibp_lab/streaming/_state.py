@@ -396,7 +396,8 @@ def _slots(state, counts, sigma_a: float) -> dict:
 
 
 def _retired_law(state, n_retired: int, retired_rate: float) -> np.ndarray:
-    """The retired slots' count law: a log pmf on ``0 .. n_retired``, mean ``retired_rate``."""
+    """The retired slots' count law: a log pmf on ``0 .. n_retired``, mean ``retired_rate``,
+    log-concave with no gap in its support (as a Poisson-binomial law is)."""
     log_pmf = _array(state, "retired_log_pmf", "f", 1)
     if not 1 <= log_pmf.size <= n_retired + 1:
         raise InvalidState(f"retired_log_pmf must have 1 to {n_retired + 1} entries (one more "
@@ -407,6 +408,19 @@ def _retired_law(state, n_retired: int, retired_rate: float) -> np.ndarray:
     total = float(pmf.sum())
     if abs(total - 1.0) > 1e-9:
         raise InvalidState(f"retired_log_pmf must sum to 1 once exponentiated, got {total:.12g}")
+    # a sum of independent Bernoullis has a log-concave pmf with no gap in its support,
+    # which the filtering prior relies on (its sums stop early below the mode); the slack
+    # covers rounding of logs computed by log-sum-exp (1e-9 relative)
+    finite = np.flatnonzero(np.isfinite(log_pmf))
+    inner = log_pmf[finite[0]: finite[-1] + 1]
+    if not np.all(np.isfinite(inner)):
+        raise InvalidState("retired_log_pmf must have no zero probabilities between its "
+                           "nonzero ones (a count of independent Bernoullis)")
+    if inner.size >= 3:
+        excess = inner[:-2] + inner[2:] - 2 * inner[1:-1]
+        if np.any(excess > 1e-9 * (1.0 + np.abs(inner[1:-1]))):
+            raise InvalidState("retired_log_pmf must be log-concave (a count of "
+                               "independent Bernoullis)")
     mean = float(np.arange(log_pmf.size) @ pmf)
     if abs(mean - retired_rate) > 1e-9 * (1.0 + log_pmf.size):
         raise InvalidState(f"retired_log_pmf has mean {mean:.12g}, not retired_rate "

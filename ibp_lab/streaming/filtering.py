@@ -268,6 +268,12 @@ def log_new_feature_fraction(
     log_c, log_one_minus_c : numpy.ndarray
         Same shape as ``dish``.
 
+    Raises
+    ------
+    ValueError, TypeError
+        For dish numbers that are not integers >= 1, a ``log_count_pmf`` entry above 0 or
+        NaN, a NaN or ``+inf`` rate, or a ``bound`` outside ``[0, d - 1]``.
+
     Examples
     --------
     Before any observation there are no features (``Lambda = 0``), so dish ``d`` is
@@ -278,6 +284,47 @@ def log_new_feature_fraction(
     >>> bool(np.allclose(np.exp(log_c), stats.poisson.sf([0, 1, 2], 2.0)))
     True
     """
+    dish = _check_dish(dish)
+    if dish.ndim != 1:
+        raise ValueError(f"dish must be 1-D, got shape {dish.shape}")
+    log_count_pmf = check_real_array("log_count_pmf", log_count_pmf)
+    if log_count_pmf.ndim != 1 or log_count_pmf.size == 0:
+        raise ValueError("log_count_pmf must be a non-empty 1-D array, got shape "
+                         f"{log_count_pmf.shape}")
+    if np.any(np.isnan(log_count_pmf)) or np.any(log_count_pmf > 0):
+        raise ValueError("log_count_pmf entries must be <= 0 (logs of probabilities)")
+    log_rate_new = _check_log_scalar("log_rate_new", log_rate_new)
+    if bound is not None:
+        bound = _check_bound(bound, dish)
+    return _new_feature_fraction(dish, log_count_pmf, log_rate_new, bound)
+
+
+def _check_log_scalar(name: str, value) -> float:
+    """A real number or ``-inf`` (the log of a rate or parameter that may be 0)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                         np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if np.isnan(value) or value == np.inf:
+        raise ValueError(f"{name} must be a finite real or -inf, got {value}")
+    return value
+
+
+def _check_bound(bound, dish: np.ndarray) -> np.ndarray:
+    """``e`` per dish: integers in ``[0, d - 1]``, one per dish."""
+    arr = check_real_array("bound", bound)
+    raw = np.asarray(bound)
+    if raw.dtype.kind not in "iu":
+        raise TypeError(f"bound must hold integers, got dtype {raw.dtype}")
+    if raw.shape != dish.shape:
+        raise ValueError(f"bound must have the shape of dish {dish.shape}, got {raw.shape}")
+    if arr.size and (raw.min() < 0 or np.any(raw > dish - 1)):
+        raise ValueError("bound entries must be in [0, d - 1] for their dish number d")
+    return raw.astype(np.int64)
+
+
+def _new_feature_fraction(dish, log_count_pmf, log_rate_new, bound=None):
+    """Unchecked core of :func:`log_new_feature_fraction`."""
     dish = np.asarray(dish, dtype=np.int64)
     if dish.size == 0:
         return np.zeros(0), np.zeros(0)
@@ -334,14 +381,38 @@ def log_filtering_prior(
     -------
     log_q, log_one_minus_q : numpy.ndarray
         One entry per slot.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`filtering_prior`, and for a ``log_count_pmf`` entry above 0 or NaN.
     """
+    n = check_count("n", n, minimum=1)
+    beta = check_positive("beta", beta)
+    log_alpha = _check_log_scalar("log_alpha", log_alpha)
+    usage, log_unowned, dish = _check_slots(usage, log_unowned, dish, n)
+    if last_used is not None:
+        last_used = check_count("last_used", last_used)
+    log_count_pmf = check_real_array("log_count_pmf", log_count_pmf)
+    if log_count_pmf.ndim != 1 or log_count_pmf.size == 0:
+        raise ValueError("log_count_pmf must be a non-empty 1-D array, got shape "
+                         f"{log_count_pmf.shape}")
+    if np.any(np.isnan(log_count_pmf)) or np.any(log_count_pmf > 0):
+        raise ValueError("log_count_pmf entries must be <= 0 (logs of probabilities)")
+    return _log_filtering_prior(usage, log_unowned, dish, n, log_count_pmf, log_alpha,
+                                beta, last_used=last_used)
+
+
+def _log_filtering_prior(usage, log_unowned, dish, n, log_count_pmf, log_alpha, beta,
+                         *, last_used=None):
+    """Unchecked core of :func:`log_filtering_prior` (the estimator's inner loop)."""
     usage = np.asarray(usage, dtype=np.float64)
     log_unowned = np.asarray(log_unowned, dtype=np.float64)
     dish = np.asarray(dish, dtype=np.int64)
     denominator = beta + n - 1
     log_rate_new = log_alpha + np.log(beta) - np.log(denominator)
     bound = dish - 1 if last_used is None else np.minimum(dish - 1, last_used)
-    log_c, log_1mc = log_new_feature_fraction(dish, log_count_pmf, log_rate_new, bound)
+    log_c, log_1mc = _new_feature_fraction(dish, log_count_pmf, log_rate_new, bound)
     owned = -np.expm1(log_unowned)  # 1 - Pi_k
     share = usage / denominator
     # 1 - q = (1 - Pi_k - M_k / (beta + n - 1)) + Pi_k (1 - c): the first bracket is at least
@@ -414,26 +485,41 @@ def filtering_prior(
     n = check_count("n", n, minimum=1)
     alpha = check_positive("alpha", alpha)
     beta = check_positive("beta", beta)
-    usage = check_real_array("usage", usage)
-    log_unowned = check_real_array("log_unowned", log_unowned)
-    dish = _check_dish(dish)
-    if not (usage.shape == log_unowned.shape == dish.shape and usage.ndim == 1):
-        raise ValueError("usage, log_unowned and dish must be 1-D arrays of the same length")
-    if usage.size and (usage.min() < 0 or usage.max() > n - 1):
-        raise ValueError(f"usage entries must be in [0, n - 1] = [0, {n - 1}]")
-    if not np.all(np.isfinite(usage)):
-        raise ValueError("usage entries must be finite")
-    if np.any(np.isnan(log_unowned)) or np.any(log_unowned > 0):
-        raise ValueError("log_unowned entries must be <= 0 (logs of probabilities)")
+    usage, log_unowned, dish = _check_slots(usage, log_unowned, dish, n)
     if last_used is not None:
         last_used = check_count("last_used", last_used)
     base = np.zeros(1) if retired_log_pmf is None else _check_log_pmf(
         "retired_log_pmf", retired_log_pmf)
     log_count = _count_log_pmf(log_unowned.astype(np.float64), base)
-    log_q, _ = log_filtering_prior(
+    log_q, _ = _log_filtering_prior(
         usage, log_unowned, dish, n, log_count, np.log(alpha), beta, last_used=last_used
     )
     return np.exp(log_q)
+
+
+def _check_slots(usage, log_unowned, dish, n: int):
+    """Per-slot arrays of one state: 1-D, one length, ``0 <= M_k <= (n - 1)(1 - Pi_k)``.
+
+    The upper bound holds for any earlier posteriors (``M_k`` is at most ``n - 1`` times
+    the largest ``b_{n'k}``, which is at most ``1 - Pi_k``); a state beyond it would make
+    ``1 - q`` negative. The relative slack ``1e-9`` covers rounding in the running sums.
+    """
+    usage = check_real_array("usage", usage)
+    log_unowned = check_real_array("log_unowned", log_unowned)
+    dish = _check_dish(dish)
+    if not (usage.shape == log_unowned.shape == dish.shape and usage.ndim == 1):
+        raise ValueError("usage, log_unowned and dish must be 1-D arrays of the same length")
+    if not np.all(np.isfinite(usage)):
+        raise ValueError("usage entries must be finite")
+    if usage.size and (usage.min() < 0 or usage.max() > n - 1):
+        raise ValueError(f"usage entries must be in [0, n - 1] = [0, {n - 1}]")
+    if np.any(np.isnan(log_unowned)) or np.any(log_unowned > 0):
+        raise ValueError("log_unowned entries must be <= 0 (logs of probabilities)")
+    owned = -np.expm1(log_unowned.astype(np.float64))
+    if np.any(usage > (n - 1) * owned * (1 + 1e-9)):
+        raise ValueError("usage entries must be at most (n - 1)(1 - Pi_k), Pi_k = "
+                         "exp(log_unowned): no sequence of posteriors gives more")
+    return usage.astype(np.float64), log_unowned.astype(np.float64), dish
 
 
 def _check_dish(dish) -> np.ndarray:

@@ -86,7 +86,7 @@ from ibp_lab._checks import (
 from ibp_lab.streaming import _state
 from ibp_lab.streaming._factor_analysis import FactorAnalysisLocal
 from ibp_lab.streaming._linear_gaussian import LinearGaussianLocal
-from ibp_lab.streaming.filtering import _count_log_pmf, log_filtering_prior
+from ibp_lab.streaming.filtering import _count_log_pmf, _log_filtering_prior
 
 __all__ = ["RecursiveIBP", "LocalModel", "MAX_EXPECTED_FEATURES", "MAX_ENTRIES",
            "MAX_DATA_MAGNITUDE"]
@@ -579,7 +579,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         usage = np.concatenate([self._usage[:k], np.zeros(n_fresh)])
         log_unowned = np.concatenate([self._log_unowned[:k], np.zeros(n_fresh)])
         dish = np.concatenate([self._dish[:k], fresh_dish])
-        log_q, log_1mq = log_filtering_prior(
+        log_q, log_1mq = _log_filtering_prior(
             usage, log_unowned, dish, n, log_count, self._settings.log_alpha,
             self._settings.beta, last_used=self._next_dish - 1,
         )
