@@ -307,6 +307,14 @@ def test_malformed_retired_count_law_is_refused():
             RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(bad)
 
 
+def test_version_one_state_is_refused_with_its_reason(good_state):
+    """A version-1 checkpoint has no retired_log_pmf; the message says why it cannot load."""
+    old = {key: value for key, value in good_state.items() if key != "retired_log_pmf"}
+    old["version"] = 1
+    with pytest.raises(ValueError, match=INVALID + "version must be 2, got 1 .*refit"):
+        RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(old)
+
+
 def test_valid_state_is_accepted_and_copied(good_state, data):
     """The checks refuse no state that the estimator itself produced (fresh, fitted, retired)."""
     # a seed: with rng=None every unfitted get_state() draws fresh entropy (scikit-learn's rule)

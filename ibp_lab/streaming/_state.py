@@ -308,6 +308,11 @@ def _check_keys(state) -> None:
     expected = set(SCALAR_KEYS) | set(ARRAY_KEYS)
     missing = sorted(expected - set(state), key=str)
     extra = sorted(set(state) - expected, key=str)
+    if missing == ["retired_log_pmf"] and state.get("version") == 1 \
+            and not isinstance(state.get("version"), bool):
+        raise InvalidState(f"version must be {STATE_VERSION}, got 1 (version 1 kept only "
+                           "the mean of the retired slots' count, not the law the exact "
+                           "prior needs: refit the stream)")
     if missing:
         raise InvalidState(f"missing {missing}")
     if extra:
