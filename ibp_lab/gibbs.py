@@ -210,8 +210,12 @@ def _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, *, random_scan=T
 # --------------------------------------------------------------------------------------
 
 
-def _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0, random_scan=True):
-    """The body of :func:`gibbs_sweep_numpy`, without argument checks (and with fixed scan)."""
+def _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0,
+                 random_scan=True):
+    """:func:`gibbs_sweep_numpy` without argument checks (or fixed scan).
+
+    Chapter 4 shows this source: keep its lines within 75 characters.
+    """
     X = np.asarray(X, float)
     Z = np.asarray(Z, np.int8)
     Z = Z[:, Z.any(axis=0)].copy()
@@ -219,21 +223,25 @@ def _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0, random_scan=Tr
     sx2, sa2 = sigma_x**2, sigma_a**2
     rate = _kernel.new_dish_rate.py_func(alpha, beta, N - 1.0)
     for i in range(N):
-        # 1. Row i out: the features' posterior given the other rows, mean Abar and
-        #    covariance sx2 P (recomputed from scratch; the kernel downdates instead).
+        # 1. Row i out: the features' posterior given the other rows, mean
+        #    Abar and covariance sx2 P (recomputed from scratch here; the
+        #    compiled kernel downdates instead).
         Z_others = np.delete(Z, i, axis=0).astype(float)
         m = Z_others.sum(axis=0)
-        P = np.linalg.inv(Z_others.T @ Z_others + (sx2 / sa2) * np.eye(Z.shape[1]))
+        ridge = (sx2 / sa2) * np.eye(Z.shape[1])
+        P = np.linalg.inv(Z_others.T @ Z_others + ridge)
         Abar = P @ Z_others.T @ np.delete(X, i, axis=0)
         shared = m > 0
-        z = Z[i] * shared  # the shared part of row i; its singletons stay meanwhile,
-        extra = sa2 * np.count_nonzero(~shared)  # each adding sa2 to the variance
+        # the shared part of row i; its singletons stay in meanwhile, each
+        # adding sa2 to the predictive variance
+        z = Z[i] * shared
+        extra = sa2 * np.count_nonzero(~shared)
 
         def residual_and_quadratic(z):
             resid = X[i] - z @ Abar
             return resid @ resid, z @ P @ z
 
-        # 2. Shared features in a fresh random order, one Gibbs update each.
+        # 2. Shared features in a fresh random order, one update each.
         order = np.flatnonzero(shared)
         if random_scan:
             _kernel.shuffle.py_func(order, len(order), rng)
@@ -243,22 +251,29 @@ def _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0, random_scan=Tr
             z_flip = z.copy()
             z_flip[k] += sign
             rr_flip, q_flip = residual_and_quadratic(z_flip)
-            prior = sign * _kernel.prior_log_odds.py_func(m[k], N - 1.0, beta)
-            log_odds = _kernel.flip_log_odds.py_func(rr, rr_flip, q, q_flip, extra, sx2, D,
-                                                     prior)
-            # clipped: beyond 700 exp overflows, where the flip probability is 0 anyway
-            if rng.random() < 1.0 / (1.0 + math.exp(min(-log_odds, 700.0))):
+            prior = sign * _kernel.prior_log_odds.py_func(
+                m[k], N - 1.0, beta)
+            log_odds = _kernel.flip_log_odds.py_func(
+                rr, rr_flip, q, q_flip, extra, sx2, D, prior)
+            # clipped: beyond 700 exp overflows, where the probability is 0
+            p_flip = 1.0 / (1.0 + math.exp(min(-log_odds, 700.0)))
+            if rng.random() < p_flip:
                 z, rr, q = z_flip, rr_flip, q_flip
 
-        # 3. The number of singletons, from its exact conditional (no truncation).
-        log_w = _kernel.new_dish_log_weights(rate, sx2 * (1.0 + q), sa2, rr, D)
+        # 3. The number of singletons, from its exact conditional (no
+        #    truncation).
+        log_w = _kernel.new_dish_log_weights(
+            rate, sx2 * (1.0 + q), sa2, rr, D)
         weights = np.exp(log_w - log_w.max())
         u = rng.random()
-        n_new = min(int(np.searchsorted(np.cumsum(weights), u * weights.sum(), side="right")),
-                    len(weights) - 1)
+        cumulative = np.cumsum(weights)
+        n_new = int(np.searchsorted(cumulative, u * weights.sum(),
+                                    side="right"))
+        n_new = min(n_new, len(weights) - 1)
 
-        # 4. Columns: keep the first n_new old singletons in place, drop the others,
-        #    append the missing ones (fixed scan: drop all, append n_new).
+        # 4. Columns: keep the first n_new old singletons in place, drop
+        #    the others, append the missing ones (fixed scan: drop all,
+        #    append n_new).
         singles = np.flatnonzero(~shared)
         n_keep = min(n_new, len(singles)) if random_scan else 0
         z[singles[:n_keep]] = 1
@@ -268,7 +283,8 @@ def _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0, random_scan=Tr
         new_columns[i] = 1
         Z[i] = z
         Z = np.hstack([Z[:, keep], new_columns])
-        # 5. Row i back in: nothing to do here, the next row recomputes the posterior.
+        # 5. Row i back in: nothing to do, the next row recomputes the
+        #    posterior from scratch.
     return Z
 
 

@@ -309,12 +309,12 @@ def mse_figure(
         ax.plot(sizes, mse, marker=marker, ms=5, lw=1, color=color,
                 label=f"alpha={alpha:g}, beta={beta:g}")
         ax.plot(sizes, variance / sizes, ls=":", lw=1, color=color)
-    ax.set(xscale="log", yscale="log", xlabel="Monte Carlo samples N",
+    ax.set(xscale="log", yscale="log", xlabel="simulated buffets R",
            ylabel="mean squared error over the table")
-    title = "dotted: expected error mean p(1-p) / N"
+    title = "dotted: expected error mean p(1-p) / R"
     if slope is not None:
         title = f"fitted slope {slope:.3f}" + ("" if slope_se is None else f" ± {slope_se:.3f}")
-        title += "; dotted: mean p(1-p) / N"
+        title += "; dotted: mean p(1-p) / R"
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, frameon=False, ncol=1, loc="lower left")
     return fig
