@@ -8,6 +8,7 @@ One module per idea (see the book's API reference):
 - :mod:`ibp_lab.datasets`: the bundled optdigits files and synthetic images.
 - :mod:`ibp_lab.linear_gaussian`, :mod:`ibp_lab.gibbs`, :mod:`ibp_lab.exact`: the
   linear-Gaussian model, its collapsed Gibbs sampler and exact enumeration.
+- :mod:`ibp_lab.scan_order`: the exact stationary laws of the fixed and random scan orders.
 - :mod:`ibp_lab.chains`, :mod:`ibp_lab.split_merge`, :mod:`ibp_lab.summaries`: chains,
   moves on columns and label-free summaries.
 - :mod:`ibp_lab.streaming`, :mod:`ibp_lab.pymc_models`, :mod:`ibp_lab.heldout`: streaming
