@@ -55,6 +55,8 @@ __all__ = [
     "recursion_step",
     "marginals_table",
     "sigma_alpha_chain",
+    "DiscountDraws",
+    "discount_buffet",
     "MAX_CUSTOMERS",
 ]
 
@@ -397,3 +399,105 @@ def _sigma_alpha_chain(sigma_x: float, alpha: float, n_sweeps: int, seed: int) -
     _frozen(k_plus, features, owners)
     return SigmaAlphaRun(sigma_x, alpha, n_sweeps, seed, X.shape[0], k_plus, features, owners,
                          tuple(DIGIT_SHAPE), alpha * harmonic(X.shape[0], 1.0))
+
+
+# --------------------------------------------------------------------------- the beta process
+
+
+@dataclass(frozen=True)
+class DiscountDraws:
+    """Draws of the three-parameter buffet at one setting (the output of :func:`discount_buffet`).
+
+    Attributes
+    ----------
+    alpha, beta, discount : float
+        The setting.
+    n, n_draws : int
+        Customers per buffet and buffets drawn (from ``np.random.default_rng(0)``).
+    Z : numpy.ndarray
+        ``(n, K+)`` int8, the first draw, in order of creation.
+    running_k_plus : numpy.ndarray
+        ``(n_draws, n)``: entry ``[j, i]`` is the number of dishes among the first
+        ``i + 1`` customers of draw ``j``.
+    popularity : numpy.ndarray
+        ``(n,)`` mean over the draws of the number of dishes owned by exactly ``m``
+        customers, ``m = 1, ..., n``.
+    expected_k_plus : numpy.ndarray
+        ``(n,)`` exact ``E[K+]`` after ``1, ..., n`` customers.
+    expected_popularity : numpy.ndarray
+        ``(n,)`` exact ``E[K_m]`` for ``m = 1, ..., n``.
+    """
+
+    alpha: float
+    beta: float
+    discount: float
+    n: int
+    n_draws: int
+    Z: np.ndarray
+    running_k_plus: np.ndarray
+    popularity: np.ndarray
+    expected_k_plus: np.ndarray
+    expected_popularity: np.ndarray
+
+
+def discount_buffet(*, alpha: float, beta: float, discount: float, n: int = 300,
+                    n_draws: int = 20) -> DiscountDraws:
+    """Simulate the three-parameter buffet at ``(alpha, beta, discount)`` for the explorer.
+
+    ``n_draws`` matrices of ``n`` customers from :func:`ibp_lab.prior.sample_ibp`,
+    drawn in turn from ``np.random.default_rng(0)`` (a frame is a function of its
+    setting alone, so the static and the live explorer agree), with the exact
+    curves they are compared with.
+
+    Parameters
+    ----------
+    alpha, beta, discount : float
+        Mass (> 0), concentration (> ``-discount``) and discount (``0 <= d < 1``).
+    n : int, optional
+        Customers, 2 to 5000.
+    n_draws : int, optional
+        Buffets, >= 1; ``n * n_draws`` at most :data:`MAX_CUSTOMERS`.
+
+    Returns
+    -------
+    DiscountDraws
+
+    Examples
+    --------
+    >>> draws = discount_buffet(alpha=2.0, beta=1.0, discount=0.5, n=50, n_draws=3)
+    >>> draws.running_k_plus.shape, round(float(draws.expected_k_plus[0]), 3)
+    ((3, 50), 2.0)
+    """
+    from ibp_lab.prior import check_beta_discount
+
+    alpha = check_positive("alpha", alpha)
+    beta, discount = check_beta_discount(beta, discount)
+    n = check_count("n", n, minimum=2, maximum=5000)
+    n_draws = check_count("n_draws", n_draws, minimum=1)
+    check_size("the explorer's draws (n x n_draws customers)", float(n) * n_draws,
+               limit=MAX_CUSTOMERS, hint="use fewer customers or fewer draws")
+    return _discount_buffet(alpha, beta, discount, n, n_draws)
+
+
+@lru_cache(maxsize=64)
+def _discount_buffet(alpha: float, beta: float, discount: float, n: int, n_draws: int) -> DiscountDraws:
+    from ibp_lab._hyper import stable_new_dish_rate
+    from ibp_lab.prior import expected_feature_popularity
+
+    rng = np.random.default_rng(0)
+    running = np.empty((n_draws, n), dtype=np.int64)
+    popularity = np.zeros(n)
+    for j in range(n_draws):
+        Z = sample_ibp(alpha, n, rng, beta=beta, discount=discount)
+        if j == 0:
+            first = Z
+        # columns are in order of creation: a dish's first owner is its first 1
+        first_owner = Z.argmax(axis=0)
+        running[j] = np.cumsum(np.bincount(first_owner, minlength=n))
+        popularity += np.bincount(Z.sum(axis=0), minlength=n + 1)[1:] / n_draws
+    # E[K+] after i customers is the sum of the first i new-dish rates
+    expected = np.cumsum(stable_new_dish_rate(alpha, beta, discount, np.arange(n, dtype=float)))
+    expected_pop = expected_feature_popularity(alpha, n, beta=beta, discount=discount)
+    _frozen(first, running, popularity, expected, expected_pop)
+    return DiscountDraws(alpha, beta, discount, n, n_draws, first, running, popularity,
+                         expected, expected_pop)
