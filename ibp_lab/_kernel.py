@@ -20,6 +20,12 @@ The Gibbs row update (:func:`update_row`) is the composition::
     row_out -> shuffle + flip_shared (flip_log_odds, prior_log_odds)
             -> sample_new_dishes (new_dish_rate) -> resize_columns -> row_in
 
+Tempering: every step that weighs the likelihood (the flips and the new dishes) takes a
+last argument ``inverse_temperature`` (default 1.0): the likelihood terms are multiplied
+by it, so the step targets ``p(X | Z)^b P([Z])`` (:mod:`ibp_lab.tempering`). At 1.0 the
+arithmetic is the untempered one operation for operation (a product with 1.0 is exact),
+so the default chain is bit-for-bit the one without the argument.
+
 Functions (all names and arguments are stable; add, do not rename)
 ------------------------------------------------------------------
 Feature posterior
@@ -38,26 +44,27 @@ Single flips
     - ``prior_log_odds(m, n_others, beta)``: ``log m - log((n_others - m) + beta)``.
     - ``prior_log_odds_table(n_rows, beta)``: that for ``m = 1 .. n_rows - 1``
       (entry 0 unused).
-    - ``flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip)``:
-      log-odds of flipping one entry; works elementwise on arrays via ``.py_func``.
+    - ``flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip,
+      inverse_temperature=1.0)``: log-odds of flipping one entry; works
+      elementwise on arrays via ``.py_func``.
     - ``flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q) -> (rr_flip,
       q_flip)``; ``accept_flip(k, sign, K, D, Minv, Abar, Pz, resid)``.
     - ``shuffle(order, n, rng)``: Fisher-Yates on ``order[:n]`` (``n - 1`` uniforms).
     - ``flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid,
-      rr, q, extra, sx2, log_odds_prior) -> (rr, q)``: one Gibbs update of each
-      listed feature, one uniform each.
+      rr, q, extra, sx2, log_odds_prior, inverse_temperature=1.0) -> (rr, q)``:
+      one Gibbs update of each listed feature, one uniform each.
 New dishes
     - ``new_dish_rate(alpha, beta, n_others)``: ``alpha beta / (beta + n_others)``.
-    - ``new_dish_log_weights(rate, v0, sa2, rr, D)``: log weights of 0, 1, ...
-      new dishes up to the tail bound (an array).
-    - ``new_dish_log_weights_into(rate, v0, sa2, rr, D, buf) -> (n_terms,
-      lw_max, buf)``: the same, into a buffer.
-    - ``sample_new_dishes(u, rate, v0, sa2, rr, D, buf) -> (s, buf)``: the number
-      of new dishes from one uniform ``u``.
+    - ``new_dish_log_weights(rate, v0, sa2, rr, D, inverse_temperature=1.0)``:
+      log weights of 0, 1, ... new dishes up to the tail bound (an array).
+    - ``new_dish_log_weights_into(rate, v0, sa2, rr, D, buf,
+      inverse_temperature=1.0) -> (n_terms, lw_max, buf)``: the same, into a buffer.
+    - ``sample_new_dishes(u, rate, v0, sa2, rr, D, buf, inverse_temperature=1.0)
+      -> (s, buf)``: the number of new dishes from one uniform ``u``.
 The whole row
     - ``update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
-      sx2, sa2, r, log_odds_prior, rate, random_scan, buf) -> (Zb, K, Minv, Abar,
-      m, zf, w, Pz, order, buf)``.
+      sx2, sa2, r, log_odds_prior, rate, random_scan, buf, inverse_temperature=1.0)
+      -> (Zb, K, Minv, Abar, m, zf, w, Pz, order, buf)``.
 Target density (split-merge, traces)
     - ``loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a)``:
       ``log p(X | Z)`` from ``Z^T Z``, ``Z^T X`` and ``||X||^2`` (NaN if ``M`` is
@@ -442,7 +449,7 @@ def prior_log_odds_table(n_rows, beta):
 
 
 @njit(cache=True, inline="always")
-def flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip):
+def flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip, inverse_temperature=1.0):
     """Log-odds of flipping one entry of row ``i`` against keeping it.
 
     Given the other rows, ``x_i ~ Normal(z Abar, (sx2 (1 + z P z) + extra) I)``;
@@ -451,12 +458,13 @@ def flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip):
     (``sign * prior_log_odds``). The likelihood enters as a log of the *ratio*
     of variances and a difference of quadratic terms, never as two large
     log-densities subtracted. Plain arithmetic and ``np.log``, so ``.py_func``
-    also works elementwise on NumPy arrays.
+    also works elementwise on NumPy arrays. The likelihood part is multiplied
+    by ``inverse_temperature`` (tempered target ``p(X | Z)^b P([Z])``).
     """
     var_now = sx2 * (1.0 + q) + extra
     var_flip = sx2 * (1.0 + q_flip) + extra
-    return (-(0.5 * D) * np.log(var_flip / var_now)
-            - 0.5 * (rr_flip / var_flip - rr / var_now)
+    return (inverse_temperature * (-(0.5 * D) * np.log(var_flip / var_now)
+                                   - 0.5 * (rr_flip / var_flip - rr / var_now))
             + prior_flip)
 
 
@@ -496,7 +504,7 @@ def shuffle(order, n, rng):
 
 @njit(cache=True, inline="always")
 def flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr, q, extra, sx2,
-                log_odds_prior):
+                log_odds_prior, inverse_temperature=1.0):
     """Gibbs-update ``z_ik`` for ``k = order[0], ..., order[n_shared - 1]``; return ``(rr, q)``.
 
     One uniform per feature, compared with the flip probability
@@ -508,7 +516,7 @@ def flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr, q,
         sign = 1.0 - 2.0 * zf[k]  # +1 switches feature k on, -1 off
         rr_flip, q_flip = flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q)
         log_odds = flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D,
-                                 sign * log_odds_prior[int(m[k])])
+                                 sign * log_odds_prior[int(m[k])], inverse_temperature)
         if rng.random() < 1.0 / (1.0 + math.exp(-log_odds)):
             zf[k] = 1.0 - zf[k]
             accept_flip(k, sign, K, D, Minv, Abar, Pz, resid)
@@ -529,7 +537,7 @@ new_dish_rate = njit(cache=True)(_hyper.new_dish_rate)
 
 
 @njit(cache=True, inline="always")
-def new_dish_log_weights_into(rate, v0, sa2, rr, D, buf):
+def new_dish_log_weights_into(rate, v0, sa2, rr, D, buf, inverse_temperature=1.0):
     """Log weights of 0, 1, 2, ... new dishes, into ``buf``; ``(n_terms, lw_max, buf)``.
 
     Weight of ``s`` new dishes: ``rate^s / s!`` (the Poisson prior) times the
@@ -540,11 +548,13 @@ def new_dish_log_weights_into(rate, v0, sa2, rr, D, buf):
     ``2 rate^(s+1) / (s+1)!``. Summing stops when that bound on the rest is below
     ``e^LOG_TAIL_TOLERANCE`` of the largest weight: an exact law up to a mass
     below ``e^-40``, never a fixed truncation. More than ``MAX_FEATURES`` terms
-    raise ``ValueError``.
+    raise ``ValueError``. Tempered (``inverse_temperature = b``): ``f`` becomes
+    ``b f``, which rises and falls at the same ``v*``, so the same bound holds.
     """
-    half_D = 0.5 * D
+    half_D = inverse_temperature * (0.5 * D)  # exact at b = 1: a product with 1.0
     log_rate = math.log(rate)
     v_star = rr / D
+    rr = inverse_temperature * rr  # only the tempered f uses rr from here on
     f_star = -half_D * math.log(v_star) - rr / (2.0 * v_star) if v_star > v0 else -np.inf
     v = v0
     log_v = math.log(v)
@@ -577,20 +587,22 @@ def new_dish_log_weights_into(rate, v0, sa2, rr, D, buf):
 
 
 @njit(cache=True)
-def new_dish_log_weights(rate, v0, sa2, rr, D):
+def new_dish_log_weights(rate, v0, sa2, rr, D, inverse_temperature=1.0):
     """Log weights of 0, 1, 2, ... new dishes, as an array (see :func:`new_dish_log_weights_into`)."""
-    n_terms, _, buf = new_dish_log_weights_into(rate, v0, sa2, rr, D, np.empty(16))
+    n_terms, _, buf = new_dish_log_weights_into(rate, v0, sa2, rr, D, np.empty(16),
+                                                inverse_temperature)
     return buf[:n_terms].copy()
 
 
 @njit(cache=True, inline="always")
-def sample_new_dishes(u, rate, v0, sa2, rr, D, buf):
+def sample_new_dishes(u, rate, v0, sa2, rr, D, buf, inverse_temperature=1.0):
     """Draw the number of new dishes from its exact conditional, by inversion of ``u``.
 
     The weights of :func:`new_dish_log_weights_into`, shifted by their maximum
     before ``exp`` (no overflow), summed in order; returns ``(s, buf)``.
     """
-    n_terms, lw_max, buf = new_dish_log_weights_into(rate, v0, sa2, rr, D, buf)
+    n_terms, lw_max, buf = new_dish_log_weights_into(rate, v0, sa2, rr, D, buf,
+                                                     inverse_temperature)
     total = 0.0
     for t in range(n_terms):
         buf[t] = math.exp(buf[t] - lw_max)
@@ -622,11 +634,12 @@ def _list_shared(K, m, order):
 
 @njit(cache=True)
 def update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
-               sx2, sa2, r, log_odds_prior, rate, random_scan, buf):
+               sx2, sa2, r, log_odds_prior, rate, random_scan, buf, inverse_temperature=1.0):
     """Resample row ``i`` of ``Z``: row out, shared flips, new dishes, columns, row in.
 
     Random numbers, in order: ``n_shared - 1`` for the shuffle (random scan),
-    one per shared feature, one for the number of new dishes.
+    one per shared feature, one for the number of new dishes. The likelihood
+    terms of the flips and of the new dishes are scaled by ``inverse_temperature``.
     """
     D = X.shape[1]
     q, rr, extra = row_out(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y)
@@ -634,9 +647,10 @@ def update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
     if random_scan:
         shuffle(order, n_shared, rng)
     rr, q = flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr, q,
-                        extra, sx2, log_odds_prior)
+                        extra, sx2, log_odds_prior, inverse_temperature)
     # q holds the shared features only; each new dish adds sa2 to the predictive variance
-    n_new, buf = sample_new_dishes(rng.random(), rate, sx2 * (1.0 + q), sa2, rr, D, buf)
+    n_new, buf = sample_new_dishes(rng.random(), rate, sx2 * (1.0 + q), sa2, rr, D, buf,
+                                   inverse_temperature)
     if K - n_single + n_new > MAX_FEATURES:
         raise ValueError(TOO_MANY_FEATURES)
     # resize the columns (resize_columns, inlined here: returning the buffers costs

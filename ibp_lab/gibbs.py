@@ -7,14 +7,16 @@ hyperparameter updates (``run_chain``, ``run_chains``, ``ChainResult``) is
 
 Public functions:
 
-- :func:`gibbs_sweep` ``(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0) -> Z``:
-  one sweep over the rows, compiled; returns a new ``int8`` matrix without empty
-  columns.
+- :func:`gibbs_sweep` ``(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0,
+  inverse_temperature=1.0) -> Z``: one sweep over the rows, compiled; returns a new
+  ``int8`` matrix without empty columns. With ``inverse_temperature = b < 1`` it
+  targets the tempered posterior ``p(X | Z)^b P([Z])`` (:mod:`ibp_lab.tempering`).
 - :func:`gibbs_sweep_numpy` ``(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0) -> Z``:
   the same sweep written plainly in NumPy, for reading; the same chain from the
   same seed, about a hundred times slower.
 - :func:`k_plus_trace` ``(X, n_sweeps, rng, *, alpha, sigma_x, sigma_a, beta=1.0,
-  Z0=None, scan_order="random", return_types=False)``: many sweeps at fixed
+  Z0=None, scan_order="random", return_types=False, inverse_temperature=1.0)``:
+  many sweeps at fixed
   hyperparameters entirely in compiled code, recording only ``K+`` (and, for
   ``N <= 6`` rows, the class of every state): what a comparison with
   :mod:`ibp_lab.exact` needs.
@@ -97,7 +99,7 @@ import numpy as np
 from numba import njit
 
 from ibp_lab import _kernel
-from ibp_lab._checks import check_count, check_data_matrix, check_flag, check_rng
+from ibp_lab._checks import check_count, check_data_matrix, check_flag, check_positive, check_rng
 from ibp_lab._hyper import (
     MAX_EXPECTED_FEATURES,
     MAX_FEATURES,
@@ -133,13 +135,15 @@ _update_row = _kernel.update_row
 _sample_new_dishes = _kernel.sample_new_dishes
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _run_sweeps(X, Zb, K, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, random_scan,
-                k_trace, type_trace):
+                k_trace, type_trace, inverse_temperature=1.0):
     """Run ``n_sweeps`` sweeps on the column buffer ``Zb`` (first ``K`` columns used).
 
     Each sweep refreshes ``M^-1`` from scratch (so rounding cannot accumulate)
     and then updates the rows in order with :func:`ibp_lab._kernel.update_row`.
+    ``nogil``: the replicas of :mod:`ibp_lab.tempering` may run it in threads
+    (each with its own generator and buffers).
     """
     N, D = X.shape
     sx2 = sigma_x * sigma_x
@@ -164,7 +168,7 @@ def _run_sweeps(X, Zb, K, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, random_s
         for i in range(N):
             Zb, K, Minv, Abar, m, zf, w, Pz, order, buf = _kernel.update_row(
                 i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
-                sx2, sa2, r, log_odds_prior, rate, random_scan, buf,
+                sx2, sa2, r, log_odds_prior, rate, random_scan, buf, inverse_temperature,
             )
         k_trace[t] = K
         if record_types:
@@ -192,7 +196,7 @@ def _to_buffer(Z: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, *, random_scan=True,
-            record_types=False):
+            record_types=False, inverse_temperature=1.0):
     """Run validated inputs through the compiled kernel; return (Z, k_trace, type_trace)."""
     Zb, K = _to_buffer(Z)
     k_trace = np.zeros(n_sweeps, np.int64)
@@ -201,7 +205,8 @@ def _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, *, random_scan=T
     # C-contiguous float64 always: another memory layout would trigger a fresh compilation
     X = np.ascontiguousarray(X, dtype=np.float64)
     Zb, K = _run_sweeps(X, Zb, K, float(alpha), float(sigma_x), float(sigma_a), float(beta),
-                        n_sweeps, rng, random_scan, k_trace, type_trace)
+                        n_sweeps, rng, random_scan, k_trace, type_trace,
+                        float(inverse_temperature))
     return np.ascontiguousarray(Zb[:, :K]), k_trace, type_trace
 
 
@@ -306,8 +311,13 @@ def _check_sweeps(name: str, n_sweeps) -> int:
     return check_count(name, n_sweeps, minimum=1, maximum=MAX_SWEEPS)
 
 
+def _check_inverse_temperature(value) -> float:
+    """``b`` in ``[0, 1]``: 1 is the posterior, 0 the prior."""
+    return check_positive("inverse_temperature", value, allow_zero=True, upper=1.0)
+
+
 def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.random.Generator,
-                *, beta: float = 1.0) -> np.ndarray:
+                *, beta: float = 1.0, inverse_temperature: float = 1.0) -> np.ndarray:
     """One collapsed Gibbs sweep over the rows of ``Z``.
 
     See the module docstring for the algorithm. Features keep their column
@@ -328,6 +338,10 @@ def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.rand
         Source of randomness.
     beta : float, optional
         IBP concentration, > 0 (1 is the one-parameter IBP).
+    inverse_temperature : float, optional
+        ``b`` in ``[0, 1]``: the sweep targets ``p(X | Z)^b P([Z])`` (the flips'
+        and new dishes' likelihood terms scaled by ``b``); 1 (the default) is the
+        posterior, bit-for-bit the untempered sweep, and 0 the prior.
 
     Returns
     -------
@@ -347,7 +361,9 @@ def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.rand
     Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
     alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
     rng = check_rng(rng)
-    Z_new, _, _ = _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng)
+    inverse_temperature = _check_inverse_temperature(inverse_temperature)
+    Z_new, _, _ = _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng,
+                          inverse_temperature=inverse_temperature)
     return Z_new
 
 
@@ -381,7 +397,7 @@ def gibbs_sweep_numpy(X, Z, alpha: float, sigma_x: float, sigma_a: float,
 
 def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                  sigma_a: float, beta: float = 1.0, Z0=None, scan_order: str = "random",
-                 return_types: bool = False):
+                 return_types: bool = False, inverse_temperature: float = 1.0):
     """Run many sweeps at fixed hyperparameters and record ``K+`` after each.
 
     Everything runs in compiled code (a few microseconds per sweep on three
@@ -408,6 +424,9 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
         Also return, for each sweep, how many columns of each type the state
         has (the class as a count vector over
         :func:`ibp_lab.exact.column_types`). Only for ``N <= 6``.
+    inverse_temperature : float, optional
+        ``b`` in ``[0, 1]``: sweeps of the tempered posterior ``p(X | Z)^b P([Z])``
+        (see :func:`gibbs_sweep`); default 1.
 
     Returns
     -------
@@ -436,6 +455,7 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     if not isinstance(scan_order, str) or scan_order not in ("random", "fixed"):
         raise ValueError(f"scan_order must be 'random' or 'fixed', got {scan_order!r}")
     return_types = check_flag("return_types", return_types)
+    inverse_temperature = _check_inverse_temperature(inverse_temperature)
     if return_types and X.shape[0] > _MAX_ROWS_FOR_TYPES:
         raise ValueError(
             f"return_types needs X with at most {_MAX_ROWS_FOR_TYPES} rows "
@@ -449,5 +469,6 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     Z0 = np.ones((X.shape[0], 1), np.int8) if Z0 is None else check_feature_matrix(
         "Z0", Z0, n_rows=X.shape[0])
     _, k_plus, types = _sweeps(X, Z0, alpha, sigma_x, sigma_a, beta, n_sweeps, rng,
-                               random_scan=scan_order == "random", record_types=return_types)
+                               random_scan=scan_order == "random", record_types=return_types,
+                               inverse_temperature=inverse_temperature)
     return (k_plus, types) if return_types else k_plus

@@ -1,0 +1,226 @@
+"""Tests of ibp_lab.tempering and of the tempered Gibbs sweep (inverse_temperature).
+
+Exactness: on three rows every tempered sweep, and every rung of a replica-exchange
+run, visits the classes (or the values of K+) with the probabilities of the exact
+tempered posterior p(X | Z)^b P([Z]) / const, enumerated by
+:func:`ibp_lab.tempering.tempered_class_posterior`. The tolerances come from the
+chain's own effective sample size (tests/stats_checks.py: exact binomial tails with
+n = ESS, Bonferroni over bins, false-alarm rate TEST_LEVEL per test).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ibp_lab import _kernel, exact, tempering
+from ibp_lab.gibbs import gibbs_sweep, k_plus_trace
+from ibp_lab.tempering import (
+    run_tempered,
+    run_tempered_chains,
+    tempered_class_posterior,
+    tempered_k_plus_posterior,
+    tuned_ladder,
+)
+from tests.seeds import stat_rng
+from tests.stats_checks import TEST_LEVEL, chain_ess, chain_frequency_pvalues
+
+X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
+HYPER = {"alpha": 1.3, "sigma_x": 0.6, "sigma_a": 1.2}
+K_MAX = 12
+MIN_PROBABILITY = 0.003
+
+
+def _assert_frequencies(labels, p, tail, *, what, n_tests=1):
+    """Visit counts of bins 0..len(p)-1 (the last bin holds the rest) against ``p``.
+
+    The exact probabilities are known up to the enumeration's tail bound, which
+    widens each bin's interval; each bin is tested at TEST_LEVEL / (bins x tests).
+    """
+    p = np.asarray(p, float)
+    p_low = p * (1 - tail)
+    p_high = p + np.append(np.zeros(len(p) - 1), tail)
+    n_eff = chain_ess(labels, len(p))
+    pvalues, _, _ = chain_frequency_pvalues(labels, p_low, p_high, n_eff=n_eff)
+    limit = TEST_LEVEL / (len(p) * n_tests)
+    frequencies = np.bincount(labels, minlength=len(p)) / len(labels)
+    assert (pvalues >= limit).all(), (
+        f"{what}: bins {np.flatnonzero(pvalues < limit)} visited {frequencies.round(4)}, "
+        f"exact {p.round(4)} (ESS {n_eff:.0f}, p-values {pvalues}, limit {limit:.1e})")
+
+
+def _k_plus_bins(k_trace, p_k):
+    """Labels and probabilities: each K+ with p >= MIN_PROBABILITY its bin, the rest one."""
+    own = np.flatnonzero(p_k >= MIN_PROBABILITY)
+    position = np.full(int(max(k_trace.max(), p_k.size)) + 1, own.size)
+    position[own] = np.arange(own.size)
+    return position[k_trace], np.append(p_k[own], max(1.0 - p_k[own].sum(), 0.0))
+
+
+# --------------------------------------------------------------------------------------
+# the tempered steps and the tempered enumeration
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("b", [0.0, 0.37, 1.0])
+def test_tempered_flip_log_odds_scales_the_likelihood_part_only(b):
+    """Direct computation: log-odds(b) = b (log-odds(1) - prior) + prior."""
+    args = (2.0, 1.4, 0.3, 0.5, 0.36, 0.36, 4)
+    prior = -0.8
+    untempered = _kernel.flip_log_odds(*args, prior)
+    assert _kernel.flip_log_odds(*args, prior, b) == pytest.approx(b * (untempered - prior) + prior,
+                                                                   rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("b", [0.0, 0.4])
+def test_tempered_new_dish_weights_are_poisson_times_tempered_density(b):
+    """Direct computation: log w_s = log Poisson(s; rate) + b log Normal(resid; 0, v_s I)."""
+    rate, v0, sa2, rr, D = 1.7, 0.4, 0.9, 3.1, 3
+    log_w = _kernel.new_dish_log_weights(rate, v0, sa2, rr, D, b)
+    s = np.arange(log_w.size)
+    v = v0 + s * sa2
+    from scipy.special import gammaln
+    direct = s * np.log(rate) - gammaln(s + 1) + b * (-0.5 * D * np.log(v) - rr / (2 * v))
+    np.testing.assert_allclose(log_w, direct, rtol=1e-12, atol=1e-12)
+
+
+def test_tempered_enumeration_at_one_is_the_posterior_and_at_zero_the_prior():
+    """b = 1: exact.class_posterior; b = 0: the IBP prior (K+ ~ Poisson(alpha H_N))."""
+    from scipy.stats import poisson
+
+    cold = tempered_class_posterior(X3, 1.0, 1.3, 0.6, 1.2, k_max=K_MAX)
+    np.testing.assert_allclose(cold.probabilities,
+                               exact.class_posterior(X3, 1.3, 0.6, 1.2, k_max=K_MAX).probabilities,
+                               rtol=1e-9, atol=1e-15)
+    prior_k = tempered_k_plus_posterior(X3, 0.0, 1.3, 0.6, 1.2, k_max=K_MAX)
+    np.testing.assert_allclose(prior_k, poisson(1.3 * (1 + 1 / 2 + 1 / 3)).pmf(np.arange(K_MAX + 1)),
+                               atol=1e-4)  # the Poisson tail beyond K_MAX is below 1e-4
+
+
+@pytest.mark.parametrize("b, seed", [(0.0, 191), (0.3, 192), (0.7, 193)])
+def test_tempered_sweep_leaves_the_tempered_posterior_invariant(b, seed):
+    """Every class's visit frequency in 150,000 tempered sweeps against the enumeration."""
+    post = tempered_class_posterior(X3, b, **HYPER, k_max=K_MAX)
+    assert post.tail_bound < 1e-3
+    _, types = k_plus_trace(X3, 150_000, stat_rng(seed), **HYPER, inverse_temperature=b,
+                            return_types=True)
+    index = {row.tobytes(): c for c, row in enumerate(post.counts.astype(np.int32))}
+    classes = np.array([index.get(row.tobytes(), -1) for row in types[100:]])
+    own = np.flatnonzero(post.probabilities >= MIN_PROBABILITY)
+    position = np.full(post.probabilities.size + 1, own.size)
+    position[own] = np.arange(own.size)
+    labels = position[classes]  # -1 (beyond k_max) lands on the last, "other", entry
+    p = np.append(post.probabilities[own], max(1 - post.probabilities[own].sum(), 0.0))
+    _assert_frequencies(labels, p, post.tail_bound, what=f"tempered sweep at b = {b}")
+
+
+# --------------------------------------------------------------------------------------
+# replica exchange
+# --------------------------------------------------------------------------------------
+
+
+def test_swap_log_ratio_is_the_product_targets_metropolis_ratio():
+    """Direct computation from the tempered enumeration's unnormalised log weights."""
+    post = exact.class_posterior(X3, 1.3, 0.6, 1.2, k_max=6)
+    ladder = np.array([1.0, 0.45])
+    Za, Zb = np.array([[1], [1], [0]]), np.array([[1, 0], [0, 1], [0, 1]])
+    weights = [tempered_class_posterior(X3, b, 1.3, 0.6, 1.2, k_max=6) for b in ladder]
+
+    def log_target(b_index, Z):
+        c = np.flatnonzero(np.all(post.counts == exact.class_counts(Z), axis=1))[0]
+        return weights[b_index].log_weights[c]
+
+    direct = log_target(0, Zb) + log_target(1, Za) - log_target(0, Za) - log_target(1, Zb)
+    log_lik = [tempering._class_logliks(X3, exact.class_posterior(X3, 1.3, 0.6, 1.2, k_max=6),
+                                        0.6, 1.2)[np.flatnonzero(np.all(
+                                            post.counts == exact.class_counts(Z), axis=1))[0]]
+               for Z in (Za, Zb)]
+    assert tempering._swap_log_ratios(ladder, np.array(log_lik))[0] == pytest.approx(direct,
+                                                                                   abs=1e-9)
+
+
+@pytest.mark.parametrize("scheme, seed", [("deo", 194), ("seo", 195)])
+def test_every_rung_of_a_tempered_run_has_its_exact_k_plus_law(scheme, seed):
+    """Cold chain: the posterior; each hotter rung: its tempered posterior (K+ laws)."""
+    run = run_tempered(X3, 30_000, stat_rng(seed), **HYPER, n_temperatures=3,
+                       min_inverse_temperature=0.0, burn=1000, swap_scheme=scheme)
+    k_levels = run.replica_trace["k_plus"].values[1000:]
+    for level, b in enumerate(run.inverse_temperatures):
+        p_k = tempered_k_plus_posterior(X3, b, **HYPER, k_max=K_MAX)
+        labels, p = _k_plus_bins(k_levels[:, level], p_k)
+        _assert_frequencies(labels, p, 1e-3, what=f"{scheme} rung {level} (b = {b:.3f})",
+                            n_tests=3)
+
+
+def test_the_kept_draws_use_a_fixed_ladder_and_the_cold_trace_is_level_zero():
+    run = run_tempered(X3, 300, stat_rng(196), **HYPER, n_temperatures=4, burn=150)
+    assert run.inverse_temperatures[0] == 1.0
+    assert np.all(np.diff(run.inverse_temperatures) < 0)
+    np.testing.assert_array_equal(run.trace["k_plus"], run.replica_trace["k_plus"][:, 0])
+    assert run.Z.shape[1] == run.trace["k_plus"].values[-1]
+    log_joint = (_kernel.log_joint(X3, run.Z, float(np.sum(X3**2)), 0.6, 1.2,
+                                   np.log(1.3), 1.3 * (1 + 1 / 2 + 1 / 3), 1.0))
+    assert run.trace["log_joint"].values[-1] == pytest.approx(sum(log_joint), rel=1e-12)
+
+
+def test_tuned_ladder_equalises_a_known_barrier():
+    """Rejection of a pair = the barrier's increment; after tuning the increments are equal."""
+    def barrier(b):
+        return 3.0 * np.sqrt(b)  # a known Lambda(b), rising fastest near b = 0
+
+    ladder = np.linspace(1.0, 0.0, 9)
+    for _ in range(30):  # the first-order rejection estimate is exact here: iterate to the fix
+        ladder = tuned_ladder(ladder, -np.diff(barrier(ladder)))
+    increments = -np.diff(barrier(ladder))
+    np.testing.assert_allclose(increments, 3.0 / 8, rtol=1e-3)
+
+
+def test_workers_do_not_change_the_chain():
+    one = run_tempered(X3, 200, np.random.default_rng(7), **HYPER, n_temperatures=4, burn=50)
+    two = run_tempered(X3, 200, np.random.default_rng(7), **HYPER, n_temperatures=4, burn=50,
+                       workers=2)
+    np.testing.assert_array_equal(one.replica_trace["k_plus"], two.replica_trace["k_plus"])
+    np.testing.assert_array_equal(one.inverse_temperatures, two.inverse_temperatures)
+
+
+def test_tempered_chains_are_laid_out_like_run_chains():
+    import arviz as az
+
+    from ibp_lab.chains import run_chains
+
+    starts = [np.ones((3, 1)), np.eye(3)]
+    idata, runs = run_tempered_chains(X3, 2, 120, np.random.default_rng(3), Z0=starts,
+                                      **HYPER, n_temperatures=3, burn=20)
+    plain, _ = run_chains(X3, 2, 120, np.random.default_rng(3), Z0=starts, burn=20,
+                          update_alpha=False, update_sigma_a=False, **HYPER)
+    assert dict(idata.posterior.sizes) == dict(plain.posterior.sizes)
+    assert set(idata.posterior.data_vars) <= set(plain.posterior.data_vars)
+    assert "seconds" in idata.sample_stats
+    rhat = az.rhat(idata, var_names=["k_plus", "log_joint"])
+    assert np.isfinite(float(rhat["log_joint"]))
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"n_temperatures": 0}, "n_temperatures must be an integer >= 1"),
+    ({"min_inverse_temperature": 1.5}, "min_inverse_temperature must be <= 1"),
+    ({"min_inverse_temperature": 1.0}, "min_inverse_temperature must be < 1"),
+    ({"swap_scheme": "random"}, "swap_scheme must be one of"),
+    ({"burn": 50}, "burn must be an integer <= 9"),
+    ({"workers": 0}, "workers must be an integer >= 1"),
+    ({"alpha": -1.0}, "alpha must be > 0"),
+    ({"Z0": [[2], [0], [1]]}, "Z0"),
+])
+def test_bad_input_is_refused_with_a_message_naming_it(options, message):
+    kwargs = {**HYPER, **options}
+    with pytest.raises((ValueError, TypeError), match=message):
+        run_tempered(X3, 10, np.random.default_rng(0), **kwargs)
+
+
+def test_bad_inverse_temperature_is_refused_by_the_sweeps():
+    with pytest.raises(ValueError, match="inverse_temperature must be <= 1"):
+        gibbs_sweep(X3, np.ones((3, 1)), 1.3, 0.6, 1.2, np.random.default_rng(0),
+                    inverse_temperature=2.0)
+    with pytest.raises(ValueError, match="inverse_temperature must be >= 0"):
+        k_plus_trace(X3, 10, np.random.default_rng(0), **HYPER, inverse_temperature=-0.1)
+    with pytest.raises(ValueError, match="inverse_temperature must be >= 0"):
+        tempered_class_posterior(X3, -1.0, 1.3, 0.6, 1.2)
