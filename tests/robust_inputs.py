@@ -1830,7 +1830,38 @@ def specs_plotting_submodules():
 #: The spec groups. Each runs in its own process (tools/campaign.py --group), importing only
 #: what it needs: forking a process that holds all of ibp_lab, PyMC and the test suite costs
 #: about 0.13 s per case on this machine, a small one about 0.02 s.
+def specs_theory():
+    """Modules that compute exact answers for the text: finite model, scan-order laws."""
+    from ibp_lab import finite, scan_order
+
+    Z = np.array([[1, 1, 0], [1, 0, 1], [0, 0, 1]], np.int8)  # creation order, no empty column
+    X2 = np.array([[0.9, -0.2], [1.1, 0.1]])
+    return [
+        Spec("finite.finite_log_class_probability", finite.finite_log_class_probability,
+             dict(Z=Z, alpha=1.5, n_features=10, beta=1.0),
+             dict(Z="binary", alpha=P, n_features=C, beta=P),
+             lambda v: None if np.isfinite(v) and v <= 0 else f"not a log probability: {v!r}",
+             extremes=[("fewer columns than K+", dict(n_features=2), R),
+                       ("n_features huge", dict(n_features=10**12), E),
+                       ("alpha 1e-100", dict(alpha=1e-100), E)]),
+        Spec("finite.log_history_probability", finite.log_history_probability,
+             dict(Z=Z, alpha=1.5, beta=1.0), dict(Z="binary", alpha=P, beta=P),
+             lambda v: None if np.isfinite(v) and v <= 0 else f"not a log probability: {v!r}",
+             extremes=[("not in creation order", dict(Z=Z[:, ::-1]), R),
+                       ("empty column", dict(Z=np.array([[1, 0], [1, 0]], np.int8)), R)]),
+        Spec("scan_order.scan_order_laws", scan_order.scan_order_laws,
+             dict(X=X2, alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0, k_max=4),
+             dict(X="matrix", alpha=P, sigma_x=P, sigma_a=P, beta=P, k_max=C),
+             lambda laws: first_problem(is_distribution(laws.posterior),
+                                        is_distribution(laws.stationary["random"])),
+             time_limit=30,
+             extremes=[("three rows", dict(X=np.vstack([X2, X2[:1]])), R),
+                       ("k_max huge", dict(k_max=10**6), R)]),
+    ]
+
+
 GROUPS = {
+    "theory": specs_theory,
     "prior": specs_prior, "recursive": specs_recursive, "datasets": specs_datasets,
     "models": specs_models, "summaries": specs_summaries, "heldout": specs_heldout,
     "predictive": specs_predictive, "pymc": specs_pymc, "streaming": specs_streaming,

@@ -114,7 +114,7 @@ def test_known_failure_is_still_present(group, case_id):
 # the campaign covers every public function and method
 # ---------------------------------------------------------------------------------------
 
-MODULES = ("prior", "recursive", "datasets", "linear_gaussian", "gibbs", "chains", "exact", "split_merge",
+MODULES = ("prior", "finite", "scan_order", "recursive", "datasets", "linear_gaussian", "gibbs", "chains", "exact", "split_merge",
            "reports",
            "summaries", "heldout", "predictive_checks", "pymc_models", "streaming", "plotting",
            "widgets", "explorers", "exercises",
