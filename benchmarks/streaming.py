@@ -37,7 +37,7 @@ from scipy import special
 from ibp_lab.recursive import num_dishes_rate
 from ibp_lab.linear_gaussian import simulate
 from ibp_lab.streaming import RecursiveIBP, log_fit, stream_cost
-from ibp_lab.streaming.filtering import _count_log_pmf, log_filtering_prior
+from ibp_lab.streaming.filtering import _count_log_pmf, _log_filtering_prior
 
 
 def _poisson_log_pmf(rate: float, size: int) -> np.ndarray:
@@ -47,7 +47,7 @@ def _poisson_log_pmf(rate: float, size: int) -> np.ndarray:
 
 
 def prior_cost(repeats: int = 200) -> None:
-    """Time one observation's filtering prior with the exact and with the Poisson law."""
+    """Time one observation's filtering prior (the estimator's unchecked path), exact vs Poisson."""
     print("\nprior of one observation, K established features + 4 fresh slots:")
     print("     K  Poisson us  exact us  ratio")
     for k in (10, 30, 100, 300):
@@ -60,7 +60,7 @@ def prior_cost(repeats: int = 200) -> None:
             for _ in range(repeats):
                 law = (_count_log_pmf(log_unowned, np.zeros(1)) if exact
                        else _poisson_log_pmf(float(k), k + 4))
-                log_filtering_prior(usage, log_unowned, dish, 200, law, 0.0, 5.0,
+                _log_filtering_prior(usage, log_unowned, dish, 200, law, 0.0, 5.0,
                                     last_used=k)
             times.append((time.perf_counter() - start) / repeats * 1e6)
         print(f"{k:6d} {times[0]:11.1f} {times[1]:9.1f} {times[1] / times[0]:6.2f}")

@@ -416,8 +416,8 @@ def next_row_prior(
 
     With prior marginals in ``running_sum`` and ``rate_before = num_dishes_rate(alpha, beta,
     n - 1)`` this is exact. In streaming inference (chapter 8) the same step turns the running
-    sum of earlier *posterior* probabilities ``q(z_{n'k} = 1 | o_{<=n'})`` and a posterior rate
-    for the number of dishes into the filtering prior ``q(z_nk = 1 | o_{<n})``: nothing else
+    sum of earlier *posterior* probabilities ``q(z_{n'k} = 1 | x_{<=n'})`` and a posterior rate
+    for the number of dishes into the filtering prior ``q(z_nk = 1 | x_{<n})``: nothing else
     of the history is needed.
 
     Parameters

@@ -1,6 +1,6 @@
 """Coordinate-ascent updates of one observation for the factor-analysis model.
 
-Model: ``o_n = sum_k z_nk w_nk A_k + e_n`` with weights ``w_n ~ N(0, sigma_w^2 I)`` and
+Model: ``x_n = sum_k z_nk w_nk A_k + e_n`` with weights ``w_n ~ N(0, sigma_w^2 I)`` and
 ``e_n ~ N(0, sigma_x^2 I)``. Variational family (Schaeffer et al. 2022, supplement B.3):
 ``q(z_nk) = Bernoulli(b_k)``, ``q(w_n) = N(phi, Phi)`` (full ``K x K``) and
 ``q(A_k) = N(mu_k, s_k I)``.

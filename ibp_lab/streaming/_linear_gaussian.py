@@ -1,6 +1,6 @@
 """Coordinate-ascent updates of one observation for the linear-Gaussian model (compiled).
 
-Model: ``o_n = sum_k z_nk A_k + e_n`` with ``e_n ~ N(0, sigma_x^2 I)``. Variational family
+Model: ``x_n = sum_k z_nk A_k + e_n`` with ``e_n ~ N(0, sigma_x^2 I)``. Variational family
 (Schaeffer et al. 2022, supplement B.2): ``q(z_nk) = Bernoulli(b_k)`` and
 ``q(A_k) = N(mu_k, s_k I)``. Every covariance starts isotropic (the prior
 ``sigma_a^2 I``) and every update below keeps it isotropic, so a feature's covariance is one

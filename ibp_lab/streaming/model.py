@@ -3,7 +3,7 @@
 One pass over the data; each observation is seen once and then discarded. For observation
 ``n`` the estimator
 
-1. forms the filtering prior ``q(z_nk = 1 | o_{<n})`` of every feature slot from running
+1. forms the filtering prior ``q(z_nk = 1 | x_{<n})`` of every feature slot from running
    sums and products of earlier posteriors (:mod:`ibp_lab.streaming.filtering`), including
    a few *fresh* slots for features that observation ``n`` may create;
 2. runs ``n_steps`` coordinate-ascent steps on the Bernoulli probabilities ``b_nk`` and the
@@ -695,7 +695,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         dish : numpy.ndarray
             Dish number of each slot.
         prob : numpy.ndarray
-            ``q(z_{n+1,k} = 1 | o_{<=n})`` for each slot, in ``[0, 1]``.
+            ``q(z_{n+1,k} = 1 | x_{<=n})`` for each slot, in ``[0, 1]``.
 
         Raises
         ------
@@ -777,7 +777,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         rng: np.random.Generator | None = None,
         return_draws: bool = False,
     ):
-        """Log predictive density ``log p(x | o_{<=n})`` of new observations (not learned from).
+        """Log predictive density ``log p(x | x_{<=n})`` of new observations (not learned from).
 
         The predictive density is an average of densities over the posterior:
         ``p(x | o) = E[p(x | z, A)]``. It is estimated as the log of the mean over
