@@ -6,12 +6,12 @@ here, by pure functions of the setting that return small frozen result objects:
 
 - :func:`buffet`: prior draws of the buffet at ``(alpha, beta)`` (chapter 1),
   drawn by :func:`ibp_lab.plotting.buffet_explorer_figure`;
-- :func:`recursion_step`: one step of the Recursive IBP (chapter 3), drawn by
+- :func:`recursion_step`: one step of the Recursive IBP (chapter 4), drawn by
   :func:`ibp_lab.plotting.recursive.recursion_step_figure`;
-- :func:`marginals_table`: the table of Recursive IBP marginals (chapter 3), drawn
+- :func:`marginals_table`: the table of Recursive IBP marginals (chapter 4), drawn
   by :func:`ibp_lab.plotting.recursive.marginals_figure`;
 - :func:`sigma_alpha_chain`: a Gibbs chain on the digits at fixed ``sigma_x`` and
-  ``alpha`` (chapter 4), drawn by :func:`ibp_lab.plotting.gibbs.sigma_alpha_explorer_figure`.
+  ``alpha`` (chapter 5), drawn by :func:`ibp_lab.plotting.gibbs.sigma_alpha_explorer_figure`.
 
 Hyperparameters are keyword-only (the package's convention for everything that is
 not one of the model's building blocks). The random explorers take an integer
@@ -149,7 +149,7 @@ def buffet(*, alpha: float, beta: float, n: int = 50, n_draws: int = 300, seed: 
                        expected_num_features(alpha, n, beta=beta))
 
 
-# --------------------------------------------------------------------------- chapter 3
+# --------------------------------------------------------------------------- chapter 4
 
 
 def _check_table(n: int, k_max: int) -> None:
@@ -295,7 +295,7 @@ def marginals_table(*, alpha: float, beta: float, n: int = 50, k_max: int | None
     return MarginalsTable(alpha, beta, n, k_max, table, expected)
 
 
-# --------------------------------------------------------------------------- chapter 4
+# --------------------------------------------------------------------------- chapter 5
 
 
 @dataclass(frozen=True)
@@ -335,7 +335,7 @@ class SigmaAlphaRun:
 
 
 def sigma_alpha_chain(*, sigma_x: float, alpha: float, n_sweeps: int = 100, seed: int = 0) -> SigmaAlphaRun:
-    """Run the chapter 4 explorer's chain: Gibbs on the digits with ``sigma_x`` and ``alpha`` fixed.
+    """Run the chapter 5 explorer's chain: Gibbs on the digits with ``sigma_x`` and ``alpha`` fixed.
 
     Runs :func:`ibp_lab.chains.run_chain` on the 300 centred training digits
     (``sigma_a`` is sampled, starting at 0.3) from one feature owned by every digit,

@@ -219,7 +219,7 @@ def _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0,
                  random_scan=True):
     """:func:`gibbs_sweep_numpy` without argument checks (or fixed scan).
 
-    Chapter 4 shows this source: keep its lines within 75 characters.
+    Chapter 5 shows this source: keep its lines within 75 characters.
     """
     X = np.asarray(X, float)
     Z = np.asarray(Z, np.int8)

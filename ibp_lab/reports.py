@@ -1,4 +1,4 @@
-"""Timings and book tables for the samplers: what chapter 6 measures and tabulates.
+"""Timings and book tables for the samplers: what chapter 7 measures and tabulates.
 
 Kept out of the algorithm modules (:mod:`ibp_lab.split_merge`, :mod:`ibp_lab.chains`),
 which only sample.

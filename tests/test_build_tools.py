@@ -25,9 +25,9 @@ build_book = _load("build_book")
 
 def test_a_cell_that_used_its_limit_fails_the_build_by_name():
     times = [(2, 1.0, "x = 1"), (7, 54.5, "live_explorer(f, grid)"), (9, 60.0, "y = 2")]
-    failures = build_book.stall_failures("book/03_recursive_ibp", times, 60)
+    failures = build_book.stall_failures("book/04_recursive_ibp", times, 60)
     assert len(failures) == 2
-    assert "book/03_recursive_ibp: cell 7 ('live_explorer(f, grid)')" in failures[0]
+    assert "book/04_recursive_ibp: cell 7 ('live_explorer(f, grid)')" in failures[0]
     assert "cell 9" in failures[1]
 
 
@@ -36,7 +36,7 @@ def test_cells_well_inside_their_limit_pass():
 
 
 def test_every_chapter_has_a_limit_and_the_default_is_the_books():
-    for path in sorted((ROOT / "book").glob("0*.md")):
+    for path in sorted((ROOT / "book").glob("[0-9][0-9]_*.md")):
         docname = f"book/{path.stem}"
         assert build_book.cell_limit(docname) == build_book.front_matter(docname)["mystnb"]["execution_timeout"]
     assert build_book.cell_limit("book/intro") == 120  # _config.yml's execute.timeout

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import study_time  # noqa: E402  (tools/ is not a package)
 
-CHAPTERS = sorted(p.stem for p in (ROOT / "book").glob("0*.md"))
+CHAPTERS = sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.md"))
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

@@ -6,7 +6,7 @@ glued names and plain-text values, so that an author can see which numbers a cha
 
 Usage, from ``book/``::
 
-    ../.venv/bin/python ../tools/run_one_chapter.py 04_linear_gaussian.md
+    ../.venv/bin/python ../tools/run_one_chapter.py 05_linear_gaussian.md
 
 Exits non-zero, with nbclient's traceback, when a cell raises.
 """

@@ -15,7 +15,7 @@ Examples
 --------
 Every chapter three times, then the probe fifty times::
 
-    .venv/bin/python tools/stress_execution.py --repeat 3 book/0*.md
+    .venv/bin/python tools/stress_execution.py --repeat 3 book/[0-9][0-9]_*.md
     .venv/bin/python tools/stress_execution.py --probe --repeat 50
     .venv/bin/python tools/stress_execution.py --probe output-widget --repeat 20
 

@@ -145,7 +145,7 @@ def time_line(chapter: str) -> str:
 def write_time_lines() -> list[str]:
     """Replace the "**Time.**" paragraph of every chapter; return the chapters changed."""
     changed = []
-    for path in sorted((ROOT / "book").glob("0*.md")):
+    for path in sorted((ROOT / "book").glob("[0-9][0-9]_*.md")):
         text = path.read_text()
         new = re.sub(r"^\*\*Time[.:]\*\*.*?(?=\n\n)", lambda _: time_line(path.stem),
                      text, count=1, flags=re.S | re.M)
@@ -160,7 +160,7 @@ def main() -> None:
         print("rewrote the Time line of", ", ".join(write_time_lines()) or "no chapter")
         return
     print(f"{'chapter':24s} words eqs cells exer (coding)  minutes")
-    for path in sorted((ROOT / "book").glob("0*.md")):
+    for path in sorted((ROOT / "book").glob("[0-9][0-9]_*.md")):
         counts = count(path.read_text())
         minutes = round_up(counts.reading_minutes()) + round_up(counts.exercise_minutes())
         print(f"{path.stem:24s} {counts.words:5d} {counts.equations:3d} {counts.code_cells:5d} "

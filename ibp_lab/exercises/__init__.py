@@ -6,13 +6,13 @@ in a student's words (what is wrong and where to look) and the numbers behind it
 notebook shows the result as a short report; a teacher can grade with ``passed``.
 
 - :func:`check_gibbs_sweep`: a collapsed Gibbs sweep of the linear-Gaussian model
-  (chapter 4) against exact enumeration, with tolerances from the chain's own effective
+  (chapter 5) against exact enumeration, with tolerances from the chain's own effective
   sample size.
 - :func:`check_class_probability`: the log probability of a left-ordered class
   (chapter 1) against :func:`ibp_lab.prior.log_prior` on every small class.
-- :func:`check_recursive_step`: one step of the Recursive IBP marginals (chapter 3)
+- :func:`check_recursive_step`: one step of the Recursive IBP marginals (chapter 4)
   against :func:`ibp_lab.recursive.marginals`.
-- :func:`check_split_merge_ratio`: the log acceptance ratio of a random split (chapter 6)
+- :func:`check_split_merge_ratio`: the log acceptance ratio of a random split (chapter 7)
   on every split of every small class.
 
 A function that raises ``NotImplementedError`` is reported as "not written yet"; any

@@ -1,4 +1,4 @@
-"""Self-check of a collapsed Gibbs sweep written by a student (chapter 4)."""
+"""Self-check of a collapsed Gibbs sweep written by a student (chapter 5)."""
 
 from __future__ import annotations
 

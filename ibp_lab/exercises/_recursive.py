@@ -1,4 +1,4 @@
-"""Self-check of one step of the Recursive IBP marginals (chapter 3)."""
+"""Self-check of one step of the Recursive IBP marginals (chapter 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Self-check of the acceptance ratio of a random split (chapter 6)."""
+"""Self-check of the acceptance ratio of a random split (chapter 7)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["check_split_merge_ratio"]
 
 EXERCISE = "acceptance ratio of a random split"
 SIGNATURE = "fn(X, Z, k, c1, c2, alpha, sigma_x, sigma_a) -> log acceptance ratio"
-#: The book's three-row example (chapter 4) and its hyperparameters, beta = 1.
+#: The book's three-row example (chapter 5) and its hyperparameters, beta = 1.
 X_TINY = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
 ALPHA, SIGMA_X, SIGMA_A = 1.3, 0.6, 1.2
 #: Every class with 1 to K_MAX features on three rows is split in every possible way.
@@ -35,7 +35,7 @@ def _log_multiplicities(Z: np.ndarray) -> float:
 
 
 def _terms(Z, k, c1, c2) -> dict:
-    """The pieces of the log ratio of splitting column k of Z into c1, c2 (chapter 6)."""
+    """The pieces of the log ratio of splitting column k of Z into c1, c2 (chapter 7)."""
     K = Z.shape[1]
     u = Z[:, k]
     Z_new = np.column_stack([np.delete(Z, k, axis=1), c1, c2])
@@ -130,7 +130,7 @@ def check_split_merge_ratio(fn) -> ExerciseResult:
     ``c1`` and ``c2`` appended) by the random proposal of
     :func:`ibp_lab.split_merge.random_split_merge` at ``beta = 1``, ``pi([Z])`` the
     class posterior (:func:`ibp_lab.prior.log_prior` plus
-    :func:`ibp_lab.linear_gaussian.collapsed_loglik`), as chapter 6 writes it. It is
+    :func:`ibp_lab.linear_gaussian.collapsed_loglik`), as chapter 7 writes it. It is
     called on every split of every class with at most three features of the book's
     three-row data; a value further than 1e-8 from the exact one fails, and the verdict
     names the usual mistakes (the matrix probability instead of the class probability,

@@ -1,4 +1,4 @@
-"""Figures of the chapter on several chains (``book/05_chains.md``).
+"""Figures of the chapter on several chains (``book/06_chains.md``).
 
 Every function returns a new :class:`matplotlib.figure.Figure` built without pyplot and
 is a pure function of its arguments.

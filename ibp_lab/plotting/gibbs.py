@@ -1,4 +1,4 @@
-"""Figures of the chapter on the linear-Gaussian model and Gibbs (``book/04_linear_gaussian.md``).
+"""Figures of the chapter on the linear-Gaussian model and Gibbs (``book/05_linear_gaussian.md``).
 
 Every ``*_figure`` function returns a new :class:`matplotlib.figure.Figure` built without
 pyplot (no figure is shown twice, an explorer rendering many frames leaks none) and is a pure

@@ -1,4 +1,4 @@
-"""Figures of the chapter on the Recursive IBP (``book/03_recursive_ibp.md``).
+"""Figures of the chapter on the Recursive IBP (``book/04_recursive_ibp.md``).
 
 Every function returns a new :class:`matplotlib.figure.Figure` built without pyplot, so a
 figure is never shown twice and an explorer that renders many frames leaks no open figures.

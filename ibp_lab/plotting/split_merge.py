@@ -1,4 +1,4 @@
-"""Figures of chapter 6: split-merge moves, their acceptance ratios and their chains."""
+"""Figures of chapter 7: split-merge moves, their acceptance ratios and their chains."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@
 - :func:`stream_cost`, :func:`log_fit`: time and memory per observation as a stream grows
   (``ibp_lab.streaming.cost``).
 
-The derivations are in the book's chapter "Streaming inference" (``book/08_streaming.md``).
+The derivations are in the book's chapter "Streaming inference" (``book/11_streaming.md``).
 """
 
 from ibp_lab._checks import NotFittedError
