@@ -160,3 +160,65 @@ def test_live_explorer_draws_the_static_frame_of_each_setting():
     sliders[1].value = 3.0
     assert image.value == static.frame_at(alpha=6.0, beta=3.0)
     plt.close("all")
+
+
+# --- the combined explorer (one cell per place: live in a kernel, static in the book) ---
+
+from ibp_lab.widgets import explorer, refine_grid  # noqa: E402
+
+
+def test_refine_grid_puts_one_midpoint_between_neighbours_and_keeps_the_rest():
+    refined = refine_grid({"alpha": [0.5, 1.0, 2.0], "n": [10, 11, 20], "kind": ["b", "a"]})
+    assert refined == {"alpha": [0.5, 0.75, 1.0, 1.5, 2.0], "n": [10, 11, 15, 20],
+                       "kind": ["b", "a"]}
+    # a decreasing list is not refined (its order may mean something)
+    assert refine_grid({"a": [3.0, 1.0]}) == {"a": [3.0, 1.0]}
+
+
+def test_in_a_kernel_the_explorer_offers_the_live_widget_on_the_finer_grid(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    import base64
+
+    monkeypatch.delenv("IBP_LAB_BOOK_BUILD", raising=False)
+    grid = {"alpha": [1.0, 6.0], "beta": [1.0, 3.0]}
+    shown = explorer(small_buffet, grid, initial={"alpha": 1.0, "beta": 1.0})
+    bundle = shown._repr_mimebundle_()
+    view = bundle["application/vnd.jupyter.widget-view+json"]
+    box = shown.live()
+    assert view["model_id"] == box.model_id
+    assert "ibp-explorer" not in bundle["text/html"]  # no frames rendered in a kernel
+    assert base64.b64decode(bundle["image/png"]) == figure_png(small_buffet(1.0, 1.0))
+    sliders, status, image = box.children[0].children, box.children[1], box.children[2]
+    assert list(sliders[0].options) == [1.0, 3.5, 6.0]  # finer than the static grid
+    sliders[0].value = 3.5  # a setting the web page has no frame for
+    assert image.value == figure_png(small_buffet(3.5, 1.0))
+    assert shown.last_seconds is not None and "drawn in" in status.value
+    assert "ibp-live-busy" not in box._dom_classes  # the busy state ends with the redraw
+    plt.close("all")
+
+
+def test_in_the_book_build_the_explorer_is_the_precomputed_slider(monkeypatch):
+    import base64
+
+    monkeypatch.setenv("IBP_LAB_BOOK_BUILD", "1")
+    grid = {"alpha": [1.0, 6.0], "beta": [1.0]}
+    bundle = explorer(small_buffet, grid, initial={"alpha": 6.0, "beta": 1.0},
+                      title="t")._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
+    static = static_explorer(small_buffet, grid, title="t", initial={"alpha": 6.0, "beta": 1.0})
+    assert bundle["text/html"] == static._repr_html_()
+    assert base64.b64decode(bundle["image/png"]) == static.frame_at(alpha=6.0, beta=1.0)
+    assert 'aria-valuetext="alpha = 6.0"' in bundle["text/html"]
+    assert "stopPropagation" in bundle["text/html"]  # arrow keys stay with the slider
+    plt.close("all")
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"initial": {"alpha": 2.0}}, ValueError, "initial"),
+    ({"initial": {"alpha": 1.0}, "live_grid": {"beta": [1.0]}}, ValueError, "live_grid"),
+    ({"initial": {"alpha": 1.0}, "live_grid": {"alpha": [3.0]}}, ValueError, "initial"),
+    ({"initial": {"alpha": 1.0}, "title": 3}, TypeError, "title"),
+])
+def test_explorer_refuses_bad_options_at_the_door(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        explorer(lambda alpha: plt.figure(), {"alpha": [1.0, 3.0]}, **kwargs)

@@ -11,7 +11,11 @@ It can be shown two ways:
 - :func:`static_explorer`: every grid point rendered once, at build time, into a
   self-contained HTML block (inline JavaScript and PNG frames, nothing loaded
   from a network), so that a reader of the web page can drag the sliders with no
-  kernel.
+  kernel;
+- :func:`explorer`: one cell for both. In a kernel (JupyterLab, Binder) it shows
+  the live sliders, on a finer grid; in the book build (``IBP_LAB_BOOK_BUILD=1``)
+  the precomputed slider. Its output also carries the first frame as a PNG, the
+  picture of a captioned figure.
 
 Both call the same ``render`` with the same arguments, so a static frame is
 exactly what the live explorer shows at that setting.
@@ -29,7 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ibp_lab._checks import check_count
 
-__all__ = ["StaticExplorer", "static_explorer", "live_explorer", "figure_png", "MAX_FRAMES"]
+__all__ = ["StaticExplorer", "static_explorer", "live_explorer", "explorer", "Explorer",
+           "refine_grid", "figure_png", "MAX_FRAMES"]
 
 #: Most grid points an explorer renders: each static frame is a PNG embedded in the page.
 MAX_FRAMES = 400
@@ -169,7 +174,9 @@ class StaticExplorer:
             controls.append(
                 f'<label style="margin-right:1.5em">{html.escape(name)} '
                 f'<input type="range" min="0" max="{len(values) - 1}" step="1" value="{start}" '
-                f'data-param="{html.escape(name)}" aria-label="{html.escape(name)}"> '
+                f'data-param="{html.escape(name)}" aria-label="{html.escape(name)}" '
+                f'aria-valuetext="{html.escape(name)} = {html.escape(str(values[start]))}" '
+                'data-lm-suppress-shortcuts="true"> '
                 f'<output data-param="{html.escape(name)}">{html.escape(str(values[start]))}</output>'
                 "</label>"
             )
@@ -177,7 +184,7 @@ class StaticExplorer:
         labels = _script_json({name: [str(v) for v in values] for name, values in self.grid.items()})
         return f"""<div class="ibp-explorer" id="{root_id}" data-key="{first}">
 <div class="ibp-explorer-title"><strong>{html.escape(self.title)}</strong>
- <em>(precomputed: drag the sliders; no kernel needed)</em></div>
+ <em>(precomputed: drag a slider or use its arrow keys)</em></div>
 <div class="ibp-explorer-controls">{"".join(controls)}</div>
 <img class="ibp-explorer-frame" style="max-width:100%" alt="{html.escape(self.title)}"
  src="data:image/png;base64,{frames[first]}">
@@ -191,13 +198,21 @@ class StaticExplorer:
   function update() {{
     var key = Array.prototype.map.call(inputs, function (el) {{ return el.value; }}).join("_");
     Array.prototype.forEach.call(inputs, function (el) {{
-      root.querySelector('output[data-param="' + el.dataset.param + '"]').textContent =
-        labels[el.dataset.param][+el.value];
+      var shown = labels[el.dataset.param][+el.value];
+      root.querySelector('output[data-param="' + el.dataset.param + '"]').textContent = shown;
+      el.setAttribute("aria-valuetext", el.dataset.param + " = " + shown);
     }});
     img.src = "data:image/png;base64," + frames[key];
     root.dataset.key = key;
   }}
-  Array.prototype.forEach.call(inputs, function (el) {{ el.addEventListener("input", update); }});
+  Array.prototype.forEach.call(inputs, function (el) {{
+    el.addEventListener("input", update);
+    // a notebook page (JupyterLab) binds the arrow keys to cell navigation: keep them
+    // for the slider when it has the focus
+    el.addEventListener("keydown", function (event) {{
+      if (/^(Arrow|Page|Home|End)/.test(event.key)) {{ event.stopPropagation(); }}
+    }});
+  }});
 }})();
 </script>
 </div>"""
@@ -315,3 +330,193 @@ def live_explorer(render: Callable, grid: Mapping[str, Sequence], *, initial=Non
     for slider in sliders.values():
         slider.observe(redraw, names="value")
     return widgets.VBox([widgets.HBox(list(sliders.values())), image])
+
+
+def _midpoint(low, high):
+    """A value between two numeric grid neighbours, to three significant digits."""
+    if isinstance(low, int) and isinstance(high, int):
+        middle = (low + high) // 2
+        return middle if low < middle < high else None
+    return float(f"{(low + high) / 2:.3g}")
+
+
+def refine_grid(grid: Mapping[str, Sequence]) -> dict[str, list]:
+    """The grid with a midpoint between each pair of neighbouring numeric values.
+
+    A list that is not numeric and increasing is kept as it is. The live sliders
+    step through the refined grid, the precomputed ones through ``grid``.
+
+    Examples
+    --------
+    >>> refine_grid({"alpha": [0.5, 1.0, 2.0], "n": [10, 20], "kind": ["a", "b"]})
+    {'alpha': [0.5, 0.75, 1.0, 1.5, 2.0], 'n': [10, 15, 20], 'kind': ['a', 'b']}
+    """
+    refined = {}
+    for name, values in _check_grid(grid).items():
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        if not numeric or any(b <= a for a, b in zip(values, values[1:])):
+            refined[name] = list(values)
+            continue
+        finer = [values[0]]
+        for low, high in zip(values, values[1:]):
+            middle = _midpoint(low, high)
+            if middle is not None and low < middle < high:
+                finer.append(middle)
+            finer.append(high)
+        refined[name] = finer
+    return refined
+
+
+#: Shown in a kernel's text/html when the live widget cannot be displayed.
+_LIVE_NOTE = ("<p><em>Live explorer: run this cell in JupyterLab (with ipywidgets) to get "
+              "its sliders.</em></p>")
+_BUSY_STYLE = ("<style>.ibp-live-busy img{opacity:0.35;transition:opacity .1s}</style>")
+
+
+class Explorer:
+    """One explorer cell: live sliders in a kernel, precomputed frames in the book.
+
+    Built by :func:`explorer`; displaying it (the cell's value) picks the form.
+
+    Attributes
+    ----------
+    grid, live_grid : dict
+        Parameter values of the static frames and of the live sliders.
+    initial : dict
+        The setting shown first (on both grids).
+    last_seconds : float or None
+        Wall time of the live explorer's last redraw (``None`` before a move).
+    """
+
+    def __init__(self, render, grid, live_grid, initial, title, dpi):
+        self.render, self.grid, self.live_grid = render, grid, live_grid
+        self.initial, self.title, self.dpi = initial, title, dpi
+        self.last_seconds = None
+        self._first_png = None
+        self._live = None
+
+    def first_png(self) -> bytes:
+        """The frame at the initial setting (rendered once)."""
+        if self._first_png is None:
+            self._first_png = _render_png(self.render, self.initial, self.dpi)
+        return self._first_png
+
+    def live(self):
+        """The ipywidgets box (sliders, status line, figure), built on first use."""
+        if self._live is None:
+            self._live = self._build_live()
+        return self._live
+
+    def _build_live(self):
+        import time
+
+        import ipywidgets as widgets
+
+        sliders = {
+            name: widgets.SelectionSlider(
+                options=values, value=self.initial[name], description=name,
+                continuous_update=False)
+            for name, values in self.live_grid.items()
+        }
+        image = widgets.Image(value=self.first_png(), format="png")
+        status = widgets.HTML(value=_BUSY_STYLE + "<span>ready</span>")
+        box = widgets.VBox([widgets.HBox(list(sliders.values())), status, image])
+        box.add_class("ibp-live-explorer")
+
+        def redraw(change) -> None:
+            params = {name: s.value for name, s in sliders.items()}
+            setting = ", ".join(f"{k} = {v}" for k, v in params.items())
+            # the busy state is sent before the work starts, so it shows at once
+            box.add_class("ibp-live-busy")
+            status.value = _BUSY_STYLE + f"<span>&#8987; computing {html.escape(setting)}&hellip;</span>"
+            start = time.perf_counter()
+            try:
+                image.value = _render_png(self.render, params, self.dpi)
+            finally:
+                box.remove_class("ibp-live-busy")
+            self.last_seconds = time.perf_counter() - start
+            status.value = (_BUSY_STYLE + f"<span>{html.escape(setting)}: drawn in "
+                            f"{self.last_seconds:.2f} s</span>")
+
+        for slider in sliders.values():
+            slider.observe(redraw, names="value")
+        return box
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        from ibp_lab.lab import in_book_build
+
+        bundle = {"text/plain": f"<{self.title}>"}
+        if in_book_build():
+            frames = static_explorer(self.render, self.grid, title=self.title,
+                                     initial=self.initial, dpi=self.dpi)
+            self._first_png = frames.frame_at(**self.initial)
+            bundle["text/html"] = frames._repr_html_()
+        else:
+            box = self.live()
+            bundle["application/vnd.jupyter.widget-view+json"] = {
+                "model_id": box.model_id, "version_major": 2, "version_minor": 0}
+            bundle["text/html"] = _LIVE_NOTE
+        bundle["image/png"] = base64.b64encode(self.first_png()).decode()
+        return bundle
+
+
+def explorer(
+    render: Callable, grid: Mapping[str, Sequence], *, initial: Mapping, title: str = "Explorer",
+    live_grid: Mapping[str, Sequence] | None = None, dpi: int = 72,
+) -> Explorer:
+    """One explorer for a place in a chapter: live in a kernel, precomputed in the book.
+
+    Displayed as a cell's value, it offers three forms of the same figure:
+
+    - in a kernel, the live sliders on ``live_grid`` (by default
+      :func:`refine_grid` of ``grid``: a midpoint between neighbours), each move
+      redrawn by ``render`` with a visible busy state and the time it took;
+    - during the book build (``IBP_LAB_BOOK_BUILD=1``), the precomputed slider of
+      :func:`static_explorer` on ``grid`` (the web page shows it);
+    - always, the frame at ``initial`` as a PNG (the picture of a captioned figure).
+
+    Nothing is rendered before the explorer is displayed.
+
+    Parameters
+    ----------
+    render : callable
+        Pure function of the parameters returning a matplotlib figure.
+    grid : dict
+        Parameter name -> values of the precomputed frames.
+    initial : dict
+        The setting shown first; it must lie on ``grid`` (and so on the refined grid).
+    title : str, optional
+        Title of the precomputed slider and alt text of its frames.
+    live_grid : dict, optional
+        Values of the live sliders; they must include ``initial``.
+    dpi : int, default 72
+        Resolution of every frame.
+
+    Returns
+    -------
+    Explorer
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> def render(a):
+    ...     fig = Figure(figsize=(1, 1)); fig.add_subplot().set_title(str(a)); return fig
+    >>> shown = explorer(render, {"a": [1.0, 2.0, 3.0]}, initial={"a": 2.0})
+    >>> shown.live_grid
+    {'a': [1.0, 1.5, 2.0, 2.5, 3.0]}
+    >>> sorted(shown._repr_mimebundle_())  # in a kernel (not the book build)
+    ['application/vnd.jupyter.widget-view+json', 'image/png', 'text/html', 'text/plain']
+    """
+    if not callable(render):
+        raise TypeError(f"render must be a function returning a figure, got {type(render).__name__}")
+    grid = _check_grid(grid)
+    live = refine_grid(grid) if live_grid is None else _check_grid(live_grid)
+    if set(live) != set(grid):
+        raise ValueError(f"live_grid must vary the same parameters as grid {list(grid)}, got {list(live)}")
+    start = _start_indices(grid, initial)
+    _start_indices(live, initial)  # initial must be on the live grid too
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string, got {type(title).__name__}")
+    dpi = check_count("dpi", dpi, minimum=1, maximum=MAX_DPI)
+    first = {name: grid[name][i] for name, i in zip(grid, start)}
+    return Explorer(render, grid, {name: live[name] for name in grid}, first, title, dpi)
