@@ -43,7 +43,10 @@ student: $(RUNTIME_STAMP)
 test: book student $(DEV_STAMP) browser
 	$(BIN)/python -m pytest
 
+# The environment Binder builds: requirements.txt (which binder/requirements.txt reads,
+# jupyterlab-myst included) and the settings binder/postBuild installs, run in .venv.
 lab: $(RUNTIME_STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" ./binder/postBuild
 	$(BIN)/jupyter lab --allow-root --notebook-dir=. book/intro.md
 
 clean:

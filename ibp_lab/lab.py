@@ -128,7 +128,7 @@ def _skip_marked_cells(lines: list[str]) -> list[str]:
             "_ibp_lab_pending = _ibp_lab_pending()\n", bind, "del _ibp_lab_pending\n"]
 
 
-def skip_solutions(skip: bool = True) -> bool:
+def skip_solutions(skip: bool = True, *, pending=()) -> bool:
     """Make the kernel skip solution cells (those starting with :data:`SOLUTION_MARKER`).
 
     Called by a chapter's first cell. It does nothing during the book build,
@@ -138,6 +138,9 @@ def skip_solutions(skip: bool = True) -> bool:
     ----------
     skip : bool, default True
         Skip (True) or run (False) solution cells from now on.
+    pending : sequence of str, optional
+        Names that solutions' prose quotes: bound to :class:`Pending` now (unless
+        already bound), so the prose reads "(run the solution)" until they run.
 
     Returns
     -------
@@ -158,10 +161,14 @@ def skip_solutions(skip: bool = True) -> bool:
     shell = get_ipython()
     if shell is None:
         return False
+    if isinstance(pending, str) or not all(isinstance(n, str) and n.isidentifier() for n in pending):
+        raise ValueError(f"pending must be a list of Python identifiers, got {pending!r}")
     transformers = shell.input_transformers_cleanup
     while _skip_marked_cells in transformers:
         transformers.remove(_skip_marked_cells)
     if skip and not in_book_build():
         transformers.insert(0, _skip_marked_cells)
+        for name in pending:
+            shell.user_ns.setdefault(name, Pending())
         return True
     return False

@@ -1,0 +1,59 @@
+"""Binder's install, done the way Binder does it, in a fresh environment; then a chapter runs.
+
+repo2docker copies the repository, then (because ``binder/`` exists) runs
+``pip install --no-cache-dir -r binder/requirements.txt`` from the repository's root
+and ``./binder/postBuild``. This test does the same in a new virtual environment under
+a temporary directory, with Python 3.11 as ``binder/runtime.txt`` asks, and executes one
+chapter with that environment's kernel.
+
+Cost: about 3.5 minutes (the install downloads and unpacks the pinned stack) and a
+chapter's run; it is marked ``slow`` (still part of ``make test``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def test_runtime_is_the_python_the_package_needs():
+    runtime = (ROOT / "binder" / "runtime.txt").read_text().split()
+    assert runtime == [f"python-{sys.version_info.major}.{sys.version_info.minor}"], runtime
+
+
+def test_binder_requirements_install_from_the_root_and_a_chapter_runs(tmp_path):
+    env_dir = tmp_path / "binder-env"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    environ = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    environ.pop("IBP_LAB_BOOK_BUILD", None)
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--no-cache-dir", "-q", "-r",
+         "binder/requirements.txt"],
+        cwd=ROOT, env=environ, capture_output=True, text=True, timeout=1200,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+    environ["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{environ['PATH']}"
+    post = subprocess.run(["./binder/postBuild"], cwd=ROOT, env=environ,
+                          capture_output=True, text=True, timeout=120)
+    assert post.returncode == 0, post.stderr
+    settings = env_dir / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    assert settings.read_text() == (ROOT / "binder" / "jupyterlab-overrides.json").read_text()
+    extensions = subprocess.run([str(env_dir / "bin" / "jupyter"), "labextension", "list"],
+                                env=environ, capture_output=True, text=True, timeout=120)
+    assert "jupyterlab-myst" in extensions.stdout + extensions.stderr
+    chapter = subprocess.run(
+        [str(python), str(ROOT / "tools" / "run_one_chapter.py"), "02_stick_breaking.md"],
+        cwd=ROOT / "book", env=environ, capture_output=True, text=True, timeout=900,
+    )
+    assert chapter.returncode == 0, chapter.stdout[-2000:] + chapter.stderr[-3000:]
+    assert "ran 02_stick_breaking.md" in chapter.stdout
