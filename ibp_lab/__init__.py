@@ -11,6 +11,8 @@ One module per idea (see the book's API reference):
 - :mod:`ibp_lab.scan_order`: the exact stationary laws of the fixed and random scan orders.
 - :mod:`ibp_lab.chains`, :mod:`ibp_lab.split_merge`, :mod:`ibp_lab.summaries`: chains,
   moves on columns and label-free summaries.
+- :mod:`ibp_lab.variational`: mean-field variational inference (Doshi-Velez et al. 2009)
+  and the finite model's exact evidence.
 - :mod:`ibp_lab.streaming`, :mod:`ibp_lab.pymc_models`, :mod:`ibp_lab.heldout`: streaming
   inference, the PyMC model and held-out prediction.
 - :mod:`ibp_lab.plotting`, :mod:`ibp_lab.widgets`: pictures and explorers.
