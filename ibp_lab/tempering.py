@@ -98,8 +98,8 @@ def _class_logliks(X: np.ndarray, post: exact.ClassPosterior, sigma_x: float,
                      for Z in post.classes()])
 
 
-def tempered_class_posterior(X, inverse_temperature: float, alpha: float, sigma_x: float,
-                             sigma_a: float, *, beta: float = 1.0,
+def tempered_class_posterior(X, inverse_temperature: float, *, alpha: float, sigma_x: float,
+                             sigma_a: float, beta: float = 1.0,
                              k_max: int = 8) -> exact.ClassPosterior:
     """The tempered posterior ``p(X | Z)^b P([Z]) / const`` of every class with ``K+ <= k_max``.
 
@@ -117,7 +117,7 @@ def tempered_class_posterior(X, inverse_temperature: float, alpha: float, sigma_
     inverse_temperature : float
         ``b`` in ``[0, 1]``.
     alpha, sigma_x, sigma_a, beta, k_max
-        As in :func:`ibp_lab.exact.class_posterior` (same positions).
+        As in :func:`ibp_lab.exact.class_posterior` (keyword-only here).
 
     Returns
     -------
@@ -126,7 +126,7 @@ def tempered_class_posterior(X, inverse_temperature: float, alpha: float, sigma_
     Examples
     --------
     >>> X = [[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]]
-    >>> cold = tempered_class_posterior(X, 1.0, 1.3, 0.6, 1.2)
+    >>> cold = tempered_class_posterior(X, 1.0, alpha=1.3, sigma_x=0.6, sigma_a=1.2)
     >>> bool(np.allclose(cold.probabilities, exact.class_posterior(X, 1.3, 0.6, 1.2).probabilities))
     True
     """
@@ -146,8 +146,8 @@ def tempered_class_posterior(X, inverse_temperature: float, alpha: float, sigma_
                                 np.exp(log_weights - log_total), tail)
 
 
-def tempered_k_plus_posterior(X, inverse_temperature: float, alpha: float, sigma_x: float,
-                              sigma_a: float, *, beta: float = 1.0, k_max: int = 8) -> np.ndarray:
+def tempered_k_plus_posterior(X, inverse_temperature: float, *, alpha: float, sigma_x: float,
+                              sigma_a: float, beta: float = 1.0, k_max: int = 8) -> np.ndarray:
     """The law of ``K+`` under the tempered posterior, ``(k_max + 1,)``.
 
     At ``b = 0`` it is the prior's Poisson(``alpha H_N``) law, truncated to ``k_max``.
@@ -155,12 +155,13 @@ def tempered_k_plus_posterior(X, inverse_temperature: float, alpha: float, sigma
     Examples
     --------
     >>> from scipy.stats import poisson
-    >>> p0 = tempered_k_plus_posterior([[0.3], [1.0]], 0.0, 1.0, 0.5, 1.0, k_max=30)
+    >>> p0 = tempered_k_plus_posterior([[0.3], [1.0]], 0.0, alpha=1.0, sigma_x=0.5,
+    ...                                sigma_a=1.0, k_max=30)
     >>> bool(np.allclose(p0[:5], poisson(1.5).pmf(range(5)), atol=1e-12))
     True
     """
-    post = tempered_class_posterior(X, inverse_temperature, alpha, sigma_x, sigma_a,
-                                    beta=beta, k_max=k_max)
+    post = tempered_class_posterior(X, inverse_temperature, alpha=alpha, sigma_x=sigma_x,
+                                    sigma_a=sigma_a, beta=beta, k_max=k_max)
     return np.bincount(post.k_plus, weights=post.probabilities, minlength=k_max + 1)
 
 

@@ -88,11 +88,11 @@ def test_tempered_enumeration_at_one_is_the_posterior_and_at_zero_the_prior():
     """b = 1: exact.class_posterior; b = 0: the IBP prior (K+ ~ Poisson(alpha H_N))."""
     from scipy.stats import poisson
 
-    cold = tempered_class_posterior(X3, 1.0, 1.3, 0.6, 1.2, k_max=K_MAX)
+    cold = tempered_class_posterior(X3, 1.0, **HYPER, k_max=K_MAX)
     np.testing.assert_allclose(cold.probabilities,
                                exact.class_posterior(X3, 1.3, 0.6, 1.2, k_max=K_MAX).probabilities,
                                rtol=1e-9, atol=1e-15)
-    prior_k = tempered_k_plus_posterior(X3, 0.0, 1.3, 0.6, 1.2, k_max=K_MAX)
+    prior_k = tempered_k_plus_posterior(X3, 0.0, **HYPER, k_max=K_MAX)
     np.testing.assert_allclose(prior_k, poisson(1.3 * (1 + 1 / 2 + 1 / 3)).pmf(np.arange(K_MAX + 1)),
                                atol=1e-4)  # the Poisson tail beyond K_MAX is below 1e-4
 
@@ -124,7 +124,7 @@ def test_swap_log_ratio_is_the_product_targets_metropolis_ratio():
     post = exact.class_posterior(X3, 1.3, 0.6, 1.2, k_max=6)
     ladder = np.array([1.0, 0.45])
     Za, Zb = np.array([[1], [1], [0]]), np.array([[1, 0], [0, 1], [0, 1]])
-    weights = [tempered_class_posterior(X3, b, 1.3, 0.6, 1.2, k_max=6) for b in ladder]
+    weights = [tempered_class_posterior(X3, b, **HYPER, k_max=6) for b in ladder]
 
     def log_target(b_index, Z):
         c = np.flatnonzero(np.all(post.counts == exact.class_counts(Z), axis=1))[0]
@@ -223,4 +223,4 @@ def test_bad_inverse_temperature_is_refused_by_the_sweeps():
     with pytest.raises(ValueError, match="inverse_temperature must be >= 0"):
         k_plus_trace(X3, 10, np.random.default_rng(0), **HYPER, inverse_temperature=-0.1)
     with pytest.raises(ValueError, match="inverse_temperature must be >= 0"):
-        tempered_class_posterior(X3, -1.0, 1.3, 0.6, 1.2)
+        tempered_class_posterior(X3, -1.0, **HYPER)
