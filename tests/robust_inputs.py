@@ -1820,6 +1820,77 @@ def specs_plotting_submodules():
         Spec("plotting.recursive.memory_figure", recursive.memory_figure,
              dict(n_values=[10, 100], state_bytes=[100, 200], history_bytes=[140, 1800]),
              dict(n_values=sizes_junk, state_bytes=bytes_junk, history_bytes=bytes_junk), draw),
+    ] + _beta_process_specs(draw)
+
+
+def _beta_process_specs(draw):
+    """Issue 16: the three-parameter prior, the beta process, its explorer and its figures."""
+    from ibp_lab import beta_process as bp
+    from ibp_lab import explorers, prior
+    from ibp_lab.plotting import beta_process as fig
+
+    B = "real"  # beta > -discount: with discount > 0, zero and small negative betas are valid
+    D = "nonneg"  # the discount: 0 <= d < 1 (huge values and subnormal ones must be refused)
+    draws = explorers.discount_buffet(alpha=2.0, beta=1.0, discount=0.5, n=5, n_draws=3)
+    other = explorers.recursion_step(alpha=3.0, beta=2.0, n=4)  # another explorer's result
+    threshold_junk = lambda b: [("nan", float("nan"), R), ("negative", -1.0, R), ("str", "x", R),
+                                ("above one", 1.5, R), ("small", 1e-3, A)]
+    densities_junk = lambda b: [("None", None, R), ("empty", {}, R), ("str", "x", R),
+                                ("wrong length", {"a": [1.0]}, R), ("negative", {"a": -np.ones(5)}, R),
+                                ("nan", {"a": np.full(5, np.nan)}, R)]
+    stable = [("discount 0.9", dict(discount=0.9), A), ("beta -0.2 discount 0.5", dict(beta=-0.2, discount=0.5), A),
+              ("beta -0.5 discount 0.5", dict(beta=-0.5, discount=0.5), R)]
+    sticks = lambda out: first_problem(is_binary(out[0]), in_unit_interval(out[1], "weights"))
+    return [
+        Spec("prior.expected_feature_popularity", prior.expected_feature_popularity,
+             dict(alpha=2.0, n=5, beta=1.0, discount=0.3), dict(alpha=P, n=C, beta=B, discount=D),
+             is_nonnegative, extremes=stable),
+        Spec("prior.sample_two_parameter_stick_breaking", prior.sample_two_parameter_stick_breaking,
+             dict(alpha=2.0, n=5, rng=fresh_rng(), beta=2.0, n_rounds=10),
+             dict(alpha=P, n=C, rng=G, beta=P, n_rounds=C), sticks,
+             extremes=[("beta 1e6", dict(beta=1e6, n_rounds=3), E)]),
+        Spec("prior.stick_rounds_needed", prior.stick_rounds_needed, dict(alpha=2.0, n=5, beta=2.0, tol=0.01),
+             dict(alpha=P, n=C, beta=P, tol=P),
+             lambda r: None if isinstance(r, int) and r >= 1 else f"not a count >= 1: {r!r}"),
+        Spec("explorers.discount_buffet", explorers.discount_buffet,
+             dict(alpha=2.0, beta=1.0, discount=0.5, n=5, n_draws=3),
+             dict(alpha=P, beta=B, discount=D, n=C, n_draws=C), lambda r: is_binary(r.Z), time_limit=20,
+             extremes=stable[:2] + [("alpha 1e3", dict(alpha=1e3), E)]),
+        Spec("beta_process.levy_constant", bp.levy_constant, dict(alpha=2.0, beta=1.0, discount=0.3),
+             dict(alpha=P, beta=B, discount=D), is_nonnegative, extremes=stable),
+        Spec("beta_process.expected_atoms_above", bp.expected_atoms_above,
+             dict(threshold=0.01, alpha=2.0, beta=1.0, discount=0.3),
+             dict(threshold=P, alpha=P, beta=B, discount=D), is_nonnegative, extremes=stable),
+        Spec("beta_process.expected_mass_below", bp.expected_mass_below,
+             dict(threshold=0.01, alpha=2.0, beta=1.0, discount=0.3),
+             dict(threshold=P, alpha=P, beta=B, discount=D), is_nonnegative, extremes=stable),
+        Spec("beta_process.threshold_for_rows", bp.threshold_for_rows,
+             dict(n=5, alpha=2.0, beta=1.0, discount=0.3, tol=1e-3),
+             dict(n=C, alpha=P, beta=B, discount=D, tol=P),
+             lambda t: None if 0 < t < 1 else f"not a threshold in (0, 1): {t!r}", extremes=stable),
+        Spec("beta_process.sample_beta_process", bp.sample_beta_process,
+             dict(threshold=0.01, rng=fresh_rng(), alpha=2.0, beta=1.0, discount=0.3),
+             dict(threshold=P, rng=G, alpha=P, beta=B, discount=D),
+             lambda atoms: in_unit_interval(atoms.weights, "weights"),
+             extremes=stable + [("too many atoms", dict(threshold=1e-12, discount=0.9), R)]),
+        Spec("beta_process.bernoulli_process_rows", bp.bernoulli_process_rows,
+             dict(weights=[0.5, 0.1, 0.02], n=4, rng=fresh_rng()), dict(weights="vector", n=C, rng=G),
+             is_binary),
+        Spec("plotting.beta_process.plot_atom_weights", fig.plot_atom_weights,
+             dict(weights=[0.5, 0.1, 0.02], threshold=0.01, label=""),
+             dict(weights="vector", threshold=threshold_junk, label="text"), draw),
+        Spec("plotting.beta_process.beta_process_figure", fig.beta_process_figure,
+             dict(weights=[0.6, 0.2, 0.05], Z=np.array([[1, 0, 0], [1, 1, 0]], np.int8), threshold=None),
+             dict(weights="vector", Z="binary", threshold=threshold_junk), draw),
+        Spec("plotting.beta_process.plot_levy_densities", fig.plot_levy_densities,
+             dict(pi=np.linspace(0.01, 0.99, 5), densities={"1 / pi": 1 / np.linspace(0.01, 0.99, 5)}),
+             dict(pi="vector", densities=densities_junk), draw),
+        Spec("plotting.beta_process.plot_feature_growth", fig.plot_feature_growth,
+             dict(draws=draws, label=None), dict(draws=_result_junk(other), label="text"), draw),
+        Spec("plotting.beta_process.plot_feature_popularity", fig.plot_feature_popularity,
+             dict(draws=draws, label=None), dict(draws=_result_junk(other), label="text"), draw),
+        Spec("plotting.beta_process.discount_explorer_figure", fig.discount_explorer_figure,
+             dict(draws=draws), dict(draws=_result_junk(other)), draw),
     ]
 
 
@@ -1857,6 +1928,23 @@ def specs_theory():
              time_limit=30,
              extremes=[("three rows", dict(X=np.vstack([X2, X2[:1]])), R),
                        ("k_max huge", dict(k_max=10**6), R)]),
+        Spec("tempering.run_tempered", __import__("ibp_lab.tempering", fromlist=["_"]).run_tempered,
+             dict(X=X2, n_sweeps=5, rng=fresh_rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0,
+                  n_temperatures=3, min_inverse_temperature=0.1, burn=1, swap_scheme="deo",
+                  workers=1),
+             dict(X="matrix", n_sweeps=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, n_temperatures=C,
+                  min_inverse_temperature="probability", burn=C,
+                  swap_scheme=_choice(["deo", "seo"]), workers=C),
+             lambda run: is_nonnegative(run.trace["k_plus"].values, "K+"), time_limit=20,
+             extremes=[("one rung", dict(n_temperatures=1), A),
+                       ("hottest rung at b = 1", dict(min_inverse_temperature=1.0), R)]),
+        Spec("tempering.tempered_k_plus_posterior",
+             __import__("ibp_lab.tempering", fromlist=["_"]).tempered_k_plus_posterior,
+             dict(X=X2, inverse_temperature=0.5, alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0,
+                  k_max=4),
+             dict(X="matrix", inverse_temperature="probability", alpha=P, sigma_x=P, sigma_a=P,
+                  beta=P, k_max=C),
+             is_distribution),
     ]
 
 
