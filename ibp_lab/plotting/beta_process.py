@@ -124,7 +124,8 @@ def beta_process_figure(weights, Z, *, threshold: float | None = None) -> Figure
     weights = _check_weights(weights)
     Z = check_binary_matrix("Z", Z)
     if Z.shape[1] != weights.size:
-        raise ValueError(f"Z must have one column per weight ({weights.size}), got {Z.shape[1]}")
+        raise ValueError(f"Z must have one column per entry of weights ({weights.size}), "
+                         f"got {Z.shape[1]}")
     order = np.argsort(-weights, kind="stable")
     fig = Figure(figsize=(9, 5))
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1, 1.3]})
