@@ -225,7 +225,8 @@ def plot_feature_popularity(draws: DiscountDraws, *, ax=None, color: str = PALET
     """Dishes owned by exactly ``m`` customers: the draws' mean (dots) and ``E[K_m]`` (line).
 
     Log-log axes; for ``m`` well below ``n`` the exact curve falls like
-    ``m^(-1 - d)``. Only ``m`` with ``E[K_m] >= 0.01`` are shown.
+    ``m^(-1 - d)``. The line is drawn where ``E[K_m] >= 0.01``, the dots where
+    ``E[K_m] >= 1 / n_draws`` (below it a mean over the draws is mostly zeros).
 
     Parameters
     ----------
@@ -250,7 +251,8 @@ def plot_feature_popularity(draws: DiscountDraws, *, ax=None, color: str = PALET
     ax = axes_or_new("ax", ax, figsize=(5, 3.4))
     m = np.arange(1, draws.n + 1)
     shown = draws.expected_popularity >= 0.01
-    seen = shown & (draws.popularity > 0)
+    # a mean over n_draws buffets cannot resolve expectations below 1 / n_draws
+    seen = (draws.expected_popularity >= 1.0 / draws.n_draws) & (draws.popularity > 0)
     ax.plot(m[seen], draws.popularity[seen], "o", ms=3, color=color, alpha=0.6)
     ax.plot(m[shown], draws.expected_popularity[shown], color=color, lw=1.5, label=label)
     ax.set_xscale("log")
