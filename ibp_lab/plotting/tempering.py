@@ -45,7 +45,8 @@ def tempered_laws_figure(inverse_temperatures, exact_laws, sampled_laws) -> Figu
     b = _vector("inverse_temperatures", inverse_temperatures)
     exact_laws = check_real_array("exact_laws", exact_laws)
     sampled_laws = check_real_array("sampled_laws", sampled_laws)
-    if exact_laws.ndim != 2 or exact_laws.shape[0] != b.size or sampled_laws.shape != exact_laws.shape:
+    if (exact_laws.ndim != 2 or exact_laws.shape[0] != b.size
+            or sampled_laws.shape != exact_laws.shape):
         raise ValueError(f"exact_laws and sampled_laws must both have shape ({b.size}, k), got "
                          f"{exact_laws.shape} and {sampled_laws.shape}")
     fig = Figure(figsize=(2.4 * b.size + 0.6, 2.8))
@@ -130,7 +131,8 @@ def traces_by_cpu_figure(runs: Mapping, *, reference: float | None = None,
     2
     """
     if not isinstance(runs, Mapping) or not runs:
-        raise ValueError("runs must be a non-empty dict: panel title -> list of (seconds, log_joint)")
+        raise ValueError(
+            "runs must be a non-empty dict: panel title -> list of (seconds, log_joint)")
     fig = Figure(figsize=(4.3 * len(runs), 3.2))
     axes = fig.subplots(1, len(runs), sharey=True, squeeze=False)[0]
     for ax, (title, chains) in zip(axes, runs.items()):
