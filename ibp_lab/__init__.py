@@ -2,7 +2,10 @@
 
 One module per idea (see the book's API reference):
 
-- :mod:`ibp_lab.prior`: the IBP prior (buffet, stick-breaking, finite beta-Bernoulli).
+- :mod:`ibp_lab.prior`: the IBP prior (buffet, stick-breaking, finite beta-Bernoulli; one-,
+  two- and three-parameter).
+- :mod:`ibp_lab.beta_process`: the (stable) beta process: atoms above a threshold,
+  Bernoulli-process rows.
 - :mod:`ibp_lab.finite`: class probabilities of the finite model and of buffet histories.
 - :mod:`ibp_lab.recursive`: the Recursive IBP marginals.
 - :mod:`ibp_lab.datasets`: the bundled optdigits files and synthetic images.
