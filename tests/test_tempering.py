@@ -225,3 +225,11 @@ def test_bad_inverse_temperature_is_refused_by_the_sweeps():
         k_plus_trace(X3, 10, np.random.default_rng(0), **HYPER, inverse_temperature=-0.1)
     with pytest.raises(ValueError, match="inverse_temperature must be >= 0"):
         tempered_class_posterior(X3, -1.0, **HYPER)
+
+
+def test_one_rung_is_the_plain_gibbs_chain():
+    """With a single rung there are no swaps: the cold chain is k_plus_trace's, draw for draw."""
+    parent = np.random.default_rng(11)
+    run = run_tempered(X3, 500, parent, **HYPER, n_temperatures=1)
+    k = k_plus_trace(X3, 500, np.random.default_rng(11).spawn(2)[0], **HYPER)
+    np.testing.assert_array_equal(run.trace["k_plus"].values, k)
