@@ -51,7 +51,7 @@ from scipy.special import gammaln, logsumexp
 from scipy.stats import poisson
 
 from ibp_lab import exact
-from ibp_lab._checks import check_count, check_data_matrix
+from ibp_lab._checks import check_count, check_data_matrix, check_real_array
 from ibp_lab._hyper import check_hyperparameters, new_dish_rate
 
 __all__ = ["ScanOrderLaws", "scan_order_laws"]
@@ -110,9 +110,19 @@ class ScanOrderLaws:
         return int(match[0])
 
     def k_plus(self, law) -> np.ndarray:
-        """A law over ``states`` summed by number of features, ``(k_max + 1,)``."""
+        """A law over ``states`` summed by number of features, ``(k_max + 1,)``.
+
+        ``law`` holds one finite, non-negative weight per row of ``states`` (for
+        example ``self.posterior`` or ``self.stationary["fixed"]``).
+        """
+        law = check_real_array("law", law)
+        if law.shape != (self.states.shape[0],):
+            raise ValueError(f"law must hold one weight per state, shape "
+                             f"({self.states.shape[0]},), got {law.shape}")
+        if not np.all(np.isfinite(law) & (law >= 0)):
+            raise ValueError("law must hold finite, non-negative weights")
         k = self.states.sum(axis=1)
-        return np.bincount(k, weights=np.asarray(law, float), minlength=k.max() + 1)
+        return np.bincount(k, weights=law, minlength=k.max() + 1)
 
 
 def _log_lik_table(X, sigma_x, sigma_a, n_max):

@@ -861,7 +861,26 @@ def specs_heldout():
                   X_hidden=np.zeros((3, 2)), reference="b"),
              dict(results=_dict_junk, X_hidden="matrix",
                   reference=lambda b: [("unknown", "c", R), ("None", None, R), ("int", 3, R)])),
+        Spec("heldout.chain_draws", m.chain_draws, dict(chain=_small_chain()),
+             dict(chain=lambda b: [("None", None, R), ("str", "chain", R), ("list", [b], R),
+                                   ("dict", {"Z": 1}, R)]),
+             lambda draws: next((is_binary(d[0]) for d in draws if is_binary(d[0])), None)),
+        Spec("heldout.pool_heldout", m.pool_heldout,
+             dict(results=[result, m.HeldoutResult(np.ones(3), np.ones((3, 2)))]),
+             dict(results=lambda b: [("empty", [], R), ("one result", result, R), ("None", None, R),
+                                     ("str", "ab", R), ("list of None", [None], R),
+                                     ("shapes differ", [result, m.HeldoutResult(np.ones(4),
+                                                                                np.ones((4, 2)))], R)]),
+             _heldout_check),
     ]
+
+
+def _small_chain():
+    """A short chain of the runner, for the functions that take its result."""
+    from ibp_lab import chains
+
+    return chains.run_chain(data(), 4, fresh_rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0,
+                            burn=1)
 
 
 def specs_predictive():
@@ -1907,6 +1926,7 @@ def specs_theory():
 
     Z = np.array([[1, 1, 0], [1, 0, 1], [0, 0, 1]], np.int8)  # creation order, no empty column
     X2 = np.array([[0.9, -0.2], [1.1, 0.1]])
+    laws = scan_order.scan_order_laws(X2, alpha=1.0, sigma_x=0.5, sigma_a=1.0, k_max=4)
     return [
         Spec("finite.finite_log_class_probability", finite.finite_log_class_probability,
              dict(Z=Z, alpha=1.5, n_features=10, beta=1.0),
@@ -1928,6 +1948,14 @@ def specs_theory():
              time_limit=30,
              extremes=[("three rows", dict(X=np.vstack([X2, X2[:1]])), R),
                        ("k_max huge", dict(k_max=10**6), R)]),
+        Spec("scan_order.ScanOrderLaws.index", laws.index, dict(Z=np.array([[1, 0], [1, 1]])),
+             dict(Z="binary"), lambda i: None if 0 <= i < laws.states.shape[0] else f"bad row {i}",
+             extremes=[("three rows", dict(Z=np.ones((3, 1), np.int8)), R),
+                       ("more features than k_max", dict(Z=np.ones((2, 9), np.int8)), R)]),
+        Spec("scan_order.ScanOrderLaws.k_plus", laws.k_plus, dict(law=laws.posterior),
+             dict(law=lambda b: [("nan", b * np.nan, R), ("negative", -b, R), ("short", b[:-1], R),
+                                 ("2-D", b[None], R), ("str", "p", R), ("complex", b + 1j, R)]),
+             is_distribution),
         Spec("tempering.run_tempered", __import__("ibp_lab.tempering", fromlist=["_"]).run_tempered,
              dict(X=X2, n_sweeps=5, rng=fresh_rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0,
                   n_temperatures=3, min_inverse_temperature=0.1, burn=1, swap_scheme="deo",
