@@ -12,6 +12,8 @@ One module per idea (see the book's API reference):
 - :mod:`ibp_lab.linear_gaussian`, :mod:`ibp_lab.gibbs`, :mod:`ibp_lab.exact`: the
   linear-Gaussian model, its collapsed Gibbs sampler and exact enumeration.
 - :mod:`ibp_lab.scan_order`: the exact stationary laws of the fixed and random scan orders.
+- :mod:`ibp_lab.tempering`: replica exchange over likelihood temperatures (parallel
+  tempering) for the collapsed Gibbs sampler.
 - :mod:`ibp_lab.chains`, :mod:`ibp_lab.split_merge`, :mod:`ibp_lab.summaries`: chains,
   moves on columns and label-free summaries.
 - :mod:`ibp_lab.variational`: mean-field variational inference (Doshi-Velez et al. 2009)

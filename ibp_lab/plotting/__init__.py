@@ -15,12 +15,15 @@ re-exported here. One figure API and one axis convention throughout:
 
 - :mod:`ibp_lab.plotting.matrices`: binary matrices, grids of images.
 - :mod:`ibp_lab.plotting.buffet`: counts against Poisson laws, the buffet explorer.
+- :mod:`ibp_lab.plotting.beta_process`: atoms of the beta process, Lévy densities, power laws.
 - :mod:`ibp_lab.plotting.recursive`: the Recursive IBP marginals and their explorer.
 - :mod:`ibp_lab.plotting.gibbs`: the linear-Gaussian model, its sampler and the sigma_X/alpha explorer.
 - :mod:`ibp_lab.plotting.chains`: several chains and label-free summaries.
 - :mod:`ibp_lab.plotting.split_merge`: split-merge moves.
+- :mod:`ibp_lab.plotting.tempering`: tempered laws, swap rates along the ladder, traces by CPU time.
 - :mod:`ibp_lab.plotting.heldout`: predictive checks and completed digits.
 - :mod:`ibp_lab.plotting.pymc`: the truncated IBP in PyMC.
+- :mod:`ibp_lab.plotting.variational`: evidence bounds, laws of K+ under q, ELBO traces.
 - :mod:`ibp_lab.plotting.streaming`: R-IBP streaming inference.
 """
 
