@@ -148,13 +148,16 @@ def log_feature_count_pmf(log_unowned, *, base_log_pmf=None) -> np.ndarray:
     return _count_log_pmf(log_unowned.astype(np.float64), base)
 
 
-def _check_log_pmf(name: str, log_pmf) -> np.ndarray:
-    """A log pmf on ``0, 1, ...``: 1-D, non-empty, entries <= 0, exponentials sum to 1."""
+def _check_log_pmf(name: str, log_pmf, *, normalised: bool = True) -> np.ndarray:
+    """A log pmf on ``0, 1, ...``: 1-D, non-empty, entries <= 0 (no NaN; ``-inf`` allowed),
+    and, if ``normalised``, exponentials summing to 1."""
     arr = check_real_array(name, log_pmf)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
     if np.any(np.isnan(arr)) or np.any(arr > 0):
         raise ValueError(f"{name} entries must be <= 0 (logs of probabilities)")
+    if not normalised:
+        return arr
     total = float(special.logsumexp(arr))
     if not abs(total) <= 1e-9:
         raise ValueError(f"{name} must be a log pmf (its exponentials sum to "
@@ -287,12 +290,7 @@ def log_new_feature_fraction(
     dish = _check_dish(dish)
     if dish.ndim != 1:
         raise ValueError(f"dish must be 1-D, got shape {dish.shape}")
-    log_count_pmf = check_real_array("log_count_pmf", log_count_pmf)
-    if log_count_pmf.ndim != 1 or log_count_pmf.size == 0:
-        raise ValueError("log_count_pmf must be a non-empty 1-D array, got shape "
-                         f"{log_count_pmf.shape}")
-    if np.any(np.isnan(log_count_pmf)) or np.any(log_count_pmf > 0):
-        raise ValueError("log_count_pmf entries must be <= 0 (logs of probabilities)")
+    log_count_pmf = _check_log_pmf("log_count_pmf", log_count_pmf, normalised=False)
     log_rate_new = _check_log_scalar("log_rate_new", log_rate_new)
     if bound is not None:
         bound = _check_bound(bound, dish)
@@ -393,12 +391,7 @@ def log_filtering_prior(
     usage, log_unowned, dish = _check_slots(usage, log_unowned, dish, n)
     if last_used is not None:
         last_used = check_count("last_used", last_used)
-    log_count_pmf = check_real_array("log_count_pmf", log_count_pmf)
-    if log_count_pmf.ndim != 1 or log_count_pmf.size == 0:
-        raise ValueError("log_count_pmf must be a non-empty 1-D array, got shape "
-                         f"{log_count_pmf.shape}")
-    if np.any(np.isnan(log_count_pmf)) or np.any(log_count_pmf > 0):
-        raise ValueError("log_count_pmf entries must be <= 0 (logs of probabilities)")
+    log_count_pmf = _check_log_pmf("log_count_pmf", log_count_pmf, normalised=False)
     return _log_filtering_prior(usage, log_unowned, dish, n, log_count_pmf, log_alpha,
                                 beta, last_used=last_used)
 
