@@ -233,3 +233,50 @@ def test_one_rung_is_the_plain_gibbs_chain():
     run = run_tempered(X3, 500, parent, **HYPER, n_temperatures=1)
     k = k_plus_trace(X3, 500, np.random.default_rng(11).spawn(2)[0], **HYPER)
     np.testing.assert_array_equal(run.trace["k_plus"].values, k)
+
+
+class _FixedLogLik:
+    """Stand-in for the replicas: the log-likelihood at each level is held fixed."""
+
+    def __init__(self, log_lik_by_level):
+        self.by_level = np.asarray(log_lik_by_level, float)
+        self.state_at = np.arange(self.by_level.size)
+        self.log_lik = self.by_level.copy()
+
+    def reset(self):
+        """Give whichever state now sits at each level that level's log-likelihood."""
+        self.log_lik[self.state_at] = self.by_level
+
+
+@pytest.mark.parametrize("scheme, seed", [("deo", 197), ("seo", 198)])
+def test_swap_statistics_with_a_known_acceptance_probability(scheme, seed):
+    """Fixed log-likelihoods: the ratio is exp(-1) every round, so the rejection rate is
+    exactly 1 - exp(-1), and accepted swaps and (seo) proposals are binomial counts."""
+    from tests.stats_checks import binomial_pvalue
+
+    n_rounds, accept_p = 4000, np.exp(-1.0)
+    ladder = tempering._Ladder(np.array([1.0, 0.5]), scheme, 0, False, stat_rng(seed))
+    replicas = _FixedLogLik([0.0, -2.0])  # log ratio (1 - 0.5) (-2 - 0) = -1
+    for t in range(n_rounds):
+        replicas.reset()
+        ladder.swap(t, replicas)
+    acceptance, rejection = ladder.summary(n_rounds)
+    assert rejection[0] == pytest.approx(1 - accept_p, rel=1e-12)
+    proposed = int(ladder.proposed[0])
+    if scheme == "deo":
+        assert proposed == n_rounds // 2  # pair 0 in the even rounds only
+    else:
+        assert binomial_pvalue(proposed, n_rounds, 0.5) >= TEST_LEVEL / 2
+    assert binomial_pvalue(int(ladder.accepted[0]), proposed, accept_p) >= TEST_LEVEL / 2
+    assert acceptance[0] == ladder.accepted[0] / proposed
+
+
+def test_restarts_are_counted_from_the_hottest_to_the_cold_rung():
+    """Every swap accepted, deo, three rungs: the states cycle with period 6 rounds, and
+    from round 2 on a state arrives at the cold rung from the hot one every other round
+    (traced by hand: restarts at rounds 2, 4, 6, ...), so rounds 0..T give T // 2."""
+    ladder = tempering._Ladder(np.array([1.0, 0.5, 0.0]), "deo", 0, False, stat_rng(199))
+    replicas = _FixedLogLik([0.0, 0.0, 0.0])  # log ratio 0: always accepted
+    for t in range(101):
+        ladder.swap(t, replicas)
+    assert ladder.restarts == 50
