@@ -198,6 +198,39 @@ def test_elbo_is_below_the_exact_log_evidence(case):
     assert min(gaps) < 3.0
 
 
+def test_elbo_at_the_empty_matrix_is_the_exact_joint():
+    # finite family, q(Z = 0) = 1 and q(pi) q(A) = p(pi, A | Z = 0, X): the ELBO is exactly
+    # log p_K(X, Z = 0) (the chapter's exercise ex-vi-empty derives it), a check of every
+    # ELBO term at once against the enumeration's ingredients
+    from ibp_lab.finite import finite_log_class_probability
+    from ibp_lab.linear_gaussian import collapsed_loglik
+
+    X, hyper = TINY[2]
+    N, D = X.shape
+    K = 3
+    problem = _problem(X, "finite", K, **hyper)
+    tau = np.tile([hyper["alpha"] / K, N + 1.0], (K, 1))
+    state = vi._State(np.zeros((N, K)), np.zeros((K, D)), np.full(K, hyper["sigma_a"] ** 2),
+                      tau, X.copy())
+    empty = np.zeros((N, 0))
+    joint = (finite_log_class_probability(empty, alpha=hyper["alpha"], n_features=K)
+             + collapsed_loglik(X, empty, hyper["sigma_x"], hyper["sigma_a"]))
+    assert vi._elbo(state, problem) == pytest.approx(joint, abs=1e-10)
+
+
+def test_predictive_draws_follow_q():
+    # stick-breaking: pi_k = prod_{m<=k} v_m with independent Beta sticks, so the mean of
+    # the draws is prior_probabilities_ (the product of the means); 40,000 draws, each
+    # mean within 4 Monte Carlo standard errors. Features and variances are q's.
+    X, hyper = TINY[0]
+    fit = vi.VariationalIBP(**hyper, n_features=4, rng=np.random.default_rng(0)).fit(X)
+    p, A, v = fit.predictive_draws(40_000, stat_rng(14))
+    se = p.std(axis=0) / np.sqrt(p.shape[0])
+    assert np.all(np.abs(p.mean(axis=0) - fit.prior_probabilities_) <= 4 * se)
+    assert np.all(np.diff(p, axis=1) <= 0)  # a product of sticks only shrinks
+    assert np.array_equal(A[7], fit.features_) and np.array_equal(v[7], fit.feature_variances_)
+
+
 def test_cost_beyond_truncation_matches_monte_carlo():
     # N sum_{k>K} log(1 - pi_K w_k), w_k products of Beta(alpha, 1) sticks: 100,000 draws
     # with 200 extra sticks (the rest is below 1e-30); the series is a lower bound that
