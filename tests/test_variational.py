@@ -9,6 +9,9 @@ exact evidence.
   (:func:`finite_log_evidence`), the stick-breaking family's ``ibp_elbo_`` below the IBP's
   (:func:`ibp_lab.exact.log_evidence`, corrected for its own ``k_max`` tail);
 - the cost of the columns beyond the truncation against Monte Carlo;
+- the ELBO of the empty matrix with its exact posterior of ``pi`` and ``A`` equals the
+  exact finite joint ``log p_K(X, Z = 0)`` (every term at once);
+- the predictive draws against their law under ``q``;
 - :func:`finite_log_evidence` against a direct sum over every binary matrix;
 - recovery of the four features from the best of several starts;
 - bad input refused with messages that name the argument.
