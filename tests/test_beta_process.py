@@ -172,6 +172,42 @@ def test_rows_through_the_beta_process_reproduce_the_ibp_class_law(alpha, beta, 
     assert tv < tv_bound(probs, n_draws, TEST_LEVEL, tol), tv
 
 
+# --- the discount explorer's draws (explorers.discount_buffet) --------------------------
+
+@pytest.mark.parametrize("beta, discount", [(1.0, 0.0), (1.0, 0.5), (-0.2, 0.4)])
+def test_discount_buffet_summaries_are_those_of_its_draws_and_the_exact_laws(beta, discount):
+    """The explorer's curves, recomputed from the same draws and from the prior's formulas.
+
+    Exact, not statistical: the draws come from ``default_rng(0)`` in turn, so they are
+    redrawn here; the running K+ must count first owners, the popularity must average
+    the column sums, and the exact curves must be expected_num_features and
+    expected_feature_popularity at every N.
+    """
+    from ibp_lab.explorers import discount_buffet
+    from ibp_lab.prior import expected_feature_popularity, expected_num_features, sample_ibp
+
+    alpha, n, n_draws = 1.5, 40, 4
+    draws = discount_buffet(alpha=alpha, beta=beta, discount=discount, n=n, n_draws=n_draws)
+    rng = np.random.default_rng(0)
+    popularity = np.zeros(n)
+    for j in range(n_draws):
+        Z = sample_ibp(alpha, n, rng, beta=beta, discount=discount)
+        if j == 0:
+            np.testing.assert_array_equal(draws.Z, Z)
+        # dishes among the first i customers: columns whose first owner is before i
+        first = Z.argmax(axis=0)
+        running = [(first < i).sum() for i in range(1, n + 1)]
+        np.testing.assert_array_equal(draws.running_k_plus[j], running)
+        popularity += np.bincount(Z.sum(axis=0), minlength=n + 1)[1:]
+    np.testing.assert_allclose(draws.popularity, popularity / n_draws, rtol=1e-12)
+    exact_k = [expected_num_features(alpha, i, beta=beta, discount=discount)
+               for i in range(1, n + 1)]
+    np.testing.assert_allclose(draws.expected_k_plus, exact_k, rtol=1e-12)
+    np.testing.assert_allclose(
+        draws.expected_popularity,
+        expected_feature_popularity(alpha, n, beta=beta, discount=discount), rtol=1e-12)
+
+
 # --- bad input ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
