@@ -192,7 +192,7 @@ def test_in_a_kernel_the_explorer_offers_the_live_widget_on_the_finer_grid(monke
     assert list(sliders[0].options) == [1.0, 3.5, 6.0]  # finer than the static grid
     sliders[0].value = 3.5  # a setting the web page has no frame for
     assert image.value == figure_png(small_buffet(3.5, 1.0))
-    assert shown.last_seconds is not None and "drawn in" in status.value
+    assert shown.last_seconds is not None and "shown in" in status.value
     assert "ibp-live-busy" not in box._dom_classes  # the busy state ends with the redraw
     plt.close("all")
 
@@ -222,3 +222,33 @@ def test_in_the_book_build_the_explorer_is_the_precomputed_slider(monkeypatch):
 def test_explorer_refuses_bad_options_at_the_door(kwargs, error, message):
     with pytest.raises(error, match=message):
         explorer(lambda alpha: plt.figure(), {"alpha": [1.0, 3.0]}, **kwargs)
+
+
+def test_the_live_explorer_draws_the_next_settings_ahead_and_serves_them(monkeypatch):
+    """After a move, the settings one step away are drawn in the worker; moving to one
+    shows that drawing (no new call of render) and it is the frame of that setting."""
+    pytest.importorskip("ipywidgets")
+    monkeypatch.delenv("IBP_LAB_BOOK_BUILD", raising=False)
+    calls = []
+
+    def counted(alpha, beta):
+        calls.append((alpha, beta))
+        return small_buffet(alpha, beta)
+
+    shown = explorer(counted, {"alpha": [1.0, 3.0], "beta": [1.0, 2.0]},
+                     initial={"alpha": 1.0, "beta": 1.0})
+    box = shown.live()
+    for future in list(shown._frames.values()):
+        future.result()  # let the worker finish what it drew ahead
+    assert set(calls) == {(1.0, 1.0), (2.0, 1.0), (1.0, 1.5)}  # the start and its neighbours
+    sliders, image = box.children[0].children, box.children[2]
+    sliders[0].value = 2.0
+    assert calls.count((2.0, 1.0)) == 1  # served from the drawing made ahead
+    assert image.value == figure_png(small_buffet(2.0, 1.0))
+    shown._worker.shutdown(wait=True)  # the drawings made ahead of the move end here
+    calls.clear()
+    quiet = explorer(counted, {"alpha": [1.0, 3.0], "beta": [1.0]},
+                     initial={"alpha": 1.0, "beta": 1.0}, prefetch=False)
+    quiet.live()
+    assert calls == [(1.0, 1.0)]  # only the first frame: nothing drawn ahead
+    plt.close("all")

@@ -385,12 +385,13 @@ class Explorer:
     initial : dict
         The setting shown first (on both grids).
     last_seconds : float or None
-        Wall time of the live explorer's last redraw (``None`` before a move).
+        Wall time from the live explorer's last move to its new figure (``None``
+        before a move).
     """
 
-    def __init__(self, render, grid, live_grid, initial, title, dpi):
+    def __init__(self, render, grid, live_grid, initial, title, dpi, prefetch):
         self.render, self.grid, self.live_grid = render, grid, live_grid
-        self.initial, self.title, self.dpi = initial, title, dpi
+        self.initial, self.title, self.dpi, self.prefetch = initial, title, dpi, prefetch
         self.last_seconds = None
         self._first_png = None
         self._live = None
@@ -407,11 +408,43 @@ class Explorer:
             self._live = self._build_live()
         return self._live
 
+    def _frame(self, params: dict):
+        """A future of the PNG at ``params``, submitted to the explorer's one worker."""
+        key = tuple(params[name] for name in self.live_grid)
+        future = self._frames.get(key)
+        if future is None:
+            future = self._worker.submit(_render_png, self.render, dict(params), self.dpi)
+            self._frames[key] = future
+        return future
+
+    def _prefetch_neighbours(self, params: dict) -> None:
+        """Draw the settings one slider step away while the reader looks at this one.
+
+        The kernel is idle between moves; spending that time on the likely next
+        settings is what makes a one-step move answer at once even where a setting
+        costs seconds (the linear-Gaussian chains). One worker thread does it, so
+        at most one frame is drawn behind the reader's back at any time.
+        """
+        for name, values in self.live_grid.items():
+            index = values.index(params[name])
+            for step in (1, -1):
+                if 0 <= index + step < len(values):
+                    self._frame({**params, name: values[index + step]})
+
+    def _forget_queued(self) -> None:
+        """Drop prefetches not yet started, so the reader's own move goes first."""
+        for key, future in list(self._frames.items()):
+            if future.cancel():
+                del self._frames[key]
+
     def _build_live(self):
         import time
+        from concurrent.futures import ThreadPoolExecutor
 
         import ipywidgets as widgets
 
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ibp-explorer")
+        self._frames = {}
         sliders = {
             name: widgets.SelectionSlider(
                 options=values, value=self.initial[name], description=name,
@@ -426,20 +459,28 @@ class Explorer:
         def redraw(change) -> None:
             params = {name: s.value for name, s in sliders.items()}
             setting = ", ".join(f"{k} = {v}" for k, v in params.items())
-            # the busy state is sent before the work starts, so it shows at once
-            box.add_class("ibp-live-busy")
-            status.value = _BUSY_STYLE + f"<span>&#8987; computing {html.escape(setting)}&hellip;</span>"
             start = time.perf_counter()
+            self._forget_queued()
+            future = self._frame(params)
+            if not future.done():
+                # the busy state is sent before waiting, so it shows at once
+                box.add_class("ibp-live-busy")
+                status.value = (_BUSY_STYLE + "<span>&#8987; computing "
+                                f"{html.escape(setting)}&hellip;</span>")
             try:
-                image.value = _render_png(self.render, params, self.dpi)
+                image.value = future.result()
             finally:
                 box.remove_class("ibp-live-busy")
             self.last_seconds = time.perf_counter() - start
-            status.value = (_BUSY_STYLE + f"<span>{html.escape(setting)}: drawn in "
+            status.value = (_BUSY_STYLE + f"<span>{html.escape(setting)}: shown in "
                             f"{self.last_seconds:.2f} s</span>")
+            if self.prefetch:
+                self._prefetch_neighbours(params)
 
         for slider in sliders.values():
             slider.observe(redraw, names="value")
+        if self.prefetch:
+            self._prefetch_neighbours(self.initial)
         return box
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
@@ -462,7 +503,7 @@ class Explorer:
 
 def explorer(
     render: Callable, grid: Mapping[str, Sequence], *, initial: Mapping, title: str = "Explorer",
-    live_grid: Mapping[str, Sequence] | None = None, dpi: int = 72,
+    live_grid: Mapping[str, Sequence] | None = None, dpi: int = 72, prefetch: bool = True,
 ) -> Explorer:
     """One explorer for a place in a chapter: live in a kernel, precomputed in the book.
 
@@ -470,7 +511,8 @@ def explorer(
 
     - in a kernel, the live sliders on ``live_grid`` (by default
       :func:`refine_grid` of ``grid``: a midpoint between neighbours), each move
-      redrawn by ``render`` with a visible busy state and the time it took;
+      redrawn by ``render`` with a visible busy state and the time it took (the
+      neighbouring settings are drawn ahead, see ``prefetch``);
     - during the book build (``IBP_LAB_BOOK_BUILD=1``), the precomputed slider of
       :func:`static_explorer` on ``grid`` (the web page shows it);
     - always, the frame at ``initial`` as a PNG (the picture of a captioned figure).
@@ -491,6 +533,9 @@ def explorer(
         Values of the live sliders; they must include ``initial``.
     dpi : int, default 72
         Resolution of every frame.
+    prefetch : bool, default True
+        After each move, draw the settings one step away in a worker thread while
+        the kernel is idle, so that the next one-step move is answered at once.
 
     Returns
     -------
@@ -518,5 +563,8 @@ def explorer(
     if not isinstance(title, str):
         raise TypeError(f"title must be a string, got {type(title).__name__}")
     dpi = check_count("dpi", dpi, minimum=1, maximum=MAX_DPI)
+    from ibp_lab._checks import check_flag
+
+    prefetch = check_flag("prefetch", prefetch)
     first = {name: grid[name][i] for name, i in zip(grid, start)}
-    return Explorer(render, grid, {name: live[name] for name in grid}, first, title, dpi)
+    return Explorer(render, grid, {name: live[name] for name in grid}, first, title, dpi, prefetch)
