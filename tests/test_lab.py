@@ -1,13 +1,36 @@
-"""JupyterLab, as `make lab` and Binder start it, opens a chapter as a notebook.
+"""JupyterLab, as `make lab` and Binder start it, shows a chapter as the web page does.
 
 The chapters are MyST Markdown files; jupytext and the default-viewer settings
 (binder/jupyterlab-overrides.json, copied into the environment by `make` and by
-Binder's postBuild) make JupyterLab open them as notebooks with code cells.
+Binder's postBuild) make JupyterLab open them as notebooks, and jupyterlab-myst
+renders their prose (math, references, exercises, solutions, ``{eval}`` numbers).
+
+Each chapter is opened, run (Run All, as a student would), and read back from the page:
+
+- no raw MyST in the rendered prose (``{glue``, ``{eval}``, ``{ref}``, ``:label:``, an
+  unevaluated ``f"{name}"``, an inline error);
+- no "not found" reference to an equation, exercise or target of the chapter itself.
+  Tolerated, by decision: references to other chapters (``{ref}`ch-...```, a notebook
+  is one chapter) and to figures (their captions live in cell metadata, which JupyterLab
+  does not show), and citations (jupyterlab-myst does not read references.bib); each shows
+  its label, marked;
+- every solution closed: its ``<details>`` shut, its code cells skipped (no output) and
+  collapsed;
+- exactly one explorer per ``explorer(...)`` cell: the live widget, no precomputed copy;
+- every slider of every live explorer driven with the arrow keys (JupyterLab must not
+  take them), each move answered within :data:`MOVE_LIMIT_S`, after a reader's pause.
+
+The response times go to ``_build/screenshots/lab_explorer_times.json``, with a
+screenshot of each chapter. Cost: about the book's execution time (each chapter runs
+once in a kernel) plus a minute of explorer driving. ``IBP_LAB_LAB_ROOT`` points the
+tests at another checkout (a converted copy, while trying tools/convert_to_lab.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -16,12 +39,41 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+LAB_ROOT = Path(os.environ.get("IBP_LAB_LAB_ROOT", ROOT))
+SHOTS = ROOT / "_build" / "screenshots"
+TIMES = SHOTS / "lab_explorer_times.json"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SETTINGS = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+#: A move of a live explorer must show its new figure within this time (the issue's limit).
+MOVE_LIMIT_S = 1.0
+#: The reader's pause between moves (the live explorer draws the next settings meanwhile).
+PAUSE_S = 4.0
+#: Longest a chapter may take to Run All in JupyterLab.
+RUN_ALL_LIMIT_S = 600
+SOLUTION_MARKER = "# Solution (JupyterLab skips it: see skip_solutions)"
+RAW_MYST = re.compile(
+    r"\{(?:glue|eval|ref|numref|eq|cite(?::[pt])?|exercise|solution(?:-start|-end)?|math|doc|"
+    r"details|dropdown)[^}]*\}|^:(?:label|class):|f\"\{|```", re.M)
+INLINE_ERROR = re.compile(r"\b(?:NameError|SyntaxError|Traceback)\b")
 
 pytestmark = pytest.mark.browser
+
+
+def chapters() -> list[str]:
+    toc = yaml.safe_load((LAB_ROOT / "_toc.yml").read_text())
+    files = [e["file"] for part in toc.get("parts", []) for e in part.get("chapters", [])]
+    return [f"{f}.md" for f in files if re.match(r"\d\d_", Path(f).name)]
+
+
+def own_labels(source: str) -> set[str]:
+    """Labels the chapter defines that jupyterlab-myst can resolve (not figure names)."""
+    labels = set(re.findall(r"^:label:\s*(\S+)", source, re.M))
+    labels |= set(re.findall(r"^\((\S+)\)=\s*$", source, re.M))
+    labels |= set(re.findall(r"\$\$\s*\((\S+)\)\s*$", source, re.M))
+    return labels
 
 
 def free_port() -> int:
@@ -36,10 +88,11 @@ def lab_url():
         pytest.fail(f"{SETTINGS} is missing: `make` copies binder/jupyterlab-overrides.json there")
     port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(ROOT / "_build" / "lab-runtime")}
+    env.pop("IBP_LAB_BOOK_BUILD", None)  # a student's kernel, not the book build
     process = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
          "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.root_dir={ROOT}"],
+         f"--ServerApp.root_dir={LAB_ROOT}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
     )
     url = f"http://127.0.0.1:{port}"
@@ -61,7 +114,8 @@ def lab_url():
         process.kill()
 
 
-def test_a_chapter_opens_as_a_notebook(lab_url):
+@pytest.fixture(scope="module")
+def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -70,17 +124,180 @@ def test_a_chapter_opens_as_a_notebook(lab_url):
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"],
         )
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(f"{lab_url}/lab/tree/book/01_buffet.md", wait_until="domcontentloaded")
-        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90000)
-        # JupyterLab renders only the cells in view, so one of each kind is what can be seen
-        page.wait_for_selector(".jp-Notebook .jp-MarkdownCell", timeout=30000)
-        # The notebook's windowing may re-render the first cells once more after both kinds
-        # appeared (CI saw one cell at that instant), so wait for the settled count rather than
-        # reading it once; a notebook that never shows two cells still fails after 30 s.
-        page.wait_for_function(
-            "document.querySelectorAll('.jp-Notebook .jp-Cell').length >= 2", timeout=30000
-        )
-        (ROOT / "_build" / "screenshots").mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ROOT / "_build" / "screenshots" / "jupyterlab_01_buffet.png"))
+        yield browser
         browser.close()
+
+
+def open_notebook(browser, lab_url: str, path: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    logs: list[str] = []
+    page.on("console", lambda message: logs.append(message.text))
+    page.goto(f"{lab_url}/lab/tree/{path}?reset", wait_until="domcontentloaded")
+    page.wait_for_selector(".jp-Notebook .jp-MarkdownCell", timeout=90000)
+    # the kernel is connected and idle (the status bar says so) before anything runs
+    page.wait_for_function(
+        "() => document.body.innerText.includes('Python 3 (ipykernel) | Idle')", timeout=120000)
+    return page, logs
+
+
+def run_all(page) -> float:
+    start = time.time()
+    page.click("li.lm-MenuBar-item:has-text('Run')")
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    # done: no cell waiting or running, the kernel idle, for two seconds in a row
+    settled = 0
+    while time.time() - start < RUN_ALL_LIMIT_S:
+        busy = page.evaluate("""() => Array.from(document.querySelectorAll(
+            '.jp-CodeCell .jp-InputPrompt')).some(e => /\\*|\\[ \\]/.test(e.textContent))
+            || !document.body.innerText.includes('| Idle')""")
+        settled = 0 if busy else settled + 1
+        if settled >= 4:
+            return time.time() - start
+        time.sleep(0.5)
+    pytest.fail(f"Run All did not finish within {RUN_ALL_LIMIT_S} s")
+
+
+READ_CELLS = """() => Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell')).map(c => ({
+    markdown: c.classList.contains('jp-MarkdownCell'),
+    text: c.classList.contains('jp-MarkdownCell')
+        ? (c.querySelector('.jp-MarkdownOutput') || {}).innerText || '' : '',
+    open: Array.from(c.querySelectorAll('details')).filter(d => d.open).length,
+    source: c.classList.contains('jp-CodeCell')
+        ? (c.querySelector('.jp-InputArea-editor') || {}).innerText || '' : '',
+    inputHidden: !!c.querySelector('.jp-InputPlaceholder'),
+    output: (c.querySelector('.jp-OutputArea') || {}).innerText || '',
+    outputs: c.querySelectorAll('.jp-OutputArea-output').length,
+    liveExplorers: c.querySelectorAll('.ibp-live-explorer').length,
+    staticExplorers: c.querySelectorAll('.ibp-explorer').length,
+}))"""
+
+
+def prose_problems(cells: list[dict], logs: list[str], source: str) -> list[str]:
+    problems = []
+    for index, cell in enumerate(cells):
+        if not cell["markdown"]:
+            continue
+        for match in RAW_MYST.finditer(cell["text"]):
+            problems.append(f"cell {index}: raw MyST {match[0]!r} in "
+                            f"{cell['text'][max(0, match.start() - 60):match.end() + 40]!r}")
+        for match in INLINE_ERROR.finditer(cell["text"]):
+            problems.append(f"cell {index}: error in the prose: "
+                            f"{cell['text'][max(0, match.start() - 60):match.end() + 60]!r}")
+        if cell["open"]:
+            problems.append(f"cell {index}: a solution (or details) shown open")
+    labels = own_labels(source)
+    for line in logs:
+        match = re.search(r"target was not found: (\S+)", line)
+        if match and match[1] in labels:
+            problems.append(f"reference to this chapter's {match[1]!r} not found")
+    return problems
+
+
+def solution_and_explorer_problems(cells: list[dict], source: str) -> list[str]:
+    problems = []
+    code = [c for c in cells if not c["markdown"]]
+    for cell in code:
+        if SOLUTION_MARKER in cell["source"] or (cell["inputHidden"] and not cell["source"]):
+            if cell["output"].strip() or cell["outputs"]:
+                problems.append(f"a solution cell shows output: {cell['output'][:80]!r}")
+    expected = len(re.findall(r"^explorer\(", source, re.M))
+    live = sum(c["liveExplorers"] for c in code)
+    static = sum(c["staticExplorers"] for c in code)
+    if live != expected or static:
+        problems.append(f"{expected} explorer(s) in the source, {live} live and {static} "
+                        "precomputed on the page: each must show once, live")
+    for cell in code:
+        if cell["liveExplorers"] and cell["outputs"] != 1:
+            problems.append(f"an explorer cell shows {cell['outputs']} outputs, not one")
+    return problems
+
+
+def drive_explorers(page, chapter: str) -> list[dict]:
+    """Press the arrow keys on every slider; the time from the key to the new figure."""
+    moves = []
+    explorers = page.locator(".ibp-live-explorer")
+    for i in range(explorers.count()):
+        root = explorers.nth(i)
+        root.scroll_into_view_if_needed()
+        image = root.locator("img").first
+        handles = root.locator(".noUi-handle")
+        for j in range(handles.count()):
+            for key in ("ArrowRight", "ArrowLeft"):
+                time.sleep(PAUSE_S)
+                readout = root.locator(".widget-readout").nth(j)
+                before_value = readout.inner_text()
+                before_src = image.get_attribute("src")
+                active = page.evaluate("() => Array.from(document.querySelectorAll("
+                                       "'.jp-Notebook .jp-Cell')).findIndex("
+                                       "c => c.classList.contains('jp-mod-active'))")
+                handles.nth(j).focus()
+                start = time.perf_counter()
+                page.keyboard.press(key)
+                try:
+                    page.wait_for_function("([img, src]) => img.src !== src",
+                                           arg=[image.element_handle(), before_src],
+                                           timeout=30000)
+                    seconds = time.perf_counter() - start
+                except Exception:  # noqa: BLE001 (the figure never changed)
+                    seconds = float("inf")
+                after_active = page.evaluate("() => Array.from(document.querySelectorAll("
+                                             "'.jp-Notebook .jp-Cell')).findIndex("
+                                             "c => c.classList.contains('jp-mod-active'))")
+                moves.append({"chapter": chapter, "explorer": i, "slider": j, "key": key,
+                              "from": before_value, "to": readout.inner_text(),
+                              "seconds": round(seconds, 3),
+                              "keys_taken_by_lab": after_active != active})
+    return moves
+
+
+def record(moves: list[dict], chapter: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    old = json.loads(TIMES.read_text()) if TIMES.exists() else []
+    TIMES.write_text(json.dumps([m for m in old if m["chapter"] != chapter] + moves, indent=1))
+
+
+def test_a_chapter_opens_as_a_notebook_and_myst_renders_it(lab_url, browser):
+    page, logs = open_notebook(browser, lab_url, "book/01_buffet.md")
+    try:
+        page.wait_for_function(
+            "document.querySelectorAll('.jp-Notebook .jp-Cell').length >= 2", timeout=30000)
+        # jupyterlab-myst declares an older @jupyter/ydoc; it must still load and render
+        page.wait_for_selector(".jp-MarkdownCell .myst", timeout=30000)
+        assert any("jupyterlab-myst is activated" in line for line in logs), logs[:20]
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "jupyterlab_01_buffet.png"))
+    finally:
+        page.close()
+
+
+# Needs the chapters converted by tools/convert_to_lab.py ({eval}, quote, explorer): the
+# xfail goes once the conversion has been run over book/ (strict=False until then).
+@pytest.mark.xfail(strict=False, reason="chapters not yet converted by tools/convert_to_lab.py")
+@pytest.mark.parametrize("chapter", chapters())
+def test_a_chapter_run_in_jupyterlab_reads_as_the_web_page(lab_url, browser, chapter):
+    source = (LAB_ROOT / chapter).read_text()
+    assert "{glue:" not in source, f"{chapter} is not converted (tools/convert_to_lab.py)"
+    page, logs = open_notebook(browser, lab_url, chapter)
+    try:
+        seconds = run_all(page)
+        time.sleep(2)  # the markdown cells re-render their {eval} results
+        cells = page.evaluate(READ_CELLS)
+        name = Path(chapter).stem
+        page.screenshot(path=str(SHOTS / f"jupyterlab_{name}.png"), full_page=False)
+        problems = prose_problems(cells, logs, source)
+        problems += solution_and_explorer_problems(cells, source)
+        moves = drive_explorers(page, name)
+        if moves:
+            page.screenshot(path=str(SHOTS / f"jupyterlab_{name}_explorer.png"))
+        record(moves + [{"chapter": name, "run_all_seconds": round(seconds, 1)}], name)
+        for move in moves:
+            if move["keys_taken_by_lab"] or move["from"] == move["to"]:
+                problems.append(f"explorer {move['explorer']} slider {move['slider']}: "
+                                f"{move['key']} did not move the slider (JupyterLab took it?)")
+            if move["seconds"] > MOVE_LIMIT_S:
+                problems.append(f"explorer {move['explorer']} slider {move['slider']} "
+                                f"{move['from']} -> {move['to']}: {move['seconds']} s, "
+                                f"over the {MOVE_LIMIT_S} s limit")
+        assert not problems, f"{chapter}:\n" + "\n".join(problems)
+    finally:
+        page.close()
