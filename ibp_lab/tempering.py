@@ -26,7 +26,7 @@ Public names:
 - :func:`run_tempered_chains` ``(X, n_runs, n_sweeps, rng, *, Z0=None, **options)
   -> (InferenceData, list[TemperedResult])``: independent runs laid out exactly as
   :func:`ibp_lab.chains.run_chains` lays out chains, so ArviZ's R-hat and ESS
-  apply unchanged (chapter 5's diagnostics).
+  apply unchanged (the diagnostics of the chains chapter).
 - :func:`tempered_class_posterior` and :func:`tempered_k_plus_posterior`: the exact
   tempered posterior on tiny data, by enumeration (:mod:`ibp_lab.exact`'s classes
   with the likelihood raised to ``b``).
