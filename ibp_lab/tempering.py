@@ -15,7 +15,7 @@ proposed on the even pairs in even rounds and the odd pairs in odd rounds (the
 non-reversible "deterministic even-odd" scheme of Syed, Bouchard-Cote,
 Deligiannidis & Doucet 2021) or on a randomly chosen parity each round
 (``swap_scheme="seo"``, the reversible scheme). Replica exchange itself is due to
-Swendsen & Wang (1986) and Geyer (1991).
+Geyer (1991), after a related proposal by Swendsen & Wang (1986).
 
 Public names:
 
