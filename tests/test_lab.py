@@ -160,7 +160,8 @@ def run_all(page) -> float:
 READ_CELLS = """() => Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell')).map(c => ({
     markdown: c.classList.contains('jp-MarkdownCell'),
     text: c.classList.contains('jp-MarkdownCell')
-        ? (c.querySelector('.jp-MarkdownOutput') || {}).innerText || '' : '',
+        ? (c.querySelector('.myst') || c.querySelector('.jp-MarkdownOutput') || {}).innerText
+          || '' : '',
     open: Array.from(c.querySelectorAll('details')).filter(d => d.open).length,
     source: c.classList.contains('jp-CodeCell')
         ? (c.querySelector('.jp-InputArea-editor') || {}).innerText || '' : '',

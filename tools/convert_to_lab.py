@@ -11,8 +11,8 @@ cannot convert stops it with the file and line, and nothing is written.
 2. Solutions: every code cell inside ``{solution-start}``..``{solution-end}`` (or
    tagged ``solution``) starts with ``ibp_lab.lab.SOLUTION_MARKER`` (the kernel skips
    it in JupyterLab; the build runs it) and gets ``jupyter.source_hidden``; prose
-   after a solution's code cell is wrapped in ``{details}`` (closed in JupyterLab,
-   in place in the web page). The gated syntax stays, so ``tools/student_edition.py``
+   after a solution's code cell is wrapped in a ``{dropdown}`` of class
+   ``ibp-solution-rest`` (closed in JupyterLab, in place in the web page). The gated syntax stays, so ``tools/student_edition.py``
    works unchanged.
 3. Explorers: the default-figure cell, the ``live_explorer`` cell and the
    ``static_explorer`` cell of a place (and the prose between them that says which
@@ -42,7 +42,7 @@ EXPLORER_NOTE = ("In JupyterLab or Binder the sliders below recompute the figure
                  "on a finer grid;\nthe web page shows frames precomputed on the coarser grid.")
 #: prose between an explorer's cells that only says where each one shows
 WHERE_WORDS = re.compile(r"JupyterLab|Binder|web page|web book|precomputed|next cell", re.I)
-DETAILS_OPEN = "````{details} Solution, continued"
+DETAILS_OPEN = "````{dropdown} Solution, continued\n:class: ibp-solution-rest"
 
 
 class Refused(Exception):
@@ -185,14 +185,14 @@ def mark_solutions(cells: list[Cell]) -> None:
 
 
 def wrap_tail(cell: Cell) -> None:
-    """Wrap the solution prose before ``{solution-end}`` (or the next code cell) in {details}."""
+    """Wrap the solution prose before ``{solution-end}`` (or the next code cell) in a dropdown."""
     text = cell.text()
     end = text.find("```{solution-end}")
     tail, rest = (text, "") if end < 0 else (text[:end], text[end:])
     if not tail.strip() or tail.lstrip().startswith(DETAILS_OPEN):
         return
     if "````" in tail:
-        raise Refused(cell.line, "solution prose with a ```` fence: cannot wrap it in {details}")
+        raise Refused(cell.line, "solution prose with a ```` fence: cannot wrap it in a dropdown")
     cell.body = [f"\n{DETAILS_OPEN}\n{tail.strip()}\n````\n\n{rest}"]
 
 

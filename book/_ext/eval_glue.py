@@ -8,9 +8,10 @@
    ``name`` and formats it as ``{glue:text}`name:spec``` did. Only those two forms
    are accepted; a name that was never glued is myst-nb's glue warning, which ``-W``
    turns into a failed build (a number that no longer exists still fails the book).
-2. ``{details}``: the rest of a solution after its code cells. JupyterLab shows
-   the directive as a closed ``<details>`` (the student opens it); here its body is
-   rendered in place, inside the solution's dropdown, as before.
+2. ``{dropdown}`` with ``:class: ibp-solution-rest``: the rest of a solution after
+   its code cells. JupyterLab shows it as a closed ``<details>`` (the student opens
+   it); here its body is rendered in place, inside the solution's dropdown, as before.
+   Any other ``{dropdown}`` is sphinx-design's, unchanged.
 3. ``IBP_LAB_BOOK_BUILD=1`` in the environment, which the kernels this build starts
    inherit: solutions run (``ibp_lab.lab.skip_solutions`` does nothing) and
    explorers render their static frames (``ibp_lab.widgets.explorer``).
@@ -22,7 +23,7 @@ import os
 import re
 
 from docutils import nodes
-from docutils.parsers.rst import Directive, directives
+from docutils.parsers.rst import directives
 from myst_nb.ext.glue.roles import PasteTextRole
 from myst_nb.ext.glue.utils import glue_warning
 
@@ -46,22 +47,35 @@ class EvalFromGlue(PasteTextRole):
         return super().run()
 
 
-class DetailsInPlace(Directive):
-    """``{details}``: its body, rendered where it stands (a closed block in JupyterLab)."""
+#: The class that marks a {dropdown} as the rest of a solution (tools/convert_to_lab.py).
+SOLUTION_REST = "ibp-solution-rest"
 
-    has_content = True
-    optional_arguments = 1
-    final_argument_whitespace = True
-    option_spec = {"class": directives.class_option, "open": directives.flag}
 
-    def run(self):
-        container = nodes.container(classes=["ibp-details"])
-        self.state.nested_parse(self.content, self.content_offset, container)
-        return [container]
+def _dropdown_with_solution_rest():
+    """sphinx-design's dropdown, except that a solution's rest is rendered in place."""
+    from sphinx_design.dropdown import DropdownDirective
+
+    class DropdownOrSolutionRest(DropdownDirective):
+        option_spec = {**DropdownDirective.option_spec, "class": directives.class_option}
+
+        def run(self):
+            if SOLUTION_REST not in self.options.get("class", []):
+                self.options.pop("class", None)
+                return super().run()
+            container = nodes.container(classes=[SOLUTION_REST])
+            self.state.nested_parse(self.content, self.content_offset, container)
+            return [container]
+
+    return DropdownOrSolutionRest
+
+
+def _register_dropdown(app):
+    # after every extension's setup, so that sphinx-design's own registration is replaced
+    app.add_directive("dropdown", _dropdown_with_solution_rest(), override=True)
 
 
 def setup(app):
     os.environ["IBP_LAB_BOOK_BUILD"] = "1"
     app.add_role("eval", EvalFromGlue(), override=True)
-    app.add_directive("details", DetailsInPlace, override=True)
+    app.connect("builder-inited", _register_dropdown)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
