@@ -228,10 +228,10 @@ def drive_explorers(page, chapter: str) -> list[dict]:
                 readout = root.locator(".widget-readout").nth(j)
                 before_value = readout.inner_text()
                 before_src = image.get_attribute("src")
+                handles.nth(j).focus()  # focusing makes the explorer's cell the active one
                 active = page.evaluate("() => Array.from(document.querySelectorAll("
                                        "'.jp-Notebook .jp-Cell')).findIndex("
                                        "c => c.classList.contains('jp-mod-active'))")
-                handles.nth(j).focus()
                 start = time.perf_counter()
                 page.keyboard.press(key)
                 try:
