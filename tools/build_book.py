@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -42,9 +43,9 @@ STALL_FRACTION = 0.9
 
 def package_hash() -> str:
     """Hash of what chapter outputs depend on beyond their own text: the package, and
-    the extension that decides what an execution records."""
+    the book's extensions (what an execution records, how quoted numbers render)."""
     digest = hashlib.sha256()
-    paths = sorted((ROOT / "ibp_lab").rglob("*")) + [ROOT / "book" / "_ext" / "execution_status.py"]
+    paths = sorted((ROOT / "ibp_lab").rglob("*")) + sorted((ROOT / "book" / "_ext").glob("*.py"))
     for path in paths:
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".nbi":
             digest.update(path.relative_to(ROOT).as_posix().encode())
@@ -178,7 +179,9 @@ def main() -> None:
         str(Path(sys.executable).parent / "jupyter-book"),
         "build", str(ROOT), "--builder", "html", "-W", "--keep-going",
     ]
-    result = subprocess.run(command, cwd=ROOT)
+    # the kernels the build starts see it: solutions run, explorers precompute their frames
+    env = dict(os.environ, IBP_LAB_BOOK_BUILD="1")
+    result = subprocess.run(command, cwd=ROOT, env=env)
     if result.returncode != 0:
         sys.exit(f"jupyter-book build failed (exit {result.returncode}); see the warnings above")
     rows = check_execution()

@@ -13,6 +13,7 @@ Exits non-zero, with nbclient's traceback, when a cell raises.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -38,6 +39,8 @@ def glued_values(notebook) -> dict[str, str]:
 
 def main(path: str) -> None:
     clear_if_stale()
+    # as in the book build: solutions run and explorers precompute (ibp_lab.lab)
+    os.environ["IBP_LAB_BOOK_BUILD"] = "1"
     notebook = jupytext.read(path)
     start = time.perf_counter()
     nbclient.NotebookClient(notebook, timeout=900, kernel_name="python3").execute()
