@@ -21,6 +21,8 @@ One module per idea (see the book's API reference):
 - :mod:`ibp_lab.streaming`, :mod:`ibp_lab.pymc_models`, :mod:`ibp_lab.heldout`: streaming
   inference, the PyMC model and held-out prediction.
 - :mod:`ibp_lab.plotting`, :mod:`ibp_lab.widgets`: pictures and explorers.
+- :mod:`ibp_lab.lab`: one source for the web book and JupyterLab (quoted numbers, skipped
+  solutions).
 
 Importing the package has no side effects: submodules are imported on use.
 

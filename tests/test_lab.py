@@ -272,8 +272,6 @@ def test_a_chapter_opens_as_a_notebook_and_myst_renders_it(lab_url, browser):
 
 
 # Needs the chapters converted by tools/convert_to_lab.py ({eval}, quote, explorer): the
-# xfail goes once the conversion has been run over book/ (strict=False until then).
-@pytest.mark.xfail(strict=False, reason="chapters not yet converted by tools/convert_to_lab.py")
 @pytest.mark.parametrize("chapter", chapters())
 def test_a_chapter_run_in_jupyterlab_reads_as_the_web_page(lab_url, browser, chapter):
     source = (LAB_ROOT / chapter).read_text()
