@@ -21,6 +21,8 @@ Importing this module does nothing; only calling :func:`quote` or
 
 from __future__ import annotations
 
+import numpy as np
+
 import os
 import re
 
@@ -69,7 +71,7 @@ def quote(name: str, value, display: bool = True):
     name : str
         A Python identifier: the glue key and the kernel variable.
     value : object
-        What to quote.
+        What to quote (a NumPy scalar is quoted as the Python number it holds).
     display : bool, default True
         Also show the value in the cell's output, as ``glue`` does.
 
@@ -91,6 +93,9 @@ def quote(name: str, value, display: bool = True):
         raise TypeError(f"display must be True or False, got {type(display).__name__}")
     from myst_nb import glue
 
+    if isinstance(value, np.generic):
+        # NumPy 2 writes a scalar as "np.float64(0.5)", which {glue:text} cannot format
+        value = value.item()
     glue(name, value, display=display)
     namespace = _kernel_namespace()
     if namespace is not None:

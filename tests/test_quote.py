@@ -53,3 +53,18 @@ def test_the_book_build_runs_solution_cells(shell, monkeypatch):
     assert lab.skip_solutions() is False
     shell.run_cell(f"{lab.SOLUTION_MARKER}\nlab_t_built = 3\n")
     assert shell.user_ns["lab_t_built"] == 3
+
+
+def test_numpy_scalars_are_quoted_as_python_numbers(monkeypatch):
+    """{glue:text} formats text/plain: "np.float64(0.5)" would fail the build."""
+    import myst_nb
+    import numpy as np
+
+    from ibp_lab import lab
+
+    seen = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: seen.update({name: value}))
+    lab.quote("lab_test_float", np.float64(0.5), display=False)
+    lab.quote("lab_test_int", np.int64(3), display=False)
+    assert type(seen["lab_test_float"]) is float and seen["lab_test_float"] == 0.5
+    assert type(seen["lab_test_int"]) is int and seen["lab_test_int"] == 3
