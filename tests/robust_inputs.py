@@ -1512,6 +1512,7 @@ def specs_widgets():
     from ibp_lab import widgets as m
 
     explorer = m.static_explorer(_tiny_render, {"a": [1, 2]}, dpi=10)
+    shown = m.explorer(_tiny_render, {"a": [1, 2]}, initial={"a": 1}, dpi=10, prefetch=False)
     grid_junk = lambda b: [("None", None, R), ("str", "grid", R), ("empty", {}, R), ("empty values", {"a": []}, R),
                            ("markup value", {"a": [_MARKUP, "x"]}, E), ("markup key", {_MARKUP: [1, 2]}, E),
                            ("nan value", {"a": [np.nan, 1.0]}, E), ("int key", {3: [1, 2]}, R),
@@ -1535,6 +1536,23 @@ def specs_widgets():
              junk=[("off the grid", lambda: explorer.frame_at(a=7), ("a",), R),
                    ("missing", lambda: explorer.frame_at(), ("a",), R),
                    ("unknown", lambda: explorer.frame_at(a=1, b=2), ("b",), R)]),
+        Spec("widgets.refine_grid", m.refine_grid, dict(grid={"a": [1.0, 2.0], "k": ["x", "y"]}),
+             dict(grid=grid_junk),
+             lambda g: None if isinstance(g, dict) and g and all(
+                 isinstance(v, list) and v for v in g.values()) else f"not a grid: {g!r}"),
+        Spec("widgets.explorer", m.explorer,
+             dict(render=_tiny_render, grid={"a": [1, 2]}, initial={"a": 1}, title="Explorer",
+                  live_grid=None, dpi=10, prefetch=False),
+             dict(render=lambda b: [("None", None, R), ("str", "render", R)], grid=grid_junk,
+                  title="text", dpi=C, prefetch="flag",
+                  initial=lambda b: [("None (the middle)", None, A), ("off the grid", {"a": 7}, R),
+                                     ("unknown name", {"b": 1}, R), ("str", "a", R)],
+                  live_grid=lambda b: [("other names", {"b": [1, 2]}, R),
+                                       ("without initial", {"a": [2, 3]}, R), ("str", "g", R)]),
+             time_limit=20),
+        Spec("widgets.Explorer.first_png", lambda: shown.first_png(), {}, {},
+             lambda png: None if png[:4] == b"\x89PNG" else "not a PNG", time_limit=20),
+        Spec("widgets.Explorer.live", lambda: shown.live(), {}, {}, time_limit=20),
     ]
 
 

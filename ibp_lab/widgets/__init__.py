@@ -23,6 +23,8 @@ exactly what the live explorer shows at that setting.
 
 from __future__ import annotations
 
+import math
+
 import base64
 import hashlib
 import html
@@ -95,15 +97,17 @@ def _script_json(value) -> str:
     return text
 
 
-def _check_grid(grid) -> dict[str, list]:
+def _check_grid(grid, what: str = "grid") -> dict[str, list]:
     if not isinstance(grid, Mapping) or not grid:
-        raise TypeError("grid must be a non-empty dict mapping parameter names to lists of values")
+        raise TypeError(f"{what} must be a non-empty dict mapping parameter names to lists of values")
     checked = {}
     for name, values in grid.items():
         if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"grid keys must be parameter names, got {name!r}")
+            raise ValueError(f"{what} keys must be parameter names, got {name!r}")
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
-            raise ValueError(f"grid[{name!r}] must be a non-empty list of values, got {values!r}")
+            raise ValueError(f"{what}[{name!r}] must be a non-empty list of values, got {values!r}")
+        if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+            raise ValueError(f"{what}[{name!r}] must hold finite numbers, got {list(values)!r}")
         checked[name] = list(values)
     n_frames = 1
     for values in checked.values():
@@ -555,11 +559,14 @@ def explorer(
     if not callable(render):
         raise TypeError(f"render must be a function returning a figure, got {type(render).__name__}")
     grid = _check_grid(grid)
-    live = refine_grid(grid) if live_grid is None else _check_grid(live_grid)
+    live = refine_grid(grid) if live_grid is None else _check_grid(live_grid, "live_grid")
     if set(live) != set(grid):
         raise ValueError(f"live_grid must vary the same parameters as grid {list(grid)}, got {list(live)}")
     start = _start_indices(grid, initial)
-    _start_indices(live, initial)  # initial must be on the live grid too
+    try:
+        _start_indices(live, initial)  # initial must be on the live grid too
+    except ValueError as error:
+        raise ValueError(f"live_grid must include initial: {error}") from None
     if not isinstance(title, str):
         raise TypeError(f"title must be a string, got {type(title).__name__}")
     dpi = check_count("dpi", dpi, minimum=1, maximum=MAX_DPI)
