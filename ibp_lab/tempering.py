@@ -62,7 +62,8 @@ from scipy.special import logsumexp
 from scipy.stats import poisson
 
 from ibp_lab import _kernel, exact
-from ibp_lab._checks import check_count, check_data_matrix, check_flag, check_positive, check_rng
+from ibp_lab._checks import (check_count, check_data_matrix, check_flag, check_positive,
+                             check_real_array, check_rng)
 from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, harmonic
 from ibp_lab.gibbs import MAX_SWEEPS, _sweeps
 
@@ -191,7 +192,8 @@ def tuned_ladder(inverse_temperatures, rejection) -> np.ndarray:
     inverse_temperatures : array_like
         ``(R,)`` decreasing, from 1.
     rejection : array_like
-        ``(R - 1,)`` estimated rejection rate of each adjacent pair, in ``[0, 1]``.
+        ``(R - 1,)`` estimated rejection rate of each adjacent pair, in ``[0, 1]``
+        (any finite increments ``>= 0`` of the barrier are accepted).
 
     Returns
     -------
@@ -203,11 +205,21 @@ def tuned_ladder(inverse_temperatures, rejection) -> np.ndarray:
     >>> tuned_ladder([1.0, 0.5, 0.0], [0.9, 0.1]).round(3)
     array([1.   , 0.722, 0.   ])
     """
-    b = np.asarray(inverse_temperatures, float)
-    r = np.maximum(np.asarray(rejection, float), _MIN_REJECTION)
-    if b.ndim != 1 or r.shape != (b.size - 1,):
+    b = check_real_array("inverse_temperatures", inverse_temperatures)
+    if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b)):
+        raise ValueError("inverse_temperatures must be a non-empty 1-d array of finite "
+                         f"numbers, got shape {b.shape}")
+    if b[0] != 1.0 or b[-1] < 0.0 or np.any(np.diff(b) > 0):
+        raise ValueError("inverse_temperatures must decrease from 1 to a value in [0, 1], "
+                         f"got {b}")
+    r = check_real_array("rejection", rejection)
+    if r.shape != (b.size - 1,):
         raise ValueError(f"rejection must have len(inverse_temperatures) - 1 = {b.size - 1} "
                          f"entries, got shape {r.shape}")
+    # any finite increments >= 0 of the barrier work (a rejection rate is in [0, 1])
+    if not np.all(np.isfinite(r) & (r >= 0.0)):
+        raise ValueError(f"rejection must hold finite numbers >= 0, got {r}")
+    r = np.maximum(r, _MIN_REJECTION)
     barrier = np.concatenate([[0.0], np.cumsum(r[::-1])])  # at b[::-1], increasing
     levels = np.linspace(0.0, barrier[-1], b.size)
     return np.interp(levels, barrier, b[::-1])[::-1].copy()

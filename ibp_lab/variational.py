@@ -690,6 +690,9 @@ def finite_log_evidence(X, *, alpha: float, sigma_x: float, sigma_a: float,
     from ibp_lab.linear_gaussian import collapsed_loglik
 
     X = check_data_matrix("X", X)
+    if X.shape[0] > exact.MAX_ROWS:
+        raise ValueError(f"X must have at most {exact.MAX_ROWS} rows for exact enumeration, "
+                         f"got {X.shape[0]}")
     hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a)
     n_features = check_count("n_features", n_features, minimum=1, maximum=8)
     terms = [

@@ -1994,6 +1994,189 @@ def specs_theory():
     ]
 
 
+def _vi_fit(alpha, sigma_x, sigma_a, n_features, family, max_iter, tol, rng, X):
+    from ibp_lab.variational import VariationalIBP
+    return VariationalIBP(alpha, sigma_x, sigma_a, n_features=n_features, family=family,
+                          max_iter=max_iter, tol=tol, rng=rng).fit(X)
+
+
+def _vi_fitted_check(vi):
+    """A fitted VariationalIBP: finite, non-decreasing ELBOs and q(z) in [0, 1]."""
+    elbo = np.asarray(vi.elbo_, float)
+    if elbo.size == 0 or not np.all(np.isfinite(elbo)):
+        return f"ELBOs not finite: {elbo[:3]}"
+    return first_problem(scan_result_of(vi.features_), scan_result_of(vi.feature_variances_),
+                         in_unit_interval(vi.feature_probabilities_),
+                         in_unit_interval(vi.prior_probabilities_))
+
+
+@functools.cache
+def _vi_fitted():
+    from ibp_lab.variational import VariationalIBP
+    return VariationalIBP(1.0, 0.5, 1.0, n_features=2, max_iter=5, rng=fresh_rng()).fit(data())
+
+
+def _vi_unfitted():
+    from ibp_lab.variational import VariationalIBP
+    return VariationalIBP(1.0, 0.5, 1.0, n_features=2, max_iter=5)
+
+
+def specs_late():
+    """Tempering, variational inference and their figures (issue 14's campaign cases)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from ibp_lab import tempering, variational
+    from ibp_lab.plotting import tempering as tfig
+    from ibp_lab.plotting import variational as vfig
+
+    matplotlib.use("Agg")
+    draw = _figure_drawn
+    X2 = np.array([[0.9, -0.2], [1.1, 0.1]])
+    X = data()
+    fitted = _vi_fitted()
+    nx = lambda b: [m_ for m_ in _matrix(b) if m_[0] != "1-D row"] + [("wrong width", np.ones((2, 5)), R)]
+    ax_kind = lambda b: _axes_junk(b) + [("None", None, A), ("new axes", Figure().subplots(), A)]
+
+    # tempering
+    Z0 = np.ones((2, 1), np.int8)
+    z0_junk = lambda b: [("entry 2", np.full((2, 1), 2), R), ("wrong rows", np.ones((3, 1)), R),
+                         ("str", "Z", R), ("one per run", [Z0, Z0], A), ("too few starts", [Z0], R),
+                         ("a start of junk", [Z0, np.full((2, 1), 0.5)], R), ("matrix", Z0, A)]
+    ladder = np.array([1.0, 0.5, 0.1])
+    rejection = np.array([0.4, 0.6])
+
+    def runs_check(out):
+        idata, runs = out
+        return first_problem(is_nonnegative(idata.posterior["k_plus"].values, "K+"),
+                             None if len(runs) == idata.posterior.sizes["chain"] else "runs differ")
+
+    def class_check(post):
+        return first_problem(is_distribution(post.probabilities),
+                             in_unit_interval(post.tail_bound, "tail bound"))
+
+    def ladder_check(b):
+        b = _arr(b)
+        return None if b.size and b[0] == 1.0 and np.all(np.diff(b) <= 0) else f"not a ladder: {b}"
+
+    laws = np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3]])
+    t = np.arange(5.0)
+    chain_pair = [(t, -t)]
+
+    specs = [
+        Spec("tempering.run_tempered_chains", tempering.run_tempered_chains,
+             dict(X=X2, n_runs=2, n_sweeps=4, rng=fresh_rng(), Z0=None, alpha=1.0, sigma_x=0.5,
+                  sigma_a=1.0, n_temperatures=2, burn=1),
+             dict(X="matrix", n_runs=C, n_sweeps=C, rng=G, Z0=z0_junk), runs_check, time_limit=20,
+             extremes=[("burn as long as the run", dict(burn=4), R),
+                       ("unknown option", dict(colour="red"), R)]),
+        Spec("tempering.tempered_class_posterior", tempering.tempered_class_posterior,
+             dict(X=X2, inverse_temperature=0.5, alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0,
+                  k_max=4),
+             dict(X="matrix", inverse_temperature="probability", alpha=P, sigma_x=P, sigma_a=P,
+                  beta=P, k_max=C), class_check, allow_inf=True,
+             extremes=[("five rows", dict(X=np.ones((5, 1))), R)]),
+        Spec("tempering.tuned_ladder", tempering.tuned_ladder,
+             dict(inverse_temperatures=ladder, rejection=rejection),
+             dict(inverse_temperatures="vector", rejection="vector"), ladder_check,
+             names=dict(inverse_temperatures=("inverse_temperatures", "rejection")),
+             # a barrier increment above 1 is fine (tests/test_tempering.py feeds them)
+             extremes=[("rejection above 1", dict(rejection=[0.4, 1.5]), A),
+                       ("rejection negative", dict(rejection=[-0.4, 0.5]), R),
+                       ("rejection too short", dict(rejection=[0.4]), R),
+                       ("increasing ladder", dict(inverse_temperatures=ladder[::-1]), R),
+                       ("ladder not from 1", dict(inverse_temperatures=ladder / 2), R),
+                       ("one rung", dict(inverse_temperatures=[1.0], rejection=[]), E),
+                       ("no rejection", dict(rejection=[0.0, 0.0]), A)]),
+        # variational
+        Spec("variational.VariationalIBP.fit", _vi_fit,
+             dict(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, family="stick_breaking",
+                  max_iter=5, tol=1e-6, rng=fresh_rng(), X=X),
+             dict(alpha=P, sigma_x=P, sigma_a=P, n_features=C,
+                  family=_choice(list(variational.FAMILIES)), max_iter=C, tol="nonneg",
+                  rng="optional_rng", X="matrix"), _vi_fitted_check,
+             extremes=[("alpha 1e-100", dict(alpha=1e-100), E), ("alpha 1e6", dict(alpha=1e6), E),
+                       ("sigma_x 1e-9", dict(sigma_x=1e-9), E), ("sigma_a 1e-100", dict(sigma_a=1e-100), E),
+                       ("finite alpha 1e-100", dict(family="finite", alpha=1e-100), E),
+                       ("data 1e150", dict(X=X * 1e150), E)]),
+        Spec("variational.VariationalIBP.k_plus_distribution", lambda: fitted.k_plus_distribution(),
+             {}, {}, is_distribution,
+             junk=[("unfitted", lambda: _vi_unfitted().k_plus_distribution(), ("fit",), E),
+                   ("unfitted ibp_elbo_", lambda: _vi_unfitted().ibp_elbo_, ("fit",), E)]),
+        Spec("variational.VariationalIBP.sample_feature_probabilities",
+             lambda n_draws, rng: fitted.sample_feature_probabilities(n_draws, rng),
+             dict(n_draws=4, rng=fresh_rng()), dict(n_draws=C, rng=G), in_unit_interval,
+             junk=[("unfitted", lambda: _vi_unfitted().sample_feature_probabilities(3, fresh_rng()),
+                    ("fit",), E)]),
+        Spec("variational.VariationalIBP.predictive_draws",
+             lambda n_draws, rng: fitted.predictive_draws(n_draws, rng),
+             dict(n_draws=4, rng=fresh_rng()), dict(n_draws=C, rng=G),
+             lambda out: first_problem(in_unit_interval(out[0]), is_nonnegative(out[2], "variances"))),
+        Spec("variational.VariationalIBP.transform", lambda X_new: fitted.transform(X_new),
+             dict(X_new=X[:2]), dict(X_new=nx), in_unit_interval, names=dict(X_new=("X_new", "X")),
+             junk=[("unfitted", lambda: _vi_unfitted().transform(X[:2]), ("fit",), E)]),
+        Spec("variational.VariationalIBP.score", lambda X_new: fitted.score(X_new),
+             dict(X_new=X[:2]), dict(X_new=nx), names=dict(X_new=("X_new", "X")),
+             junk=[("unfitted", lambda: _vi_unfitted().score(X[:2]), ("fit",), E)]),
+        Spec("variational.finite_log_evidence", variational.finite_log_evidence,
+             dict(X=X2, alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2),
+             dict(X="matrix", alpha=P, sigma_x=P, sigma_a=P, n_features=C),
+             extremes=[("five rows", dict(X=np.ones((5, 1))), R),
+                       ("alpha 1e-100", dict(alpha=1e-100), E), ("sigma_x 1e-9", dict(sigma_x=1e-9), E)]),
+        # figures
+        Spec("plotting.tempering.tempered_laws_figure", tfig.tempered_laws_figure,
+             dict(inverse_temperatures=[1.0, 0.0], exact_laws=laws, sampled_laws=laws),
+             dict(inverse_temperatures="vector", exact_laws="matrix", sampled_laws="matrix"), draw,
+             names=dict(inverse_temperatures=("inverse_temperatures", "exact_laws")),
+             extremes=[("many rungs", dict(inverse_temperatures=np.ones(2000),
+                                           exact_laws=np.ones((2000, 3)), sampled_laws=np.ones((2000, 3))), R)]),
+        Spec("plotting.tempering.ladder_figure", tfig.ladder_figure,
+             dict(ladders={"run": ladder}, rejections={"run": rejection}),
+             dict(ladders=_mapping_junk(ladder), rejections=_mapping_junk(rejection)), draw,
+             extremes=[("None values", dict(ladders={"a": None}, rejections={"a": None}), R),
+                       ("str values", dict(ladders={"a": "x"}, rejections={"a": "x"}), R),
+                       ("rejection length", dict(rejections={"run": [0.4]}), R),
+                       ("nan rejection", dict(rejections={"run": [np.nan, 0.5]}), R),
+                       ("nan ladder", dict(ladders={"run": [1.0, np.nan, 0.1]}), R),
+                       ("int labels", dict(ladders={3: ladder}, rejections={3: rejection}), E),
+                       ("markup labels", dict(ladders={_MARKUP: ladder}, rejections={_MARKUP: rejection}), E),
+                       ("many runs", dict(ladders={str(i): ladder for i in range(1500)},
+                                          rejections={str(i): rejection for i in range(1500)}), R)]),
+        Spec("plotting.tempering.traces_by_cpu_figure", tfig.traces_by_cpu_figure,
+             dict(runs={"plain": chain_pair}, reference=0.0, reference_label="reference"),
+             dict(runs=lambda b: _mapping_junk(chain_pair)(b) + [
+                 ("pair of str", {"a": [("x", "y")]}, R), ("triple", {"a": [(t, t, t)]}, R),
+                 ("lengths differ", {"a": [(t, t[:-1])]}, R), ("nan", {"a": [(t, t * np.nan)]}, R),
+                 ("no chains", {"a": []}, E), ("many panels", {str(i): chain_pair for i in range(1500)}, R)],
+                  reference=lambda b: _real(b) + [("None", None, A)], reference_label="text"), draw),
+        Spec("plotting.variational.plot_evidence_bounds", vfig.plot_evidence_bounds,
+             dict(n_features=[1, 2], bounds={"ELBO": [-3.0, -2.5]}, exact_value=-2.0, ax=None),
+             dict(n_features="vector", bounds=lambda b: _mapping_junk([-3.0, -2.5])(b) + [
+                 ("wrong length", {"a": [-3.0]}, R), ("nan", {"a": [np.nan, 1.0]}, R)],
+                  exact_value="real", ax=ax_kind), draw,
+             names=dict(n_features=("n_features", "bounds"))),
+        Spec("plotting.variational.plot_k_plus_laws", vfig.plot_k_plus_laws,
+             dict(laws={"exact": [0.5, 0.5], "q": [0.2, 0.7, 0.1]}, ax=None),
+             dict(laws=lambda b: _mapping_junk([0.5, 0.5])(b) + [
+                 ("nan", {"a": [np.nan, 1.0]}, R), ("2-D", {"a": [[0.5, 0.5]]}, R),
+                 ("empty law", {"a": []}, E), ("many laws", {str(i): [1.0] for i in range(1500)}, R)],
+                  ax=ax_kind), draw),
+        Spec("plotting.variational.elbo_traces_figure", vfig.elbo_traces_figure,
+             dict(traces=[[-5.0, -4.0], [-6.0, -4.5]], highlight={"best": 0}),
+             dict(traces=lambda b: [("None", None, R), ("str", "x", R), ("empty", [], R),
+                                    ("list of None", [None], R), ("nan", [[np.nan, 1.0]], R),
+                                    ("empty trace", [[]], R), ("2-D trace", [[[1.0]]], R),
+                                    ("array", np.array([[-5.0, -4.0]]), E),
+                                    ("many traces", [[-1.0]] * 1500, R)],
+                  highlight=lambda b: [("None", None, A), ("str", "x", R), ("list", [1], R),
+                                       ("out of range", {"a": 5}, R), ("negative", {"a": -1}, R),
+                                       ("float index", {"a": 0.5}, R), ("str index", {"a": "0"}, R),
+                                       ("int label", {3: 0}, E), ("markup label", {_MARKUP: 0}, E)]),
+             draw),
+    ]
+    return specs
+
+
 GROUPS = {
     "theory": specs_theory,
     "prior": specs_prior, "recursive": specs_recursive, "datasets": specs_datasets,
@@ -2001,6 +2184,7 @@ GROUPS = {
     "predictive": specs_predictive, "pymc": specs_pymc, "streaming": specs_streaming,
     "plotting": specs_plotting, "widgets": specs_widgets, "explorers": specs_explorers,
     "plotting_submodules": specs_plotting_submodules, "exercises": specs_exercises,
+    "late": specs_late,
 }
 
 

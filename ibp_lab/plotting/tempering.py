@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ibp_lab._checks import check_real_array
-from ibp_lab.plotting._doors import check_labels
+from ibp_lab.plotting._doors import check_labels, check_optional_real, check_panels
 from ibp_lab.plotting._style import CYCLE, PALETTE
 
 __all__ = ["tempered_laws_figure", "ladder_figure", "traces_by_cpu_figure"]
@@ -19,6 +19,15 @@ def _vector(name: str, value, *, size: int | None = None) -> np.ndarray:
     if array.ndim != 1 or (size is not None and array.size != size):
         raise ValueError(f"{name} must be a 1-d array" + (f" of {size} numbers" if size else "")
                          + f", got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite (no NaN or infinite values)")
+    return array
+
+
+def _laws(name: str, value) -> np.ndarray:
+    array = check_real_array(name, value)
+    if array.size and not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite (no NaN or infinite values)")
     return array
 
 
@@ -43,8 +52,9 @@ def tempered_laws_figure(inverse_temperatures, exact_laws, sampled_laws) -> Figu
     2
     """
     b = _vector("inverse_temperatures", inverse_temperatures)
-    exact_laws = check_real_array("exact_laws", exact_laws)
-    sampled_laws = check_real_array("sampled_laws", sampled_laws)
+    check_panels("inverse_temperatures", b.size)
+    exact_laws = _laws("exact_laws", exact_laws)
+    sampled_laws = _laws("sampled_laws", sampled_laws)
     if (exact_laws.ndim != 2 or exact_laws.shape[0] != b.size
             or sampled_laws.shape != exact_laws.shape):
         raise ValueError(f"exact_laws and sampled_laws must both have shape ({b.size}, k), got "
@@ -87,6 +97,7 @@ def ladder_figure(ladders: Mapping, rejections: Mapping) -> Figure:
     if not isinstance(ladders, Mapping) or not isinstance(rejections, Mapping) \
             or set(ladders) != set(rejections) or not ladders:
         raise ValueError("ladders and rejections must be non-empty dicts with the same labels")
+    check_panels("ladders", len(ladders))
     labels = check_labels("ladders", list(ladders), len(ladders), what="runs")
     fig = Figure(figsize=(8.4, 3.1))
     left, right = fig.subplots(1, 2)
@@ -133,6 +144,14 @@ def traces_by_cpu_figure(runs: Mapping, *, reference: float | None = None,
     if not isinstance(runs, Mapping) or not runs:
         raise ValueError(
             "runs must be a non-empty dict: panel title -> list of (seconds, log_joint)")
+    check_panels("runs", len(runs))
+    check_labels("runs", list(runs), len(runs), what="panel")
+    for title, chains in runs.items():
+        if isinstance(chains, (str, bytes, Mapping)) or not isinstance(chains, (list, tuple)) \
+                or not all(isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in chains):
+            raise TypeError(f"runs[{title!r}] must be a list of (seconds, log_joint) pairs, "
+                            f"got {type(chains).__name__}")
+    reference = check_optional_real("reference", reference)
     fig = Figure(figsize=(4.3 * len(runs), 3.2))
     axes = fig.subplots(1, len(runs), sharey=True, squeeze=False)[0]
     for ax, (title, chains) in zip(axes, runs.items()):
@@ -141,7 +160,7 @@ def traces_by_cpu_figure(runs: Mapping, *, reference: float | None = None,
             log_joint = _vector(f"runs[{title!r}][{c}] log_joint", log_joint, size=seconds.size)
             ax.plot(seconds, log_joint, color=CYCLE[c % len(CYCLE)], lw=0.8, label=f"chain {c}")
         if reference is not None:
-            ax.axhline(float(reference), color=PALETTE["black"], ls="--", lw=0.8,
+            ax.axhline(reference, color=PALETTE["black"], ls="--", lw=0.8,
                        label=reference_label)
         ax.set_title(str(title))
         ax.set_xlabel("CPU seconds")

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from ibp_lab.plotting._doors import axes_or_new, check_finite
+from ibp_lab.plotting._doors import (axes_or_new, check_finite, check_labels,
+                                     check_optional_real, check_panels)
 from ibp_lab.plotting._style import CYCLE, PALETTE, integer_ticks
 
 __all__ = ["plot_evidence_bounds", "plot_k_plus_laws", "elbo_traces_figure"]
@@ -24,6 +25,8 @@ __all__ = ["plot_evidence_bounds", "plot_k_plus_laws", "elbo_traces_figure"]
 def _check_curves(name: str, curves, *, length: int | None = None) -> dict:
     if not isinstance(curves, Mapping) or not curves:
         raise TypeError(f"{name} must be a non-empty mapping: label -> array of numbers")
+    check_panels(name, len(curves))
+    check_labels(name, list(curves), len(curves), what="curve")
     return {str(label): check_finite(f"{name}[{label!r}]", values, ndim=1, length=length,
                                      partner="n_features" if length else "")
             for label, values in curves.items()}
@@ -54,7 +57,7 @@ def plot_evidence_bounds(n_features, bounds, exact_value: float, *, ax=None):
     """
     n_features = check_finite("n_features", n_features, ndim=1)
     bounds = _check_curves("bounds", bounds, length=n_features.size)
-    exact_value = float(check_finite("exact_value", np.atleast_1d(exact_value), ndim=1)[0])
+    exact_value = check_optional_real("exact_value", exact_value, allow_none=False)
     ax = axes_or_new("ax", ax, figsize=(4.5, 3.2))
     ax.axhline(exact_value, color=PALETTE["black"], lw=1, ls="--", label="exact log p(X)")
     for color, (label, values) in zip(CYCLE, bounds.items()):
@@ -119,9 +122,14 @@ def elbo_traces_figure(traces, *, highlight=None) -> Figure:
     >>> len(fig.axes[0].lines)
     2
     """
-    if isinstance(traces, (str, bytes, Mapping)) or not hasattr(traces, "__len__") or not traces:
+    if isinstance(traces, (str, bytes, Mapping)) or not hasattr(traces, "__len__") \
+            or len(traces) == 0:
         raise TypeError("traces must be a non-empty list of ELBO arrays, one per start")
-    traces = [check_finite(f"traces[{i}]", t, ndim=1) for i, t in enumerate(traces)]
+    check_panels("traces", len(traces))
+    traces = [check_finite(f"traces[{i}]", t, ndim=1, min_size=1) for i, t in enumerate(traces)]
+    if highlight is not None and not isinstance(highlight, Mapping):
+        raise TypeError("highlight must be a mapping: label -> index of a start, "
+                        f"got {type(highlight).__name__}")
     highlight = dict(highlight or {})
     for label, index in highlight.items():
         if not isinstance(index, (int, np.integer)) or not 0 <= index < len(traces):
