@@ -114,13 +114,14 @@ def test_known_failure_is_still_present(group, case_id):
 # the campaign covers every public function and method
 # ---------------------------------------------------------------------------------------
 
-MODULES = ("prior", "finite", "scan_order", "beta_process", "recursive", "datasets", "linear_gaussian", "gibbs", "chains", "exact", "split_merge",
+MODULES = ("prior", "finite", "scan_order", "beta_process", "tempering", "variational", "recursive", "datasets", "linear_gaussian", "gibbs", "chains", "exact", "split_merge",
            "reports",
            "summaries", "heldout", "predictive_checks", "pymc_models", "streaming", "plotting",
            "widgets", "explorers", "exercises",
            # figure modules that chapters import directly (not re-exported by ibp_lab.plotting)
            "plotting.heldout", "plotting.pymc", "plotting.split_merge", "plotting.streaming",
-           "plotting.recursive", "plotting.beta_process")
+           "plotting.recursive", "plotting.beta_process", "plotting.tempering",
+           "plotting.variational")
 
 
 def _public_callables():
