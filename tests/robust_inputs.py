@@ -1076,10 +1076,19 @@ def _state_edits(state):
         "posterior values above 1": ("posterior_values", state["posterior_values"] + 2),
         "posterior rows beyond n_seen": ("posterior_rows", state["posterior_rows"] + 100),
         "posterior lengths differ": ("posterior_rows", state["posterior_rows"][:-1]),
-        "version 2": ("version", 2), "version str": ("version", "1"), "model pca": ("model", "pca"),
+        # a version this package does not write (it writes STATE_VERSION), and the one before
+        "version ahead": ("version", _state_version() + 1),
+        "version behind": ("version", _state_version() - 1),
+        "version str": ("version", "1"), "model pca": ("model", "pca"),
         "rng_state garbage": ("rng_state", {"bit_generator": "PCG64", "state": {"state": -1, "inc": "x"}}),
     }
     return edits
+
+
+def _state_version() -> int:
+    from ibp_lab.streaming._state import STATE_VERSION
+
+    return STATE_VERSION
 
 
 def specs_streaming():

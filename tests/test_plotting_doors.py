@@ -236,7 +236,7 @@ def _figure_specs() -> dict:
     import robust_inputs
 
     specs = {}
-    for group in ("plotting", "plotting_submodules"):
+    for group in ("plotting", "plotting_submodules", "late"):
         for spec in robust_inputs.group_specs(group):
             specs[spec.function] = spec
     return specs
