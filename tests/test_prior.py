@@ -52,6 +52,16 @@ def chi_square_pvalue(counts, probs, min_expected=5.0):
     return stats.chisquare(obs[keep], exp[keep] * obs[keep].sum() / exp[keep].sum()).pvalue
 
 
+def assert_poisson_counts(counts: np.ndarray, mean: float) -> None:
+    """Counts drawn from Poisson(mean): their mean within Z_SCORE standard errors, and a
+    chi-square test (top cell holding the tail) above 1e-4."""
+    assert abs(counts.mean() - mean) < Z_SCORE * np.sqrt(mean / counts.size)
+    k = np.arange(counts.max() + 1)
+    probs = stats.poisson(mean).pmf(k)
+    probs[-1] += stats.poisson(mean).sf(k[-1])
+    assert chi_square_pvalue(np.bincount(counts), probs) > 1e-4
+
+
 # --- the three facts of chapter 1 --------------------------------------------------------
 
 @pytest.mark.statistical(rate=8e-5)
@@ -74,11 +84,7 @@ def test_k_plus_is_poisson_with_generalised_harmonic_mean(alpha, beta):
     n_draws, n = 4000, 12
     k_plus, _ = simulate_feature_counts(alpha, n, n_draws, stat_rng(12), beta=beta)
     mean = expected_num_features(alpha, n, beta=beta)
-    assert abs(k_plus.mean() - mean) < Z_SCORE * np.sqrt(mean / n_draws)
-    k = np.arange(k_plus.max() + 1)
-    probs = stats.poisson(mean).pmf(k)
-    probs[-1] += stats.poisson(mean).sf(k[-1])
-    assert chi_square_pvalue(np.bincount(k_plus), probs) > 1e-4
+    assert_poisson_counts(k_plus, mean)
 
 
 @pytest.mark.statistical(rate=2e-5)
@@ -451,11 +457,7 @@ def test_two_parameter_stick_breaking_k_plus_matches_the_ibp(beta):
     k_plus = np.array([sample_two_parameter_stick_breaking(alpha, n, rng, beta=beta, n_rounds=n_rounds)[0]
                        .any(axis=0).sum() for _ in range(n_draws)])
     mean = expected_num_features(alpha, n, beta=beta)
-    assert abs(k_plus.mean() - mean) < Z_SCORE * np.sqrt(mean / n_draws)
-    k = np.arange(k_plus.max() + 1)
-    probs = stats.poisson(mean).pmf(k)
-    probs[-1] += stats.poisson(mean).sf(k[-1])
-    assert chi_square_pvalue(np.bincount(k_plus), probs) > 1e-4
+    assert_poisson_counts(k_plus, mean)
 
 
 def test_stick_rounds_needed_bounds_the_lost_mass():
