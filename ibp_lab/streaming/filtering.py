@@ -97,12 +97,35 @@ def _add_bernoullis(base, log_exist, log_unowned):
     return out
 
 
+@njit(cache=True)
+def count_law(log_unowned, base):
+    """Compiled core of the count law (:func:`log_feature_count_pmf`), unchecked.
+
+    ``log_unowned`` and ``base`` are contiguous float64 arrays. Slots with ``Pi = 1``
+    (``log_unowned = 0``) add 0 for sure and are skipped; ``log(1 - Pi)`` is formed as
+    ``log(-expm1(log Pi))``, accurate as ``Pi -> 1``. The estimator's Python path and its
+    compiled fast path (``ibp_lab.streaming._fast``) both call this function, so they
+    compute the same law by the same code.
+    """
+    n = 0
+    for v in log_unowned:
+        if v < 0.0:
+            n += 1
+    kept = np.empty(n)
+    log_exist = np.empty(n)
+    i = 0
+    for v in log_unowned:
+        if v < 0.0:
+            kept[i] = v
+            log_exist[i] = math.log(-math.expm1(v))  # log(1 - Pi); 0 for Pi = 0
+            i += 1
+    return _add_bernoullis(base, log_exist, kept)
+
+
 def _count_log_pmf(log_unowned: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """Unchecked core of :func:`log_feature_count_pmf`; slots that cannot exist are skipped."""
-    log_unowned = log_unowned[log_unowned < 0]  # Pi = 1: the slot adds 0 for sure
-    with np.errstate(divide="ignore"):
-        log_exist = np.log(-np.expm1(log_unowned))  # log(1 - Pi), accurate as Pi -> 1
-    return _add_bernoullis(np.asarray(base, dtype=np.float64), log_exist, log_unowned)
+    """Unchecked core of :func:`log_feature_count_pmf` (:func:`count_law`)."""
+    return count_law(np.ascontiguousarray(log_unowned, dtype=np.float64),
+                     np.ascontiguousarray(base, dtype=np.float64))
 
 
 def log_feature_count_pmf(log_unowned, *, base_log_pmf=None) -> np.ndarray:
@@ -165,22 +188,86 @@ def _check_log_pmf(name: str, log_pmf, *, normalised: bool = True) -> np.ndarray
     return arr.astype(np.float64)
 
 
-def _log_poisson_tails(m: np.ndarray, log_rate: float) -> tuple[np.ndarray, np.ndarray]:
-    """``log P(X >= m)`` and ``log P(X <= m - 1)`` for ``X ~ Poisson(exp(log_rate))``, ``m >= 1``.
+# A tail sum stops where the terms left out total less than e^-40 (4e-18, a fiftieth of
+# the float64 epsilon) of the smallest tail it returns.
+_LOG_TAIL_CUTOFF = 40.0
+_LOG_HALF = math.log(0.5)
 
-    Both come from the regularised incomplete gamma functions (each in [0, 1], accurate in
-    its own tail). Where ``P(X >= m)`` underflows (tiny rates: the zero-noise limit) the
-    series ``P(X >= m) = P(X = m) 1F1(1; m + 1; rate)`` is used in logs.
+
+@njit(cache=True)
+def _log_sum_step(mx, s, x):
+    """One step of an online log-sum-exp: the sum is ``exp(mx) * s``; add ``exp(x)``."""
+    if x > mx:
+        return x, (s * math.exp(mx - x) if mx > -np.inf else 0.0) + 1.0
+    if x > -np.inf:
+        return mx, s + math.exp(x - mx)
+    return mx, s
+
+
+@njit(cache=True)
+def log_poisson_tails(m_max, log_rate):
+    """``log P(X >= m)`` and ``log P(X <= m - 1)``, ``X ~ Poisson(exp(log_rate))``, at index
+    ``m - 1`` for ``m = 1 .. m_max`` (compiled, no SciPy).
+
+    Each pmf term ``log P(X = j) = j log_rate - rate - lgamma(j + 1)`` is computed directly,
+    in logs, so the rate may be far below the smallest float (the zero-noise limit,
+    ``log_rate`` like ``-5e5``). The lower tails are running log-sum-exps of the terms from
+    ``j = 0`` up: sums of non-negative terms, accurate however small. The upper tail is
+    ``log(1 - P(X <= m - 1))`` while that lower tail is below 1/2 (no cancellation: the
+    upper tail is then above 1/2), and beyond it a log-sum-exp of the terms from a top
+    ``J`` down. ``J`` is the first index above both ``m_max`` and the rate at which the
+    geometric bound on what is left out, ``P(X = J) r / (1 - r)`` with ``r = rate / (J + 1)``
+    the largest ratio of consecutive later terms, falls ``_LOG_TAIL_CUTOFF`` nats below
+    ``P(X = m_max) <= P(X >= m_max)``: the truncation changes no tail by more than a
+    fiftieth of the float64 epsilon, relatively. Work: ``O(m_max + sqrt(rate))`` terms
+    (beyond ``m_max`` the terms fall like a Gaussian of width ``sqrt(rate)``).
+
+    Examples
+    --------
+    >>> from scipy import stats
+    >>> log_sf, log_cdf = log_poisson_tails(3, np.log(2.0))
+    >>> bool(np.allclose(np.exp(log_sf), stats.poisson.sf([0, 1, 2], 2.0), rtol=1e-13))
+    True
+    >>> bool(np.allclose(np.exp(log_cdf), stats.poisson.cdf([0, 1, 2], 2.0), rtol=1e-13))
+    True
     """
-    rate = float(np.exp(log_rate))
-    with np.errstate(divide="ignore"):
-        log_sf = np.log(special.gammainc(m, rate)) if rate > 0 else np.full(m.shape, -np.inf)
-        log_cdf = np.log(special.gammaincc(m, rate))
-    small = log_sf < -600.0
-    if log_rate > -np.inf and np.any(small):
-        ms = m[small].astype(float)
-        log_sf[small] = (ms * log_rate - rate - special.gammaln(ms + 1.0)
-                         + np.log(special.hyp1f1(1.0, ms + 1.0, rate)))
+    log_sf = np.empty(m_max)
+    log_cdf = np.empty(m_max)
+    if log_rate == -np.inf:  # X = 0 for sure
+        log_sf[:] = -np.inf
+        log_cdf[:] = 0.0
+        return log_sf, log_cdf
+    rate = math.exp(log_rate)
+    terms = np.empty(m_max + 1)  # log P(X = j); 0 * log_rate is 0 even for huge rates
+    for j in range(m_max + 1):
+        terms[j] = (j * log_rate if j else 0.0) - rate - math.lgamma(j + 1.0)
+    # lower tails from j = 0 up; upper tails by complement while the lower one is < 1/2
+    mx, s = -np.inf, 0.0
+    first_direct = m_max + 1  # the first m whose upper tail is summed directly
+    for m in range(1, m_max + 1):
+        mx, s = _log_sum_step(mx, s, terms[m - 1])
+        log_cdf[m - 1] = mx + math.log(s) if mx > -np.inf else -np.inf
+        if first_direct > m_max and log_cdf[m - 1] >= _LOG_HALF:
+            first_direct = m
+        if first_direct > m:
+            log_sf[m - 1] = math.log(-math.expm1(log_cdf[m - 1]))
+    if first_direct > m_max:
+        return log_sf, log_cdf
+    # the rest directly, from the top J down (J: the truncation bound of the docstring)
+    floor = terms[m_max] - _LOG_TAIL_CUTOFF
+    top, last = m_max, terms[m_max]
+    while True:
+        ratio = rate / (top + 1.0)
+        if ratio < 1.0 and last + math.log(ratio) - math.log1p(-ratio) < floor:
+            break
+        top += 1
+        last = top * log_rate - rate - math.lgamma(top + 1.0)
+    mx, s = -np.inf, 0.0
+    for j in range(top, m_max, -1):
+        mx, s = _log_sum_step(mx, s, j * log_rate - rate - math.lgamma(j + 1.0))
+    for j in range(m_max, first_direct - 1, -1):
+        mx, s = _log_sum_step(mx, s, terms[j])
+        log_sf[j - 1] = mx + math.log(s) if mx > -np.inf else -np.inf
     return log_sf, log_cdf
 
 
@@ -321,22 +408,32 @@ def _check_bound(bound, dish: np.ndarray) -> np.ndarray:
     return raw.astype(np.int64)
 
 
-def _new_feature_fraction(dish, log_count_pmf, log_rate_new, bound=None):
-    """Unchecked core of :func:`log_new_feature_fraction`."""
-    dish = np.asarray(dish, dtype=np.int64)
-    if dish.size == 0:
+@njit(cache=True)
+def new_feature_fraction(dish, bound, log_count_pmf, log_rate_new):
+    """Compiled core of :func:`log_new_feature_fraction`: ``(log c_d, log (1 - c_d))``.
+
+    Unchecked: ``dish`` and ``bound`` int64 (``bound`` in ``[0, d - 1]``), ``log_count_pmf``
+    float64, all contiguous.
+    """
+    if dish.shape[0] == 0:
         return np.zeros(0), np.zeros(0)
-    bound = dish - 1 if bound is None else np.asarray(bound, dtype=np.int64)
-    d_max = int(dish.max())
-    given = np.asarray(log_count_pmf, dtype=np.float64)
-    log_pmf = np.full(int(bound.max()) + 1, -np.inf)
-    top = min(given.size, log_pmf.size)
-    log_pmf[:top] = given[:top]
-    m = np.arange(1, d_max + 1)
+    d_max = dish.max()
+    log_pmf = np.full(bound.max() + 1, -np.inf)
+    top = min(log_count_pmf.shape[0], log_pmf.shape[0])
+    log_pmf[:top] = log_count_pmf[:top]
     # index m - 1: log P(lambda >= m) and log P(lambda <= m - 1)
-    log_sf, log_cdf = _log_poisson_tails(m, log_rate_new)
-    mode = int(np.argmax(given))  # a log-concave pmf increases up to here
+    log_sf, log_cdf = log_poisson_tails(d_max, log_rate_new)
+    mode = np.argmax(log_count_pmf)  # a log-concave pmf increases up to here
     return _log_fractions(dish, bound, log_pmf, log_sf, log_cdf, mode)
+
+
+def _new_feature_fraction(dish, log_count_pmf, log_rate_new, bound=None):
+    """Unchecked core of :func:`log_new_feature_fraction` (:func:`new_feature_fraction`)."""
+    dish = np.ascontiguousarray(dish, dtype=np.int64)
+    bound = dish - 1 if bound is None else np.ascontiguousarray(bound, dtype=np.int64)
+    return new_feature_fraction(dish, bound, np.ascontiguousarray(log_count_pmf,
+                                                                  dtype=np.float64),
+                                float(log_rate_new))
 
 
 def log_filtering_prior(
@@ -396,28 +493,61 @@ def log_filtering_prior(
                                 beta, last_used=last_used)
 
 
+@njit(cache=True)
+def _log_add(a, b):
+    """``log(exp(a) + exp(b))`` of two logs of non-negative numbers (``-inf`` allowed)."""
+    hi = max(a, b)
+    if hi == -np.inf:
+        return -np.inf
+    return hi + math.log1p(math.exp(min(a, b) - hi))
+
+
+@njit(cache=True)
+def filtering_prior_core(usage, log_unowned, dish, n, log_count_pmf, log_alpha, beta,
+                         last_used):
+    """Compiled core of :func:`log_filtering_prior`: ``(log q, log (1 - q))`` per slot.
+
+    Unchecked: contiguous float64 ``usage``, ``log_unowned``, ``log_count_pmf``; int64
+    ``dish``; ``last_used < 0`` stands for ``None``. The estimator's Python path and its
+    compiled fast path (``ibp_lab.streaming._fast``) both call it.
+    """
+    size = dish.shape[0]
+    denominator = beta + n - 1
+    log_rate_new = log_alpha + math.log(beta) - math.log(denominator)
+    bound = dish - 1
+    if last_used >= 0:
+        bound = np.minimum(bound, last_used)
+    log_c, log_1mc = new_feature_fraction(dish, bound, log_count_pmf, log_rate_new)
+    log_q = np.empty(size)
+    log_1mq = np.empty(size)
+    for k in range(size):
+        owned = -math.expm1(log_unowned[k])  # 1 - Pi_k
+        share = usage[k] / denominator
+        # 1 - q = (1 - Pi_k - M_k / (beta + n - 1)) + Pi_k (1 - c): the first bracket is at
+        # least (1 - Pi_k) beta / (beta + n - 1) because M_k <= (n - 1)(1 - Pi_k) (module
+        # docstring).
+        spare = owned - share
+        log_share = math.log(share) if share > 0.0 else -np.inf
+        log_spare = math.log(spare) if spare > 0.0 else (-np.inf if spare == 0.0 else np.nan)
+        log_on = _log_add(log_share, log_unowned[k] + log_c[k])
+        log_off = _log_add(log_spare, log_unowned[k] + log_1mc[k])
+        # q = on / (on + off): on + off = 1 mathematically; the ratio keeps 0 <= q <= 1
+        # exactly.
+        log_total = _log_add(log_on, log_off)
+        log_q[k] = log_on - log_total
+        log_1mq[k] = log_off - log_total
+    return log_q, log_1mq
+
+
 def _log_filtering_prior(usage, log_unowned, dish, n, log_count_pmf, log_alpha, beta,
                          *, last_used=None):
-    """Unchecked core of :func:`log_filtering_prior` (the estimator's inner loop)."""
-    usage = np.asarray(usage, dtype=np.float64)
-    log_unowned = np.asarray(log_unowned, dtype=np.float64)
-    dish = np.asarray(dish, dtype=np.int64)
-    denominator = beta + n - 1
-    log_rate_new = log_alpha + np.log(beta) - np.log(denominator)
-    bound = dish - 1 if last_used is None else np.minimum(dish - 1, last_used)
-    log_c, log_1mc = _new_feature_fraction(dish, log_count_pmf, log_rate_new, bound)
-    owned = -np.expm1(log_unowned)  # 1 - Pi_k
-    share = usage / denominator
-    # 1 - q = (1 - Pi_k - M_k / (beta + n - 1)) + Pi_k (1 - c): the first bracket is at least
-    # (1 - Pi_k) beta / (beta + n - 1) because M_k <= (n - 1)(1 - Pi_k) (module docstring).
-    spare = owned - share
-    with np.errstate(divide="ignore"):
-        log_on = np.logaddexp(np.log(share), log_unowned + log_c)
-        log_off = np.logaddexp(np.log(spare), log_unowned + log_1mc)
-    # q = on / (on + off): on + off = 1 mathematically; the ratio keeps 0 <= q <= 1 exactly.
-    log_total = np.logaddexp(log_on, log_off)
-    log_q, log_1mq = log_on - log_total, log_off - log_total
-    return log_q, log_1mq
+    """Unchecked core of :func:`log_filtering_prior` (:func:`filtering_prior_core`)."""
+    return filtering_prior_core(
+        np.ascontiguousarray(usage, dtype=np.float64),
+        np.ascontiguousarray(log_unowned, dtype=np.float64),
+        np.ascontiguousarray(dish, dtype=np.int64), int(n),
+        np.ascontiguousarray(log_count_pmf, dtype=np.float64), float(log_alpha), float(beta),
+        -1 if last_used is None else int(last_used))
 
 
 def filtering_prior(
