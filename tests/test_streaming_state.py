@@ -42,7 +42,7 @@ def data():
 def fitted(X, model="linear_gaussian", bit_generator="PCG64", n=40):
     rng = np.random.Generator(getattr(np.random, bit_generator)(11))  # the test's choice
     return RecursiveIBP(1.0, 1.0, 0.25, 0.5, model=model, record_posteriors=True,
-                        rng=rng).partial_fit(X[:n])
+                        rng=rng, births="single").partial_fit(X[:n])
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +92,7 @@ def test_saved_rng_kind_never_chooses_a_function(good_state, tmp_path):
     for kind in ("seed", "default_rng", "__class__", "RandomState", "Generator"):
         state = dict(good_state, rng_kind=kind)
         with pytest.raises(ValueError, match=INVALID + "rng_kind must be one of"):
-            RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(state)
+            RecursiveIBP(1.0, 1.0, 1.0, 1.0, births="single").set_state(state)
         _state.write_state(tmp_path / "s.npz", state)
         with pytest.raises(ValueError, match="rng_kind must be one of"):
             RecursiveIBP.load(tmp_path / "s.npz")
@@ -133,9 +133,10 @@ def _swap(key):
 
 # (field, new value or function of the state, what the message names)
 EDITS = [
-    ("version", "2", "version must be 2"),
-    ("version", 1, "version must be 2"),  # version 1 had no retired_log_pmf
-    ("version", True, "version must be 2"),
+    ("version", "3", "version must be 3"),
+    ("version", 1, "version must be 3"),  # version 1 had no retired_log_pmf
+    ("version", 2, "version must be 3"),  # version 2 had no birth buffer
+    ("version", True, "version must be 3"),
     ("log_alpha", "0.0", "log_alpha must be a finite real"),
     ("log_alpha", float("nan"), "log_alpha must be a finite real"),
     ("log_alpha", -float("inf"), "log_alpha must be a finite real"),
@@ -245,6 +246,18 @@ EDITS = [
     ("posterior_values", _first("posterior_values", np.nan), "posterior_values must be prob"),
     ("posterior_values", lambda s: s["posterior_values"].astype(np.int64),
      "posterior_values must be a floating"),
+    ("births", 3, "births must be 'buffer', 'single' or None"),
+    ("births", "twice", "births must be 'buffer', 'single' or None"),
+    ("buffer_size", 1, "buffer_size must be an integer >= 2"),
+    ("buffer_size", 2.5, "buffer_size must be an integer"),
+    ("buffer_size", 10**6, "buffer_size must be an integer <= 10000"),
+    ("buffer_rows", lambda s: np.array([1]), "one row per buffer_rows entry"),
+    ("buffer_residuals", lambda s: np.zeros((0, 35)), r"buffer_residuals must have shape \(0"),
+    ("buffer_rows", lambda s: np.zeros(0), "buffer_rows must be an integer array"),
+    ("buffer_residuals", lambda s: np.zeros((1, 36)), "one row per buffer_rows entry"),
+    ("buffer_residuals", lambda s: np.zeros((0, 36), np.int64),
+     "buffer_residuals must be a floating"),
+    ("buffer_residuals", lambda s: np.zeros(0), "buffer_residuals must be 2-D"),
 ]
 
 
@@ -277,12 +290,12 @@ def test_missing_field_is_refused(key, good_state):
     state = dict(good_state)
     del state[key]
     with pytest.raises(ValueError, match=INVALID + rf"missing \['{key}'\]"):
-        RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(state)
+        RecursiveIBP(1.0, 1.0, 1.0, 1.0, births="single").set_state(state)
 
 
 def test_extra_field_is_refused(good_state):
     with pytest.raises(ValueError, match=INVALID + r"unexpected \['colour'\]"):
-        RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(dict(good_state, colour="red"))
+        RecursiveIBP(1.0, 1.0, 1.0, 1.0, births="single").set_state(dict(good_state, colour="red"))
 
 
 def test_malformed_retired_count_law_is_refused():
@@ -291,9 +304,9 @@ def test_malformed_retired_count_law_is_refused():
     e = 3 * np.eye(8)
     X = np.vstack([np.tile(e[1], (3, 1)), np.tile(e[2], (3, 1)), np.tile(e[3], (3, 1)),
                    np.tile(e[0], (400, 1))])
-    state = RecursiveIBP(1.0, 1.0, 0.1, 1.0, tol=0.01, rng=0).fit(X).get_state()
+    state = RecursiveIBP(1.0, 1.0, 0.1, 1.0, tol=0.01, rng=0, births="single").fit(X).get_state()
     assert np.array_equal(state["retired_log_pmf"], [-np.inf, -np.inf, -np.inf, 0.0])
-    assert same_state(RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(state).get_state(), state)
+    assert same_state(RecursiveIBP(1.0, 1.0, 1.0, 1.0, births="single").set_state(state).get_state(), state)
     for law, message in [
         ([0.5, 0.0, 0.0, 0.5], "no zero probabilities between"),  # gap in the support
         ([0.4, 0.1, 0.1, 0.4], "log-concave"),  # bimodal
@@ -304,32 +317,32 @@ def test_malformed_retired_count_law_is_refused():
         with np.errstate(divide="ignore"):
             bad = dict(state, retired_log_pmf=np.log(np.array(law)))
         with pytest.raises(ValueError, match=INVALID + ".*" + message):
-            RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(bad)
+            RecursiveIBP(1.0, 1.0, 1.0, 1.0, births="single").set_state(bad)
 
 
 def test_version_one_state_is_refused_with_its_reason(good_state):
     """A version-1 checkpoint has no retired_log_pmf; the message says why it cannot load."""
     old = {key: value for key, value in good_state.items() if key != "retired_log_pmf"}
     old["version"] = 1
-    with pytest.raises(ValueError, match=INVALID + "version must be 2, got 1 .*refit"):
-        RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(old)
+    with pytest.raises(ValueError, match=INVALID + "version must be 3, got 1 .*refit"):
+        RecursiveIBP(1.0, 1.0, 1.0, 1.0, births="single").set_state(old)
 
 
 def test_valid_state_is_accepted_and_copied(good_state, data):
     """The checks refuse no state that the estimator itself produced (fresh, fitted, retired)."""
     # a seed: with rng=None every unfitted get_state() draws fresh entropy (scikit-learn's rule)
-    fresh = RecursiveIBP(1.0, 1.0, 1.0, 1.0, rng=0)
-    assert same_state(RecursiveIBP(2.0, 2.0, 2.0, 2.0).set_state(fresh.get_state()).get_state(),
+    fresh = RecursiveIBP(1.0, 1.0, 1.0, 1.0, rng=0, births="single")
+    assert same_state(RecursiveIBP(2.0, 2.0, 2.0, 2.0, births="single").set_state(fresh.get_state()).get_state(),
                       fresh.get_state())
     # a slot retired (tol = 0.01 drops a feature 3 of 403 observations own) and b = 1 exactly
     a, b = 3 * np.eye(6)[0], 3 * np.eye(6)[1]
     X = np.vstack([np.tile(b, (3, 1)), np.tile(a, (400, 1))])
-    for model in (RecursiveIBP(1.0, 1.0, 0.1, 1.0, tol=0.01, record_posteriors=True).fit(X),
+    for model in (RecursiveIBP(1.0, 1.0, 0.1, 1.0, tol=0.01, record_posteriors=True, births="single").fit(X),
                   RecursiveIBP.bp_means_limit(1.5, 1e-3).fit(data),
-                  RecursiveIBP(1.0, 1.0, 0.3, 1.0, keep_history=False, ossify=True).fit(data)):
+                  RecursiveIBP(1.0, 1.0, 0.3, 1.0, keep_history=False, ossify=True, births="single").fit(data)):
         state = model.get_state()
-        assert same_state(RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(state).get_state(), state)
-    restored = RecursiveIBP(1.0, 1.0, 1.0, 1.0).set_state(good_state)
+        assert same_state(RecursiveIBP(1.0, 1.0, 1.0, 1.0, births="single").set_state(state).get_state(), state)
+    restored = RecursiveIBP(1.0, 1.0, 1.0, 1.0, births="single").set_state(good_state)
     restored.partial_fit(data[40:45])  # fitting does not write into the caller's arrays
     assert same_state(good_state, fitted(data).get_state())
 

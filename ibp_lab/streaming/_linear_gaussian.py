@@ -173,6 +173,26 @@ def birth_gain(f, R_before, terms_before, R_after, mu, s, b, mu0, s0, log_q, log
     return -misfit_change / (2 * sigma2) - (klf1 - klf0) - (klb1 - klb0)
 
 
+@njit(cache=True)
+def expected_misfit(R, mu, s, b):
+    """``E_q |o - sum_k z_k A_k|^2 = |R|^2 + sum_k [b_k (|mu_k|^2 + D s_k) - b_k^2 |mu_k|^2]``.
+
+    ``R = o - sum_k b_k mu_k`` is the residual of the posterior means; the sum adds the
+    variance of each feature's contribution under ``q``. The birth buffer compares this
+    with the noise (:mod:`ibp_lab.streaming._births`); :func:`objective` uses it too.
+    """
+    K, D = mu.shape
+    total = 0.0
+    for d in range(D):
+        total += R[d] * R[d]
+    for k in range(K):
+        norm2 = 0.0
+        for d in range(D):
+            norm2 += mu[k, d] * mu[k, d]
+        total += b[k] * (norm2 + D * s[k]) - b[k] * b[k] * norm2
+    return total
+
+
 def objective(o, R, mu, s, b, log_q, log_1mq, mu0, s0, sigma2) -> float:
     """The local objective ``L`` of one observation (the paper's approximate lower bound).
 
@@ -181,8 +201,7 @@ def objective(o, R, mu, s, b, log_q, log_1mq, mu0, s0, sigma2) -> float:
     b_k^2 |mu_k|^2]``.
     """
     D = o.shape[0]
-    norm2 = np.einsum("kd,kd->k", mu, mu)
-    misfit = R @ R + np.sum(b * (norm2 + D * s) - b * b * norm2)
+    misfit = expected_misfit(R, mu, s, b)
     expected_loglik = -0.5 * D * np.log(2 * np.pi * sigma2) - misfit / (2 * sigma2)
     diff = mu - mu0
     kl_features = 0.5 * np.sum(
@@ -212,6 +231,17 @@ class LinearGaussianLocal:
         self.sigma2 = sigma_x**2
         self.n_steps = n_steps
         self.ossify = ossify
+
+    def fit_without_birth(self, o, mu, s, b, log_q, log_1mq, mu0, s0, usage):
+        """Coordinate ascent only (no birth proposal), in place: the buffer's step.
+
+        Returns the posteriors ``(mu, s, b)``, the residual ``R`` and the expected misfit
+        over ``sigma_x^2`` (:func:`expected_misfit`), which decides admission to the
+        birth buffer.
+        """
+        R = local_fit(o, mu, s, b, log_q - log_1mq, mu0, s0, usage, self.sigma2,
+                      self.n_steps, self.ossify)
+        return mu, s, b, R, expected_misfit(R, mu, s, b) / self.sigma2
 
     def fit_observation(self, o, n_old, mu, s, b, log_q, log_1mq, mu0, s0, usage):
         """Posteriors ``(mu, s, b)`` of one observation; slots from ``n_old`` on are fresh."""

@@ -65,9 +65,20 @@ BIT_GENERATORS = {
     "Philox": np.random.Philox,
     "SFC64": np.random.SFC64,
 }
-#: Version 2 adds ``retired_log_pmf`` (the law of the retired slots' count), which the
+#: Version 2 added ``retired_log_pmf`` (the law of the retired slots' count), which the
 #: exact (Poisson-binomial) filtering prior needs; a version-1 state holds only its mean.
-STATE_VERSION = 2
+#: Version 3 adds the birth buffer (``births``, ``buffer_size``, ``buffer_residuals``,
+#: ``buffer_rows``).
+STATE_VERSION = 3
+#: Largest birth buffer (rows); its memory is ``buffer_size * D`` numbers.
+MAX_BUFFER = 10_000
+#: Keys each older version lacks, and why it cannot be resumed.
+_OLD_VERSIONS = {
+    1: ("kept only the mean of the retired slots' count, not the law the exact prior "
+        "needs"),
+    2: "predates the birth buffer (births, buffer_size, buffer_residuals, buffer_rows)",
+}
+BIRTHS = ("buffer", "single")
 #: Largest state file read (bytes, after decompression): far above any stream the book
 #: runs (a digit stream's state is a few hundred kB), and it bounds what a file can make
 #: :func:`read_state` allocate.
@@ -81,9 +92,10 @@ MODELS = ("linear_gaussian", "factor_analysis")
 #: State entries stored as arrays; the others are JSON scalars (and the generator's state).
 ARRAY_KEYS = ("features", "variances", "usage", "log_unowned", "dish", "rate_history",
               "slots_history", "posterior_rows", "posterior_dishes", "posterior_values",
-              "retired_log_pmf")
+              "retired_log_pmf", "buffer_residuals", "buffer_rows")
 SCALAR_KEYS = ("version", "log_alpha", "beta", "sigma_x", "sigma_a", "sigma_w", "model",
-               "n_steps", "tol", "ossify", "keep_history", "record_posteriors", "rng_state",
+               "n_steps", "tol", "ossify", "keep_history", "record_posteriors", "births",
+               "buffer_size", "rng_state",
                "rng_kind", "dim", "n_seen", "retired_rate", "next_dish", "rate")
 # Relative slack in the consistency checks between quantities that the stream computes
 # along different floating-point paths (a sum of b and an expm1 of a sum of log1p(-b)).
@@ -110,6 +122,8 @@ class Settings:
     ossify: bool
     keep_history: bool
     record_posteriors: bool
+    births: str
+    buffer_size: int
 
     @property
     def alpha(self) -> float:
@@ -122,21 +136,25 @@ SETTING_KEYS = tuple(Settings.__dataclass_fields__)
 
 
 def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, n_steps, tol,
-                   ossify, keep_history, record_posteriors) -> Settings:
+                   ossify, keep_history, record_posteriors, births=None,
+                   buffer_size=100) -> Settings:
     """The one door of the estimator's parameters: :meth:`RecursiveIBP.fit`, ``partial_fit``
     and a restored state (:func:`validate_state`) all come through it.
 
     Exactly one of ``alpha`` (> 0) and ``log_alpha`` (finite, at most
     ``log(MAX_PARAMETER)``) is given; the logarithm reaches masses below the smallest
-    float (:meth:`RecursiveIBP.bp_means_limit`).
+    float (:meth:`RecursiveIBP.bp_means_limit`). ``births`` is ``"buffer"`` or ``"single"``;
+    ``None`` chooses ``"buffer"`` for the linear-Gaussian model and ``"single"`` for factor
+    analysis, whose weights the buffer's collapsed sampler does not model (so
+    ``"buffer"`` with factor analysis is refused).
 
     Examples
     --------
     >>> s = check_settings(alpha=2.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0,
     ...                    sigma_w=1.0, model="linear_gaussian", n_steps=3, tol=1e-6,
     ...                    ossify=False, keep_history=True, record_posteriors=False)
-    >>> round(s.alpha, 12), s.n_steps
-    (2.0, 3)
+    >>> round(s.alpha, 12), s.n_steps, s.births
+    (2.0, 3, 'buffer')
     """
     if log_alpha is None:
         log_alpha = float(np.log(check_positive("alpha", alpha)))
@@ -149,6 +167,7 @@ def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, 
                          f"got {log_alpha!r}")
     if not isinstance(model, str) or model not in MODELS:
         raise ValueError(f"model must be 'linear_gaussian' or 'factor_analysis', got {model!r}")
+    births = _check_births(births, model)
     return Settings(
         log_alpha=float(log_alpha),
         beta=check_positive("beta", beta),
@@ -161,7 +180,22 @@ def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, 
         ossify=check_flag("ossify", ossify),
         keep_history=check_flag("keep_history", keep_history),
         record_posteriors=check_flag("record_posteriors", record_posteriors),
+        births=births,
+        buffer_size=check_count("buffer_size", buffer_size, minimum=2, maximum=MAX_BUFFER),
     )
+
+
+def _check_births(births, model: str) -> str:
+    """``"buffer"`` or ``"single"`` (``None``: the model's default, see :func:`check_settings`)."""
+    if births is None:
+        return "buffer" if model == "linear_gaussian" else "single"
+    if not isinstance(births, str) or births not in BIRTHS:
+        raise ValueError(f"births must be 'buffer', 'single' or None, got {births!r}")
+    if births == "buffer" and model != "linear_gaussian":
+        raise ValueError("births='buffer' needs model='linear_gaussian' (the buffer is "
+                         "decomposed by the linear-Gaussian collapsed sampler); use "
+                         "births='single' with factor analysis")
+    return births
 
 
 def check_generator(rng) -> np.random.Generator:
@@ -308,11 +342,11 @@ def _check_keys(state) -> None:
     expected = set(SCALAR_KEYS) | set(ARRAY_KEYS)
     missing = sorted(expected - set(state), key=str)
     extra = sorted(set(state) - expected, key=str)
-    if missing == ["retired_log_pmf"] and state.get("version") == 1 \
-            and not isinstance(state.get("version"), bool):
-        raise InvalidState(f"version must be {STATE_VERSION}, got 1 (version 1 kept only "
-                           "the mean of the retired slots' count, not the law the exact "
-                           "prior needs: refit the stream)")
+    version = state.get("version")
+    if missing and not isinstance(version, bool) and isinstance(version, int) \
+            and version in _OLD_VERSIONS:
+        raise InvalidState(f"version must be {STATE_VERSION}, got {version} (version "
+                           f"{version} {_OLD_VERSIONS[version]}: refit the stream)")
     if missing:
         raise InvalidState(f"missing {missing}")
     if extra:
@@ -472,6 +506,32 @@ def _histories(state, counts, settings, k: int) -> dict:
             "posterior_dishes": dishes, "posterior_values": values}
 
 
+def _buffer(state, counts, settings: Settings) -> dict:
+    """The birth buffer: fewer rows than ``buffer_size``, finite residuals of width ``dim``,
+    strictly increasing observation indices in ``[1, n_seen]``; empty with single births."""
+    residuals = _array(state, "buffer_residuals", "f", 2)
+    rows = _array(state, "buffer_rows", "i", 1)
+    m = rows.size
+    if residuals.shape != (m, counts["dim"] or 0) and residuals.shape[0] == m:
+        raise InvalidState(f"buffer_residuals must have shape ({m}, dim={counts['dim']}), "
+                           f"got {residuals.shape}")
+    if residuals.shape[0] != m:
+        raise InvalidState(f"buffer_residuals must have one row per buffer_rows entry ({m}), "
+                           f"got {residuals.shape[0]}")
+    if m and settings.births != "buffer":
+        raise InvalidState("the birth buffer must be empty with births='single'")
+    if m >= settings.buffer_size:
+        raise InvalidState(f"the birth buffer holds {m} rows; a full buffer "
+                           f"(buffer_size = {settings.buffer_size}) is always emptied")
+    if m and (rows[0] < 1 or rows[-1] > counts["n_seen"] or np.any(np.diff(rows) <= 0)):
+        raise InvalidState(f"buffer_rows must be strictly increasing observation indices in "
+                           f"[1, n_seen = {counts['n_seen']}]")
+    if not np.all(np.isfinite(residuals)):
+        raise InvalidState("buffer_residuals must be finite")
+    return {"buffer_residuals": residuals.reshape(m, counts["dim"] or 0),
+            "buffer_rows": rows}
+
+
 def validate_state(state, source: str = "state") -> dict:
     """Check ``state`` completely; return its entries converted (a generator for the rng).
 
@@ -486,9 +546,10 @@ def validate_state(state, source: str = "state") -> dict:
         counts = _counters(state)
         slots = _slots(state, counts, settings["settings"].sigma_a)
         histories = _histories(state, counts, settings, slots["features"].shape[0])
+        buffer = _buffer(state, counts, settings["settings"])
     except InvalidState as exc:
         raise invalid(source, str(exc)) from None
-    return {**settings, **counts, **slots, **histories}
+    return {**settings, **counts, **slots, **histories, **buffer}
 
 
 # ---------------------------------------------------------------------------------------
@@ -637,6 +698,9 @@ def capture(estimator) -> dict:
         "posterior_rows": np.concatenate(rows) if rows else np.zeros(0, np.int64),
         "posterior_dishes": np.concatenate(dishes) if dishes else np.zeros(0, np.int64),
         "posterior_values": np.concatenate(values) if values else np.zeros(0),
+        "buffer_residuals": estimator._buffer_residuals[: len(estimator._buffer_rows)]
+        .reshape(len(estimator._buffer_rows), estimator._dim or 0).copy(),
+        "buffer_rows": np.array(estimator._buffer_rows, dtype=np.int64),
     }
 
 
@@ -680,6 +744,12 @@ def restore(estimator, valid: dict) -> None:
     fresh._rate = valid["rate"]
     fresh._rate_history = [float(v) for v in valid["rate_history"]]
     fresh._slots_history = [int(v) for v in valid["slots_history"]]
+    if fresh._dim is not None:
+        fresh._allocate_buffer()
+        m = valid["buffer_rows"].size
+        if m:  # only a buffer-births stream allocates (and may fill) a buffer
+            fresh._buffer_residuals[:m] = valid["buffer_residuals"]
+        fresh._buffer_rows = [int(v) for v in valid["buffer_rows"]]
     if settings.record_posteriors:
         rows = valid["posterior_rows"]
         bounds = np.searchsorted(rows, np.arange(fresh._n_seen + 1))

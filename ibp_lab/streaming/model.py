@@ -9,9 +9,19 @@ One pass over the data; each observation is seen once and then discarded. For ob
 2. runs ``n_steps`` coordinate-ascent steps on the Bernoulli probabilities ``b_nk`` and the
    feature posteriors ``N(mu_k, s_k I)``, each step starting from the posterior after
    observation ``n - 1`` (Schaeffer et al. 2022, supplement B.2; B.3 for factor analysis);
-3. proposes a *birth*: the first fresh slot switched on and fitted to what the other
-   features leave unexplained; the proposal is kept only if it increases the local
-   objective and leaves the slot on (``b >= 1/2``; see below);
+3. creates features (*births*) in one of two ways (``births``):
+
+   - ``"buffer"`` (the default for the linear-Gaussian model): an observation that the
+     features do not explain (its expected misfit is improbable as noise) puts its
+     residual in a buffer; when ``buffer_size`` residuals have gathered, a small collapsed
+     sampler explains them jointly and the features that at least two of them own are
+     born (:mod:`ibp_lab.streaming._births`). Several observations must agree before a
+     feature exists, so features that one observation happens to show together are not
+     born fused;
+   - ``"single"`` (the original rule; the only one for factor analysis, and the one of the
+     zero-noise limit): the first fresh slot switched on and fitted to what the other
+     features leave unexplained in this observation; the proposal is kept only if it
+     increases the local objective and leaves the slot on (``b >= 1/2``; see below);
 4. stores the feature posteriors (optionally the usage-weighted, "ossified", average of
    supplement B.2), adds ``b_nk`` to the running sums and ``log(1 - b_nk)`` to the running
    log-products, and updates the expected number of features
@@ -20,7 +30,7 @@ One pass over the data; each observation is seen once and then discarded. For ob
    observation uses; supplement A approximates it by a Poisson law, which is wrong where
    features are established (:mod:`ibp_lab.streaming.filtering`).
 
-Why the birth proposal. Coordinate ascent that starts a fresh slot at its prior
+Why a birth rule at all. Coordinate ascent that starts a fresh slot at its prior
 probability (tiny) never creates a feature: a feature that is barely switched on learns
 almost nothing from the observation, and a feature that has learned nothing is switched
 off. The objective has a second local optimum with the slot switched on and fitted to the
@@ -83,7 +93,7 @@ from ibp_lab._checks import (
     check_real_array,
     check_rng,
 )
-from ibp_lab.streaming import _state
+from ibp_lab.streaming import _births, _state
 from ibp_lab.streaming._factor_analysis import FactorAnalysisLocal
 from ibp_lab.streaming._linear_gaussian import LinearGaussianLocal
 from ibp_lab.streaming.filtering import _count_log_pmf, _log_filtering_prior
@@ -196,6 +206,12 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     log_alpha : float, optional
         The mass parameter as its logarithm, for masses below the smallest float
         (:meth:`bp_means_limit`); then ``alpha`` must be ``None``.
+    births : {"buffer", "single"} or None, optional
+        How features are created (module docstring). ``None``: ``"buffer"`` for the
+        linear-Gaussian model, ``"single"`` for factor analysis (which allows only it).
+    buffer_size : int, optional
+        Residuals gathered before the buffer is decomposed, in [2, 10000]; the buffer
+        holds ``buffer_size * D`` numbers.
 
     Attributes
     ----------
@@ -226,20 +242,27 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
 
     Examples
     --------
-    Four 6 x 6 features, each in 30% of the images, streamed once:
+    The four features of Griffiths and Ghahramani's images, each in half of the 300
+    images, noise 0.5, streamed once:
 
     >>> from ibp_lab.datasets import simulate_four_feature_data
     >>> from ibp_lab.summaries import match_features
-    >>> X, Z, A = simulate_four_feature_data(np.random.default_rng(0), n=300, sigma_x=0.1,
-    ...                                      p_on=0.3)
-    >>> model = RecursiveIBP(1.0, 1.0, 0.2, 0.5, rng=np.random.default_rng(1)).fit(X)
+    >>> X, Z, A = simulate_four_feature_data(np.random.default_rng(0), n=300)
+    >>> model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, rng=np.random.default_rng(1)).fit(X)
     >>> model.features_.shape, round(model.n_features_expected_, 2)
     ((4, 36), 4.0)
-    >>> bool(match_features(A, model.features_).ref_correlation().min() > 0.99)
+    >>> bool(match_features(A, model.features_).ref_correlation().min() > 0.98)
     True
+
+    Births from single residuals fuse the features the first images show together:
+
+    >>> single = RecursiveIBP(1.0, 1.0, 0.5, 1.0, births="single").fit(X)
+    >>> single.features_.shape[0], bool(
+    ...     match_features(A, single.features_).ref_correlation().min() < 0.9)
+    (7, True)
     >>> from sklearn.base import clone
     >>> clone(model).get_params()["sigma_x"]
-    0.2
+    0.5
     """
 
     def __init__(
@@ -258,6 +281,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         keep_history: bool = True,
         record_posteriors: bool = False,
         log_alpha: float | None = None,
+        births: str | None = None,
+        buffer_size: int = 100,
     ) -> None:
         self.alpha = alpha
         self.beta = beta
@@ -272,6 +297,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self.keep_history = keep_history
         self.record_posteriors = record_posteriors
         self.log_alpha = log_alpha
+        self.births = births
+        self.buffer_size = buffer_size
 
     # ------------------------------------------------------------------------------------
     # parameters: one door, and the stream they started
@@ -284,6 +311,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             sigma_a=self.sigma_a, sigma_w=self.sigma_w, model=self.model,
             n_steps=self.n_steps, tol=self.tol, ossify=self.ossify,
             keep_history=self.keep_history, record_posteriors=self.record_posteriors,
+            births=self.births, buffer_size=self.buffer_size,
         )
 
     def _parameter_key(self) -> tuple:
@@ -312,6 +340,9 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self._rate_history: list[float] = []
         self._slots_history: list[int] = []
         self._posteriors: list[tuple[np.ndarray, np.ndarray]] = []
+        self._buffer_residuals = np.zeros((0, 0))
+        self._buffer_rows: list[int] = []
+        self._admit_threshold = np.inf
 
     def _stream_settings(self) -> _state.Settings:
         """The settings of the running stream; refuse parameters changed since it began."""
@@ -354,7 +385,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         sigma_x = check_positive("sigma_x", sigma_x)
         model = cls(None, 1.0, sigma_x, sigma_a, model="linear_gaussian", n_steps=n_steps,
                     rng=0, tol=tol, ossify=ossify, keep_history=True,
-                    record_posteriors=record_posteriors, log_alpha=-gamma**2 / (2 * sigma_x**2))
+                    record_posteriors=record_posteriors, log_alpha=-gamma**2 / (2 * sigma_x**2),
+                    births="single")
         model._checked_settings()  # refuse bad arguments here, as the other doors do
         return model
 
@@ -455,8 +487,10 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self._check_fitted("state_nbytes")
         k = self._k
         per_slot = sum(getattr(self, name)[:k].nbytes for name in _SLOT_ARRAYS)
-        # n_seen, retired rate, next dish number, rate; the retired slots' count law
-        return int(per_slot) + 4 * 8 + int(self._retired_log_pmf.nbytes)
+        # n_seen, retired rate, next dish number, rate; the retired slots' count law; the
+        # birth buffer (its capacity: buffer_size rows, allocated once)
+        return (int(per_slot) + 4 * 8 + int(self._retired_log_pmf.nbytes)
+                + int(self._buffer_residuals.nbytes) + 8 * len(self._buffer_rows))
 
     # ------------------------------------------------------------------------------------
     # fitting
@@ -464,6 +498,10 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None) -> RecursiveIBP:
         """Forget any previous fit and make one pass over the rows of ``X``, in order.
+
+        The end of ``X`` is the end of the stream: the residuals left in the birth buffer
+        are decomposed (:meth:`flush`), so ``fit(X)`` is ``partial_fit(X)`` then
+        ``flush()``.
 
         Parameters
         ----------
@@ -482,7 +520,32 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         X = check_data_matrix("X", X)
         self._check_work(settings, X, n_before=0)  # refuse before forgetting the previous fit
         self._start(settings, rng)
-        return self._consume(X)
+        return self._consume(X).flush()
+
+    def flush(self) -> RecursiveIBP:
+        """Decompose the residuals waiting in the birth buffer now, and empty it.
+
+        With ``births="buffer"`` features are born only when ``buffer_size`` residuals have
+        gathered; call ``flush`` at the end of a stream fed by :meth:`partial_fit` (as
+        :meth:`fit` does) to let the last, partly filled buffer create its features. Does
+        nothing with ``births="single"`` or an empty buffer.
+
+        Returns
+        -------
+        RecursiveIBP
+            ``self``.
+
+        Examples
+        --------
+        >>> X = np.repeat(np.eye(3), 10, axis=0)
+        >>> model = RecursiveIBP(1.0, 1.0, 0.1, 1.0).partial_fit(X)
+        >>> model.features_.shape[0], model.flush().features_.shape[0]
+        (0, 3)
+        """
+        self._check_fitted("flush")
+        if self._buffer_rows:
+            self._decompose_buffer()
+        return self
 
     def partial_fit(self, X, y=None) -> RecursiveIBP:
         """Process one observation (``(D,)``) or a batch of them (``(n, D)``), in order.
@@ -490,7 +553,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         Each row is used once and not stored. Calling ``partial_fit`` on the halves of a
         data set gives exactly the same result as calling it (or :meth:`fit`) on the whole.
         The first call checks the parameters and starts the stream; changing them later
-        (``set_params``) is refused until the next :meth:`fit`.
+        (``set_params``) is refused until the next :meth:`fit`. Residuals waiting in the
+        birth buffer stay there until it is full or :meth:`flush` is called.
 
         Parameters
         ----------
@@ -521,6 +585,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             self._usage = np.zeros(8)
             self._log_unowned = np.zeros(8)
             self._dish = np.zeros(8, dtype=np.int64)
+            self._allocate_buffer()
         elif X.shape[1] != self._dim:
             raise ValueError(
                 f"X must have {self._dim} columns (the dimension seen so far), got {X.shape[1]}"
@@ -552,6 +617,9 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
                 f"most {cap}: lower alpha or beta"
             )
         _check_entries("the features", expected * X.shape[1], "lower alpha, or reduce D")
+        if settings.births == "buffer":
+            _check_entries("the birth buffer", settings.buffer_size * X.shape[1],
+                           "lower buffer_size")
 
     def expected_prior_features(self, n: int) -> float:
         """Expected number of features of the IBP prior after ``n`` observations.
@@ -602,8 +670,12 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
                 return log_q[:end], log_1mq[:end], dish[:end]
             n_fresh *= 2
 
-    def _local_posterior(self, o: np.ndarray, prior):
-        """Observation ``o``'s posteriors ``(mu, s, b)`` of every slot, as the next one."""
+    def _local_posterior(self, o: np.ndarray, prior, *, birth: bool = True):
+        """Observation ``o``'s posteriors ``(mu, s, b)`` of every slot, as the next one.
+
+        With ``birth=False`` (the buffer's step, linear-Gaussian only) no birth is
+        proposed, and the residual and the misfit over ``sigma_x^2`` are returned too.
+        """
         log_q, log_1mq, _ = prior
         k = self._k
         total = log_q.size
@@ -613,14 +685,81 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         s0[:k] = self._var[:k]
         usage = np.zeros(total)
         usage[:k] = self._usage[:k]
+        if not birth:
+            return self._local.fit_without_birth(o, mu0.copy(), s0.copy(), np.exp(log_q),
+                                                 log_q, log_1mq, mu0, s0, usage)
         return self._local.fit_observation(o, k, mu0.copy(), s0.copy(), np.exp(log_q), log_q,
                                            log_1mq, mu0, s0, usage)
 
     def _observe(self, o: np.ndarray) -> None:
+        """One observation, start to end: the reference that any faster path must match."""
         n = self._n_seen + 1
         prior = self._prior_with_fresh(n)
-        mu, s, b = self._local_posterior(o, prior)
+        if self._settings.births == "single":
+            mu, s, b = self._local_posterior(o, prior)
+            self._store(n, mu, s, b, prior[0])
+            return
+        mu, s, b, residual, misfit = self._local_posterior(o, prior, birth=False)
         self._store(n, mu, s, b, prior[0])
+        if misfit > self._admit_threshold:
+            self._admit(residual, n)
+
+    # ------------------------------------------------------------------------------------
+    # the birth buffer (ibp_lab.streaming._births)
+    # ------------------------------------------------------------------------------------
+
+    def _allocate_buffer(self) -> None:
+        """Room for ``buffer_size`` residuals, and the admission threshold for this ``D``."""
+        settings = self._settings
+        if settings.births == "buffer":
+            self._buffer_residuals = np.zeros((settings.buffer_size, self._dim))
+            self._admit_threshold = _births.admission_threshold(self._dim)
+
+    def _admit(self, residual: np.ndarray, n: int) -> None:
+        """Keep observation ``n``'s residual; decompose the buffer once it is full."""
+        m = len(self._buffer_rows)
+        self._buffer_residuals[m] = residual
+        self._buffer_rows.append(n)
+        if m + 1 == self._settings.buffer_size:
+            self._decompose_buffer()
+
+    def _decompose_buffer(self) -> None:
+        """Births from the buffer's residuals (:func:`~ibp_lab.streaming._births.decompose_buffer`)."""
+        settings = self._settings
+        rows = np.array(self._buffer_rows, dtype=np.int64)
+        residuals = self._buffer_residuals[: rows.size].copy()
+        self._buffer_rows = []
+        alpha = _births.buffer_alpha(rows, settings.log_alpha, settings.beta)
+        found = _births.decompose_buffer(residuals, alpha, settings.sigma_x,
+                                         settings.sigma_a, seed=self._n_seen)
+        if found.n_features:
+            self._add_features(found, rows)
+
+    def _add_features(self, found: _births.BufferBirths, rows: np.ndarray) -> None:
+        """Append the buffer's features; their owners are the buffered rows (``b`` 0 or 1)."""
+        k, n_new = self._k, found.n_features
+        self._ensure_capacity(k + n_new)
+        new = slice(k, k + n_new)
+        owned = found.owners.sum(axis=0)
+        self._mu[new] = found.means
+        self._var[new] = found.variances
+        self._usage[new] = owned
+        self._log_unowned[new] = -np.inf  # owned by at least MIN_OWNERS rows, for sure
+        dishes = self._next_dish + np.arange(n_new)
+        self._dish[new] = dishes
+        self._next_dish += n_new
+        self._k = k + n_new
+        self._rate = float(np.sum(-np.expm1(self._log_unowned[: self._k]))) + self._retired_rate
+        if self._settings.keep_history:  # the observation that filled the buffer
+            self._rate_history[-1] = self._rate
+            self._slots_history[-1] = self._k
+        if self._settings.record_posteriors:
+            for i, row in enumerate(rows):
+                on = found.owners[i] > 0
+                if on.any():
+                    old_dishes, old_values = self._posteriors[row - 1]
+                    self._posteriors[row - 1] = (np.r_[old_dishes, dishes[on]],
+                                                 np.r_[old_values, np.ones(int(on.sum()))])
 
     def _store(self, n, mu, s, b, log_q) -> None:
         """Fold observation ``n``'s posterior into the running state; manage the slots."""
@@ -947,7 +1086,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
 
 #: The constructor's parameters, in order.
 _PARAMETERS = ("alpha", "beta", "sigma_x", "sigma_a", "model", "n_steps", "rng", "tol",
-               "sigma_w", "ossify", "keep_history", "record_posteriors", "log_alpha")
+               "sigma_w", "ossify", "keep_history", "record_posteriors", "log_alpha",
+               "births", "buffer_size")
 
 
 def _as_rows(name: str, X) -> np.ndarray:

@@ -1,0 +1,167 @@
+"""Births from a buffer: several observations must agree before a feature is born.
+
+A birth from one observation's residual (``births="single"``, the estimator's original
+rule) turns everything that observation shows and no feature explains into *one* feature.
+Where observations show several unexplained features at once (the canonical setting of
+Griffiths and Ghahramani's images: each of four features present with probability 1/2,
+noise 0.5) those features are born fused, and one pass never splits them again.
+
+With ``births="buffer"`` an observation that the current features do not explain is
+*admitted* to a buffer instead: its residual ``r_n = x_n - sum_k b_nk mu_k`` is kept (``D``
+numbers) with its index ``n``. The test: if the current features explained ``x_n``, its
+expected misfit ``E_q |x_n - sum_k z_nk A_k|^2`` divided by ``sigma_x^2`` would be about a
+chi-square variable with ``D`` degrees of freedom (the noise; the posterior uncertainty of
+the features only adds to it), so a row whose misfit exceeds the ``1 - ADMIT_LEVEL``
+quantile is admitted (:func:`admission_threshold`). When the buffer holds ``buffer_size``
+residuals (or the stream ends, :meth:`~ibp_lab.streaming.RecursiveIBP.flush`),
+:func:`decompose_buffer` explains them *jointly* as a small linear-Gaussian IBP: collapsed
+Gibbs sweeps (``ibp_lab.gibbs``) each followed by sequential split-merge proposals
+(``ibp_lab.split_merge``), from ``RESTARTS`` empty starts, keeping the state of highest log
+joint. Features owned by at least ``MIN_OWNERS`` buffered rows are born, with the Gaussian
+posterior of their images given the buffer (``ibp_lab.linear_gaussian.feature_posterior``);
+the buffer is emptied. Memory stays bounded: ``buffer_size * D`` numbers.
+
+The mass parameter of the buffer's IBP is chosen so that it expects as many new features as
+the stream's prior expects the buffered rows to create: row ``n`` creates
+``Poisson(alpha beta / (beta + n - 1))`` new features, and a one-parameter IBP on ``B`` rows
+creates ``alpha_B H_B`` in all, so ``alpha_B = sum_i alpha beta / (beta + n_i - 1) / H_B``
+(:func:`buffer_alpha`). At the start of a stream (rows ``1 .. B`` all admitted, ``beta =
+1``) this is ``alpha`` itself; later in the stream a feature needs more rows' agreement.
+
+The sampler's draws come from a generator seeded by the index of the observation at which
+the buffer is decomposed, so that fitting stays deterministic and a stream resumed from a
+checkpoint gives the same features as one never interrupted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from ibp_lab.gibbs import gibbs_sweep
+from ibp_lab.linear_gaussian import collapsed_loglik, feature_posterior
+from ibp_lab.prior import log_prior
+from ibp_lab.split_merge import sequential_split_merge
+
+__all__ = ["ADMIT_LEVEL", "RESTARTS", "SWEEPS", "SPLIT_MERGE_PROPOSALS", "MIN_OWNERS",
+           "admission_threshold", "buffer_alpha", "decompose_buffer", "BufferBirths"]
+
+#: A row is admitted when its misfit is this improbable as noise (chi-square upper tail).
+ADMIT_LEVEL = 0.01
+#: Independent empty starts of the buffer's sampler; the state of highest log joint is kept.
+RESTARTS = 4
+#: Collapsed Gibbs sweeps per start.
+SWEEPS = 250
+#: Sequential split-merge proposals after every sweep (they split fused features).
+SPLIT_MERGE_PROPOSALS = 3
+#: A feature is born only if at least this many buffered rows own it.
+MIN_OWNERS = 2
+
+
+def admission_threshold(dim: int) -> float:
+    """The misfit (in units of ``sigma_x^2``) above which a row is admitted to the buffer.
+
+    The ``1 - ADMIT_LEVEL`` quantile of the chi-square law with ``dim`` degrees of freedom.
+
+    Examples
+    --------
+    >>> round(admission_threshold(36), 2)  # the 99% point of chi-square(36)
+    58.62
+    """
+    return float(stats.chi2.isf(ADMIT_LEVEL, dim))
+
+
+def buffer_alpha(rows: np.ndarray, log_alpha: float, beta: float) -> float:
+    """Mass parameter of the buffer's IBP (module docstring): ``alpha_B``.
+
+    Examples
+    --------
+    Rows 1 to 10 of a stream with ``beta = 1``: the buffer's IBP is the stream's own.
+
+    >>> buffer_alpha(np.arange(1, 11), np.log(2.0), 1.0)
+    2.0
+    """
+    rows = np.asarray(rows, dtype=np.float64)
+    rate = np.exp(log_alpha) * beta * np.sum(1.0 / (beta + rows - 1.0))
+    harmonic = np.sum(1.0 / np.arange(1, rows.size + 1))
+    return float(rate / harmonic)
+
+
+class BufferBirths:
+    """The features the buffer's rows agree on: what :func:`decompose_buffer` returns.
+
+    Attributes
+    ----------
+    means : numpy.ndarray
+        ``(K_new, D)`` posterior means of the new features' images.
+    variances : numpy.ndarray
+        ``(K_new,)`` posterior variance of each coordinate (the diagonal of the shared
+        covariance: the streaming family keeps one variance per feature).
+    owners : numpy.ndarray
+        ``(B, K_new)`` ``float`` 0/1: which buffered rows own each new feature.
+    """
+
+    def __init__(self, means: np.ndarray, variances: np.ndarray, owners: np.ndarray) -> None:
+        self.means = means
+        self.variances = variances
+        self.owners = owners
+
+    @property
+    def n_features(self) -> int:
+        return self.means.shape[0]
+
+
+def decompose_buffer(residuals: np.ndarray, alpha: float, sigma_x: float, sigma_a: float,
+                     seed: int) -> BufferBirths:
+    """Explain buffered residuals jointly; return the features at least two rows own.
+
+    Parameters
+    ----------
+    residuals : numpy.ndarray
+        ``(B, D)`` residuals of the admitted rows (finite; checked by the estimator).
+    alpha : float
+        Mass parameter of the buffer's IBP (:func:`buffer_alpha`), >= 0; 0 (an underflow)
+        gives no births.
+    sigma_x, sigma_a : float
+        The model's noise and feature standard deviations.
+    seed : int
+        Seeds the sampler (the estimator passes the index of the current observation).
+
+    Returns
+    -------
+    BufferBirths
+
+    Examples
+    --------
+    Thirty rows, each showing one of two features or both: the buffer finds both.
+
+    >>> rng = np.random.default_rng(0)
+    >>> A = np.zeros((2, 8)); A[0, :4] = 1.0; A[1, 4:] = 1.0
+    >>> Z = rng.random((30, 2)) < 0.6
+    >>> R = Z @ A + 0.1 * rng.normal(size=(30, 8))
+    >>> found = decompose_buffer(R, 1.0, 0.1, 1.0, seed=30)
+    >>> found.n_features, bool(np.allclose(np.sort(found.means.round(0), axis=0),
+    ...                                    np.sort(A, axis=0)))
+    (2, True)
+    """
+    n_rows, dim = residuals.shape
+    empty = BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
+    if alpha <= 0.0 or n_rows < MIN_OWNERS:
+        return empty
+    rng = np.random.default_rng(seed)
+    best, best_z = -np.inf, np.zeros((n_rows, 0))
+    for _ in range(RESTARTS):
+        Z = np.zeros((n_rows, 0))
+        for _ in range(SWEEPS):
+            Z = gibbs_sweep(residuals, Z, alpha, sigma_x, sigma_a, rng)
+            if Z.shape[1]:
+                Z, _ = sequential_split_merge(residuals, Z, alpha, sigma_x, sigma_a, rng,
+                                              SPLIT_MERGE_PROPOSALS)
+        joint = collapsed_loglik(residuals, Z, sigma_x, sigma_a) + log_prior(Z, alpha)
+        if joint > best:
+            best, best_z = joint, Z
+    owners = best_z[:, best_z.sum(axis=0) >= MIN_OWNERS].astype(np.float64)
+    if owners.shape[1] == 0:
+        return empty
+    means, cov = feature_posterior(residuals, owners, sigma_x, sigma_a)
+    return BufferBirths(np.asarray(means, dtype=np.float64), np.diag(cov).copy(), owners)
