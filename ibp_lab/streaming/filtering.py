@@ -514,10 +514,16 @@ def filtering_prior_core(usage, log_unowned, dish, n, log_count_pmf, log_alpha, 
     size = dish.shape[0]
     denominator = beta + n - 1
     log_rate_new = log_alpha + math.log(beta) - math.log(denominator)
-    bound = dish - 1
+    # c_d enters only through Pi_k c_d: a slot that exists for sure (Pi_k = 0, an
+    # established feature) needs none, which saves most of the work in a long stream
+    need = np.flatnonzero(log_unowned > -np.inf)
+    bound = dish[need] - 1
     if last_used >= 0:
         bound = np.minimum(bound, last_used)
-    log_c, log_1mc = new_feature_fraction(dish, bound, log_count_pmf, log_rate_new)
+    log_c = np.zeros(size)  # any value <= 0 gives Pi_k c_d = 0 where Pi_k = 0
+    log_1mc = np.zeros(size)
+    log_c[need], log_1mc[need] = new_feature_fraction(dish[need], bound, log_count_pmf,
+                                                      log_rate_new)
     log_q = np.empty(size)
     log_1mq = np.empty(size)
     for k in range(size):

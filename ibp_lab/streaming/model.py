@@ -590,9 +590,66 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"X must have {self._dim} columns (the dimension seen so far), got {X.shape[1]}"
             )
-        for row in X:
-            self._observe(row)
+        if not self._fast_path_applies():
+            for row in X:
+                self._observe(row)
+            return self
+        # the compiled fast path takes the rows up to the first event, the reference
+        # (_observe) that row, and so on (ibp_lab.streaming._fast)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        rates = np.empty(X.shape[0])
+        slots = np.empty(X.shape[0], dtype=np.int64)
+        i = 0
+        while i < X.shape[0]:
+            i = self._observe_fast(X, i, rates, slots)
+            if i < X.shape[0]:
+                self._observe(X[i])
+                i += 1
         return self
+
+    def _fast_path_applies(self) -> bool:
+        """Whether rows may go through the compiled fast path (``ibp_lab.streaming._fast``).
+
+        Linear-Gaussian streams that do not record posteriors. Setting the private
+        attribute ``_fast_path = False`` forces the Python reference path (tests and
+        benchmarks compare the two).
+        """
+        settings = self._settings
+        return (getattr(self, "_fast_path", True) and settings.model == "linear_gaussian"
+                and not settings.record_posteriors)
+
+    def _observe_fast(self, X: np.ndarray, start: int, rates: np.ndarray,
+                      slots: np.ndarray) -> int:
+        """Rows ``X[start:]`` through the compiled kernel up to the first event.
+
+        Returns the index of the first row not processed (``len(X)`` or an event row, which
+        the caller hands to :meth:`_observe`); ``rates`` and ``slots`` are scratch space
+        for the histories, one entry per row of ``X``.
+        """
+        from ibp_lab.streaming import _fast  # compiled on first use, not at import
+
+        settings = self._settings
+        for name in _SLOT_ARRAYS:  # the kernel needs contiguous arrays of one dtype
+            arr = getattr(self, name)
+            dtype = np.int64 if name == "_dish" else np.float64
+            if arr.dtype != dtype or not arr.flags.c_contiguous:
+                setattr(self, name, np.ascontiguousarray(arr, dtype=dtype))
+        births = _fast.BIRTHS_SINGLE if settings.births == "single" else _fast.BIRTHS_BUFFER
+        stop, rate = _fast.observe_rows(
+            X, start, self._mu, self._var, self._usage, self._log_unowned, self._dish,
+            self._k, np.ascontiguousarray(self._retired_log_pmf, dtype=np.float64),
+            self._n_seen, self._next_dish, float(self._retired_rate), settings.log_alpha,
+            settings.beta, settings.sigma_a**2, self._local.sigma2, settings.n_steps,
+            settings.ossify, settings.tol, float(np.log(settings.tol)), _FRESH_BLOCK,
+            _MAX_FRESH, births, float(self._admit_threshold), rates, slots,
+        )
+        if stop > start:
+            self._n_seen += stop - start
+            self._rate = rate
+            if settings.keep_history:
+                self._rate_history.extend(rates[start:stop].tolist())
+                self._slots_history.extend(slots[start:stop].tolist())
+        return stop
 
     def _check_work(self, settings: _state.Settings, X: np.ndarray, n_before: int) -> None:
         """Refuse, before any work, a batch whose memory or work would be out of bounds.
