@@ -4,7 +4,10 @@
   factor-analysis models with an IBP prior; a scikit-learn estimator (``fit``,
   ``partial_fit``, ``transform``, ``score``, ``get_params``/``set_params``/``clone``,
   fitted attributes ending in ``_``), with ``get_state``/``set_state`` and
-  ``save``/``load`` to interrupt and resume a stream.
+  ``save``/``load`` to interrupt and resume a stream. Features are born from a buffer of
+  residuals that several observations must agree on (``births="buffer"``, the
+  linear-Gaussian default; ``flush`` ends a stream; ``ibp_lab.streaming._births``) or from
+  one observation's residual (``births="single"``, the original rule).
 - :class:`NotFittedError`: raised by a method or fitted attribute of an unfitted
   :class:`RecursiveIBP`; a ``ValueError`` and an ``AttributeError``, as in scikit-learn.
 - :func:`filtering_prior`, :func:`paper_prior`: the filtering prior of the next
