@@ -20,6 +20,13 @@ and fed once to ``RecursiveIBP``. At checkpoints ``n = 300, 1000, 3000, ...`` it
    same mean (kept here only as the reference), for ``K`` established features, and their
    ratio. The exact law costs ``O(K^2)`` per observation against ``O(K)``.
 
+5. the compiled fast path (``ibp_lab.streaming._fast``) at its target: ``D = 55``, ``K = 5``
+   established features, ``S = 3`` (:func:`fast_path_cost`): time per observation for
+   streams of 10^3, 10^4 and 10^5 rows, the flop count of one observation, this machine's
+   scalar multiply-add rate and the ratio of the time to the arithmetic at that rate, and
+   the speed-up over the Python reference path on the same rows. ``--fast-only`` runs
+   just this part (a few seconds).
+
 The cost of an observation is ``O(S K D)`` with ``K`` the number of slots, and ``K`` grows
 like ``log n``: time and memory per observation should grow like ``log n``, so the whole
 stream costs ``O(n log n)`` time and ``O(log n)`` memory.
@@ -38,6 +45,7 @@ from ibp_lab.recursive import num_dishes_rate
 from ibp_lab.linear_gaussian import simulate
 from ibp_lab.streaming import RecursiveIBP, log_fit, stream_cost
 from ibp_lab.streaming.filtering import _count_log_pmf, _log_filtering_prior
+from numba import njit
 
 
 def _poisson_log_pmf(rate: float, size: int) -> np.ndarray:
@@ -66,12 +74,105 @@ def prior_cost(repeats: int = 200) -> None:
         print(f"{k:6d} {times[0]:11.1f} {times[1]:9.1f} {times[1] / times[0]:6.2f}")
 
 
+@njit(cache=True)
+def _multiply_add_chain(a, b, repeats):
+    """``repeats`` dot products of ``a`` and ``b`` as one chain of scalar multiply-adds
+    (compiled without fast-math, so the additions stay in order and are not vectorised:
+    the same kind of arithmetic as the local fit's loops)."""
+    total = 0.0
+    for _ in range(repeats):
+        for i in range(a.shape[0]):
+            total += a[i] * b[i]
+    return total
+
+
+def scalar_rate() -> float:
+    """This machine's compiled scalar multiply-add rate, per second (best of five)."""
+    a = np.random.default_rng(0).random(1000)
+    b = a[::-1].copy()
+    repeats = 20_000
+    _multiply_add_chain(a, b, 1)  # compile (or load) first
+    best = np.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        _multiply_add_chain(a, b, repeats)
+        best = min(best, time.perf_counter() - start)
+    return a.size * repeats / best
+
+
+def established_stream(n: int, seed: int = 0, *, k: int = 5, dim: int = 55):
+    """``n`` rows from ``k`` fixed features (``N(0, 1)`` entries), each on with probability
+    1/2, noise 0.5; and an estimator (alpha = beta = 1, sigma_x = 0.5, sigma_a = 1, S = 3,
+    single births) whose ``k`` features are already established: it has seen 1000 rows of
+    the same stream (the steady state the fast path is for)."""
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(k, dim))
+    warm = 1000
+    Z = (rng.random((warm + n, k)) < 0.5).astype(float)
+    X = Z @ A + 0.5 * rng.normal(size=(warm + n, dim))
+    # warm up on rows that show one feature at a time, so that single births find the
+    # k features (rows showing several at once fuse them: issue 18), then on the stream
+    teach = np.repeat(np.eye(k), 20, axis=0) @ A + 0.5 * rng.normal(size=(20 * k, dim))
+    model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, n_steps=3, births="single", rng=0,
+                         keep_history=False)
+    model.partial_fit(teach).partial_fit(X[:warm])
+    return model, X[warm:]
+
+
+def fast_path_cost() -> None:
+    """Time per observation of the fast path at D = 55, K = 5, S = 3; flops; speed-up."""
+    print("\nfast path (ibp_lab.streaming._fast): D = 55, 5 features each on w.p. 1/2, noise 0.5; "
+          "RecursiveIBP(1, 1, 0.5, 1, n_steps=3, births='single') with its 5 features "
+          "established")
+    model, X = established_stream(100_000)
+    k = model.dish_numbers_.size
+    rate = scalar_rate()
+    dim, steps = X.shape[1], model.n_steps
+    slots = k + 1  # the kept features and one fresh slot (the birth proposal's)
+    # per sweep S: every slot's indicator (a dot product and a norm: D multiply-adds
+    # counted once) and feature (D multiply-adds); the prior's count law O(K^2)
+    flops = 2 * steps * slots * dim + slots**2
+    print(f"features kept before the stream: {k}; scalar multiply-add rate "
+          f"{rate / 1e9:.2f} G/s; one observation = 2 S (K + 1) D + (K + 1)^2 = {flops} "
+          f"multiply-adds = {flops / rate * 1e6:.2f} us at that rate")
+    print("      N  total s  us/obs  ratio to arithmetic  features after")
+    state = model.get_state()
+    per_obs = {}
+    for n in (1_000, 10_000, 100_000):
+        fresh = RecursiveIBP.__new__(RecursiveIBP)
+        fresh.set_state(state)
+        start = time.perf_counter()
+        fresh.partial_fit(X[:n])
+        elapsed = time.perf_counter() - start
+        per_obs[n] = elapsed / n
+        print(f"{n:7d} {elapsed:8.2f} {per_obs[n] * 1e6:7.2f} {per_obs[n] * rate / flops:20.1f} "
+              f"{fresh.dish_numbers_.size:15d}")
+    slow = RecursiveIBP.__new__(RecursiveIBP)
+    slow.set_state(state)
+    slow._fast_path = False  # the Python reference path
+    n = 10_000
+    start = time.perf_counter()
+    slow.partial_fit(X[:n])
+    reference = (time.perf_counter() - start) / n
+    print(f"Python reference path, the same {n} rows: {reference * 1e6:.1f} us/obs; fast path "
+          f"x{reference / per_obs[n]:.1f} faster; growth of the fast path's time per "
+          f"observation from N = 10^3 to 10^5: x{per_obs[100_000] / per_obs[1_000]:.2f}")
+    print(f"target: at most 15 us/obs (10^5 rows in under 2 s): "
+          f"{'met' if per_obs[100_000] <= 15e-6 else 'NOT met'} "
+          f"({per_obs[100_000] * 1e5:.2f} s for 10^5 rows)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="observations (default 1e5)")
     parser.add_argument("--dim", type=int, default=55)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fast-only", action="store_true",
+                        help="only the fast path's measurement (item 5)")
     args = parser.parse_args()
+    if args.fast_only:
+        fast_path_cost()
+        return
     alpha, beta, noise, sigma_x, sigma_a = 1.0, 5.0, 0.1, 0.3, 1.0
 
     start = time.perf_counter()
@@ -117,6 +218,7 @@ def main() -> None:
           f"; a cost linear in n would grow x{grow_n:.0f}")
     print(f"streamed {n[-1]} observations in {elapsed:.1f} s")
     prior_cost()
+    fast_path_cost()
 
 
 if __name__ == "__main__":

@@ -37,6 +37,11 @@ from ibp_lab.streaming.filtering import (
 # usages that grow to 10^3); 1e-10 leaves room and is still far below any modelling
 # difference (a different decision moves features by 1e-3 or more).
 RTOL = 1e-10
+# Streams are chosen well conditioned. Where single births fuse many features (30 features
+# each in 10% of the rows: over a hundred near-duplicate slots) the reference itself
+# amplifies rounding by about e every ten rows: the Python path run on data changed by one
+# ulp drifts from itself exactly as the fast path drifts from it (measured: 1e-12 by row
+# 200, 1e-10 by row 260, different births later). No path can agree there to rounding.
 
 
 def linear_gaussian_stream(seed, n, *, k=5, d=55, p_on=0.3, noise=0.1):
@@ -88,8 +93,8 @@ STREAMS = {
     # a large tol retires the slots of spurious features soon after they stop being used
     "retirement": (dict(alpha=2.0, beta=1.0, sigma_x=0.3, sigma_a=1.0, births="single",
                         tol=1e-2), lambda: linear_gaussian_stream(3, 2000, noise=0.3)),
-    "many features": (dict(alpha=3.0, beta=2.0, sigma_x=0.3, sigma_a=1.0, births="single"),
-                      lambda: linear_gaussian_stream(4, 2000, k=30, p_on=0.1, noise=0.05)),
+    "many features": (dict(alpha=1.0, beta=1.0, sigma_x=0.3, sigma_a=1.0, births="single"),
+                      lambda: linear_gaussian_stream(4, 2000, k=30, p_on=0.02)),
     "G&G images": (dict(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0),
                    lambda: simulate_four_feature_data(np.random.default_rng(5), n=1000)[0]),
 }
@@ -111,7 +116,7 @@ def test_fast_path_matches_the_python_path(name):
     if name == "retirement":
         assert slow.dish_numbers_.size < slow._next_dish - 1  # slots were retired
     if name == "many features":
-        assert slow.features_.shape[0] >= 20
+        assert slow.features_.shape[0] >= 30
 
 
 def test_halves_through_the_fast_path_equal_the_whole():
@@ -266,10 +271,11 @@ def numpy_filtering_prior(usage, log_unowned, dish, n, log_count, log_alpha, bet
 @pytest.mark.parametrize("seed", range(6))
 def test_filtering_prior_core_equals_the_numpy_formula(seed):
     rng = np.random.default_rng(seed)
-    k = int(rng.integers(1, 25))
+    k = int(rng.integers(3, 25))
     n = int(rng.integers(k + 1, 5000))
     b = rng.random((n - 1, k)) ** rng.uniform(0.2, 20, size=k)  # earlier posteriors
     b[:, : k // 3] = np.where(b[:, : k // 3] > 0.5, 1.0, b[:, : k // 3])  # established
+    b[:, -2:] = rng.random((n - 1, 2)) * 4 / n  # rarely used: Pi_k near e^-2, Pi_k c_d matters
     usage = b.sum(axis=0)
     with np.errstate(divide="ignore"):
         log_unowned = np.log1p(-b).sum(axis=0)

@@ -89,10 +89,11 @@ def _add_bernoullis(base, log_exist, log_unowned):
             stay = out[j] + lq
             move = out[j - 1] + lp if j > 0 else -np.inf
             hi = max(stay, move)
-            if hi == -np.inf:
-                out[j] = -np.inf
+            lo = min(stay, move)
+            if lo == -np.inf:  # one term (or none): exactly hi, without exp and log1p
+                out[j] = hi
             else:
-                out[j] = hi + math.log1p(math.exp(min(stay, move) - hi))
+                out[j] = hi + math.log1p(math.exp(lo - hi))
         size += 1
     return out
 
@@ -497,9 +498,10 @@ def log_filtering_prior(
 def _log_add(a, b):
     """``log(exp(a) + exp(b))`` of two logs of non-negative numbers (``-inf`` allowed)."""
     hi = max(a, b)
-    if hi == -np.inf:
-        return -np.inf
-    return hi + math.log1p(math.exp(min(a, b) - hi))
+    lo = min(a, b)
+    if lo == -np.inf:  # one term (or none): exactly hi, without exp and log1p
+        return hi
+    return hi + math.log1p(math.exp(lo - hi))
 
 
 @njit(cache=True)
