@@ -94,6 +94,8 @@ def _fresh_prior(usage, log_unowned, dish, k, n, log_count, log_alpha, beta, nex
 @njit(cache=True)
 def _near(value, threshold):
     """``value`` within a relative :data:`_TIE` of ``threshold`` (a near tie)."""
+    if not math.isfinite(threshold):  # an infinite threshold (no admission) has no ties
+        return value == threshold
     return abs(value - threshold) <= _TIE * max(abs(threshold), abs(value), 1e-300)
 
 
