@@ -52,8 +52,8 @@ __all__ = ["observe_rows", "BIRTHS_SINGLE", "BIRTHS_BUFFER"]
 BIRTHS_SINGLE, BIRTHS_BUFFER = 0, 1
 
 # A decision whose deciding quantity lies within this relative distance of its threshold
-# is an event: the two paths' numbers differ by rounding (about 1e-15 relative per row,
-# measured below 1e-12 over 10^5 rows in the tests), far inside this margin.
+# is an event: the two paths' numbers differ by rounding (at most 1e-15 relative on the
+# streams of tests/test_streaming_fast.py), far inside this margin.
 _TIE = 1e-9
 
 # The birth proposal's gain, the same code as the Python path's (compiled here if the
