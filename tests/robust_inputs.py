@@ -994,11 +994,11 @@ def _fitted_check(model):
 
 
 def _stream_fit(alpha, beta, sigma_x, sigma_a, model, n_steps, rng, tol, sigma_w, ossify, keep_history,
-                record_posteriors, X):
+                record_posteriors, births, buffer_size, X):
     from ibp_lab.streaming import RecursiveIBP
     est = RecursiveIBP(alpha, beta, sigma_x, sigma_a, model=model, n_steps=n_steps, rng=rng, tol=tol,
                        sigma_w=sigma_w, ossify=ossify, keep_history=keep_history,
-                       record_posteriors=record_posteriors)
+                       record_posteriors=record_posteriors, births=births, buffer_size=buffer_size)
     return est.fit(X)
 
 
@@ -1100,10 +1100,10 @@ def specs_streaming():
     state = fitted.get_state()
     base = dict(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, model="linear_gaussian", n_steps=3,
                 rng=fresh_rng(), tol=1e-6, sigma_w=1.0, ossify=False, keep_history=True,
-                record_posteriors=False, X=X)
+                record_posteriors=False, births=None, buffer_size=4, X=X)
     kinds = dict(alpha=P, beta=P, sigma_x=P, sigma_a=P, model=_choice(["linear_gaussian", "factor_analysis"]),
                  n_steps=C, rng=_estimator_rng, tol=P, sigma_w=P, ossify="flag", keep_history="flag",
-                 record_posteriors="flag", X="matrix")
+                 record_posteriors="flag", births=_choice(["buffer", "single", None]), buffer_size=C, X="matrix")
     fit_extremes = [("issue: sigma_x 1e-9, X [[1.0]]", dict(sigma_x=1e-9, X=np.array([[1.0]])), E),
                     ("alpha 1e4", dict(alpha=1e4), E), ("alpha 1e-100", dict(alpha=1e-100), E),
                     ("sigma_a 1e-100", dict(sigma_a=1e-100), E), ("sigma_x 1e6", dict(sigma_x=1e6), E),

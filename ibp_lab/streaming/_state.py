@@ -362,6 +362,9 @@ def _hyperparameters(state) -> dict:
     if state["log_alpha"] is None:
         # a state always stores the log of alpha; None would send the door to ask for alpha
         raise InvalidState("log_alpha must be a finite real number, got None")
+    if state["births"] is None:
+        # a state stores the rule it ran; None would let the door choose one afresh
+        raise InvalidState("births must be 'buffer' or 'single' in a state, got None")
     try:
         settings = check_settings(alpha=None, **{name: state[name] for name in SETTING_KEYS})
     except (TypeError, ValueError) as exc:
