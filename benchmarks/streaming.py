@@ -173,7 +173,7 @@ def buffer_births_cost(X: np.ndarray) -> None:
     """The same rows with births="buffer": the kernel carries the rows, but about 1% of
     them (ADMIT_LEVEL) are admitted even when the features explain them, and every
     ``buffer_size`` admissions run the buffer's collapsed sampler."""
-    from ibp_lab.streaming import _births
+    from ibp_lab.streaming import births
 
     rng = np.random.default_rng(1)
     k, dim = 5, X.shape[1]
@@ -191,8 +191,9 @@ def buffer_births_cost(X: np.ndarray) -> None:
     elapsed = (time.perf_counter() - start) / X.shape[0]
     print(f"births='buffer', {X.shape[0]} rows of the same kind ({model.dish_numbers_.size} "
           f"features): {elapsed * 1e6:.1f} us/obs; {len(events)} rows went to the Python "
-          f"path (admissions at level {_births.ADMIT_LEVEL}), and every "
+          f"path (admissions at level {births.ADMIT_LEVEL}), and every "
           f"{model.buffer_size} admissions the buffer's sampler runs")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

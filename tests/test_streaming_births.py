@@ -1,4 +1,4 @@
-"""Births from a buffer (``RecursiveIBP(births="buffer")``, ``ibp_lab.streaming._births``).
+"""Births from a buffer (``RecursiveIBP(births="buffer")``, ``ibp_lab.streaming.births``).
 
 What is checked:
 
@@ -24,7 +24,7 @@ from scipy import stats
 
 from ibp_lab.datasets import simulate_four_feature_data
 from ibp_lab.streaming import RecursiveIBP
-from ibp_lab.streaming import _births, _linear_gaussian
+from ibp_lab.streaming import _linear_gaussian, births
 from ibp_lab.summaries import match_features
 from seeds import stat_rng, stat_seed
 from stats_checks import TEST_LEVEL, binomial_pvalue
@@ -64,8 +64,8 @@ def test_expected_misfit_is_the_mean_squared_error_under_q():
 
 def test_admission_threshold_is_the_chi_square_quantile():
     for dim in (1, 36, 784):
-        threshold = _births.admission_threshold(dim)
-        assert np.isclose(stats.chi2.sf(threshold, dim), _births.ADMIT_LEVEL)
+        threshold = births.admission_threshold(dim)
+        assert np.isclose(stats.chi2.sf(threshold, dim), births.ADMIT_LEVEL)
 
 
 @pytest.mark.statistical(rate=1e-3)
@@ -77,7 +77,7 @@ def test_noise_rows_are_admitted_at_the_stated_rate():
     model = RecursiveIBP(1e-12, 1.0, sigma_x, 1.0, buffer_size=n_rows).partial_fit(X)
     admitted = len(model._buffer_rows)
     assert model.features_.shape[0] == 0
-    assert binomial_pvalue(admitted, n_rows, _births.ADMIT_LEVEL) > TEST_LEVEL
+    assert binomial_pvalue(admitted, n_rows, births.ADMIT_LEVEL) > TEST_LEVEL
 
 
 # --- the buffer's IBP ------------------------------------------------------------------------
@@ -88,7 +88,7 @@ def test_buffer_alpha_expects_the_stream_s_new_features(beta):
     alpha = 1.7
     expected_new = sum(alpha * beta / (beta + n - 1) for n in rows)  # stream's prior
     harmonic = sum(1.0 / i for i in range(1, rows.size + 1))  # one-parameter IBP on B rows
-    got = _births.buffer_alpha(rows, np.log(alpha), beta)
+    got = births.buffer_alpha(rows, log_alpha=np.log(alpha), beta=beta)
     assert np.isclose(got * harmonic, expected_new, rtol=1e-12)
 
 
@@ -96,13 +96,16 @@ def test_decomposition_needs_two_owners_and_a_positive_mass():
     rng = np.random.default_rng(3)
     R = 0.1 * rng.normal(size=(30, 8))
     R[7, :4] += 3.0  # one row shows a strong pattern nobody else shows
-    assert _births.decompose_buffer(R, 1.0, 0.1, 1.0, seed=1).n_features == 0
+    assert births.decompose_buffer(R, np.random.default_rng(1), alpha=1.0, sigma_x=0.1,
+                                   sigma_a=1.0).n_features == 0
     shared = R.copy()
     shared[::3, 4:] += 1.0  # ten rows share a second pattern
-    found = _births.decompose_buffer(shared, 1.0, 0.1, 1.0, seed=1)
+    found = births.decompose_buffer(shared, np.random.default_rng(1), alpha=1.0, sigma_x=0.1,
+                                   sigma_a=1.0)
     assert found.n_features == 1 and np.all(found.owners.sum(axis=0) >= 2)
     assert np.allclose(found.means[0, 4:], 1.0, atol=0.1)
-    assert _births.decompose_buffer(shared, 0.0, 0.1, 1.0, seed=1).n_features == 0
+    assert births.decompose_buffer(shared, np.random.default_rng(1), alpha=0.0, sigma_x=0.1,
+                                   sigma_a=1.0).n_features == 0
 
 
 # --- recovery at the canonical setting -------------------------------------------------------
@@ -230,3 +233,24 @@ def test_version_two_state_is_refused_with_its_reason(buffered_state):
     old["version"] = 2
     with pytest.raises(ValueError, match=INVALID + "version must be 3, got 2 .*birth buffer"):
         RecursiveIBP(1.0, 1.0, 0.5, 1.0).set_state(old)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: births.admission_threshold(0), "dim must be an integer >= 1"),
+    (lambda: births.buffer_alpha([0, 1], log_alpha=0.0, beta=1.0), "rows must be"),
+    (lambda: births.buffer_alpha([1.5], log_alpha=0.0, beta=1.0), "rows must be"),
+    (lambda: births.buffer_alpha([], log_alpha=0.0, beta=1.0), "rows must be"),
+    (lambda: births.buffer_alpha([1], log_alpha=np.inf, beta=1.0), "log_alpha must be"),
+    (lambda: births.buffer_alpha([1], log_alpha=0.0, beta=0.0), "beta must be > 0"),
+    (lambda: births.decompose_buffer(np.full((3, 2), np.nan), np.random.default_rng(0),
+                                     alpha=1.0, sigma_x=0.1, sigma_a=1.0), "residuals"),
+    (lambda: births.decompose_buffer(np.zeros((3, 2)), 0, alpha=1.0, sigma_x=0.1,
+                                     sigma_a=1.0), "rng"),
+    (lambda: births.decompose_buffer(np.zeros((3, 2)), np.random.default_rng(0),
+                                     alpha=-1.0, sigma_x=0.1, sigma_a=1.0), "alpha"),
+    (lambda: births.decompose_buffer(np.zeros((3, 2)), np.random.default_rng(0),
+                                     alpha=1.0, sigma_x=0.0, sigma_a=1.0), "sigma_x"),
+])
+def test_the_rule_s_functions_refuse_bad_arguments(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()

@@ -6,7 +6,7 @@
   fitted attributes ending in ``_``), with ``get_state``/``set_state`` and
   ``save``/``load`` to interrupt and resume a stream. Features are born from a buffer of
   residuals that several observations must agree on (``births="buffer"``, the
-  linear-Gaussian default; ``flush`` ends a stream; ``ibp_lab.streaming._births``) or from
+  linear-Gaussian default; ``flush`` ends a stream; ``ibp_lab.streaming.births``) or from
   one observation's residual (``births="single"``, the original rule).
 - :class:`NotFittedError`: raised by a method or fitted attribute of an unfitted
   :class:`RecursiveIBP`; a ``ValueError`` and an ``AttributeError``, as in scikit-learn.
@@ -22,6 +22,10 @@
   ones by :func:`ibp_lab.summaries.match_features`.
 - :func:`stream_cost`, :func:`log_fit`: time and memory per observation as a stream grows
   (``ibp_lab.streaming.cost``).
+- ``ibp_lab.streaming.births``: the rule of ``births="buffer"`` (admission threshold, the
+  buffer's mass, the joint decomposition); ``ibp_lab.streaming.recovery``:
+  ``recovery_study`` and ``is_recovered``, the book's comparison of the birth rules with
+  collapsed Gibbs on the canonical images.
 
 The derivations are in the book's chapter "Streaming inference" (``book/11_streaming.md``).
 """

@@ -179,7 +179,7 @@ def expected_misfit(R, mu, s, b):
 
     ``R = o - sum_k b_k mu_k`` is the residual of the posterior means; the sum adds the
     variance of each feature's contribution under ``q``. The birth buffer compares this
-    with the noise (:mod:`ibp_lab.streaming._births`); :func:`objective` uses it too.
+    with the noise (:mod:`ibp_lab.streaming.births`); :func:`objective` uses it too.
     """
     K, D = mu.shape
     total = 0.0

@@ -15,7 +15,7 @@ One pass over the data; each observation is seen once and then discarded. For ob
      features do not explain (its expected misfit is improbable as noise) puts its
      residual in a buffer; when ``buffer_size`` residuals have gathered, a small collapsed
      sampler explains them jointly and the features that at least two of them own are
-     born (:mod:`ibp_lab.streaming._births`). Several observations must agree before a
+     born (:mod:`ibp_lab.streaming.births`). Several observations must agree before a
      feature exists, so features that one observation happens to show together are not
      born fused;
    - ``"single"`` (the original rule; the only one for factor analysis, and the one of the
@@ -93,7 +93,7 @@ from ibp_lab._checks import (
     check_real_array,
     check_rng,
 )
-from ibp_lab.streaming import _births, _state
+from ibp_lab.streaming import _state, births
 from ibp_lab.streaming._factor_analysis import FactorAnalysisLocal
 from ibp_lab.streaming._linear_gaussian import LinearGaussianLocal
 from ibp_lab.streaming.filtering import _count_log_pmf, _log_filtering_prior
@@ -634,14 +634,14 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             dtype = np.int64 if name == "_dish" else np.float64
             if arr.dtype != dtype or not arr.flags.c_contiguous:
                 setattr(self, name, np.ascontiguousarray(arr, dtype=dtype))
-        births = _fast.BIRTHS_SINGLE if settings.births == "single" else _fast.BIRTHS_BUFFER
+        rule = _fast.BIRTHS_SINGLE if settings.births == "single" else _fast.BIRTHS_BUFFER
         stop, rate = _fast.observe_rows(
             X, start, self._mu, self._var, self._usage, self._log_unowned, self._dish,
             self._k, np.ascontiguousarray(self._retired_log_pmf, dtype=np.float64),
             self._n_seen, self._next_dish, float(self._retired_rate), settings.log_alpha,
             settings.beta, settings.sigma_a**2, self._local.sigma2, settings.n_steps,
             settings.ossify, settings.tol, float(np.log(settings.tol)), _FRESH_BLOCK,
-            _MAX_FRESH, births, float(self._admit_threshold), rates, slots,
+            _MAX_FRESH, rule, float(self._admit_threshold), rates, slots,
         )
         if stop > start:
             self._n_seen += stop - start
@@ -762,7 +762,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             self._admit(residual, n)
 
     # ------------------------------------------------------------------------------------
-    # the birth buffer (ibp_lab.streaming._births)
+    # the birth buffer (ibp_lab.streaming.births)
     # ------------------------------------------------------------------------------------
 
     def _allocate_buffer(self) -> None:
@@ -770,7 +770,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         settings = self._settings
         if settings.births == "buffer":
             self._buffer_residuals = np.zeros((settings.buffer_size, self._dim))
-            self._admit_threshold = _births.admission_threshold(self._dim)
+            self._admit_threshold = births.admission_threshold(self._dim)
 
     def _admit(self, residual: np.ndarray, n: int) -> None:
         """Keep observation ``n``'s residual; decompose the buffer once it is full."""
@@ -781,18 +781,19 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             self._decompose_buffer()
 
     def _decompose_buffer(self) -> None:
-        """Births from the buffer's residuals (:func:`~ibp_lab.streaming._births.decompose_buffer`)."""
+        """Births from the buffer's residuals (:func:`~ibp_lab.streaming.births.decompose_buffer`)."""
         settings = self._settings
         rows = np.array(self._buffer_rows, dtype=np.int64)
         residuals = self._buffer_residuals[: rows.size].copy()
         self._buffer_rows = []
-        alpha = _births.buffer_alpha(rows, settings.log_alpha, settings.beta)
-        found = _births.decompose_buffer(residuals, alpha, settings.sigma_x,
-                                         settings.sigma_a, seed=self._n_seen)
+        alpha = births.buffer_alpha(rows, log_alpha=settings.log_alpha, beta=settings.beta)
+        found = births.decompose_buffer(residuals, np.random.default_rng(self._n_seen),
+                                        alpha=alpha, sigma_x=settings.sigma_x,
+                                        sigma_a=settings.sigma_a)
         if found.n_features:
             self._add_features(found, rows)
 
-    def _add_features(self, found: _births.BufferBirths, rows: np.ndarray) -> None:
+    def _add_features(self, found: births.BufferBirths, rows: np.ndarray) -> None:
         """Append the buffer's features; their owners are the buffered rows (``b`` 0 or 1)."""
         k, n_new = self._k, found.n_features
         self._ensure_capacity(k + n_new)

@@ -28,8 +28,8 @@ creates ``alpha_B H_B`` in all, so ``alpha_B = sum_i alpha beta / (beta + n_i - 
 (:func:`buffer_alpha`). At the start of a stream (rows ``1 .. B`` all admitted, ``beta =
 1``) this is ``alpha`` itself; later in the stream a feature needs more rows' agreement.
 
-The sampler's draws come from a generator seeded by the index of the observation at which
-the buffer is decomposed, so that fitting stays deterministic and a stream resumed from a
+The estimator seeds the sampler's generator with the index of the observation at which the
+buffer is decomposed, so that fitting stays deterministic and a stream resumed from a
 checkpoint gives the same features as one never interrupted.
 """
 
@@ -38,6 +38,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from ibp_lab._checks import (
+    check_count,
+    check_data_matrix,
+    check_positive,
+    check_real_array,
+    check_rng,
+)
 from ibp_lab.gibbs import gibbs_sweep
 from ibp_lab.linear_gaussian import collapsed_loglik, feature_posterior
 from ibp_lab.prior import log_prior
@@ -68,20 +75,43 @@ def admission_threshold(dim: int) -> float:
     >>> round(admission_threshold(36), 2)  # the 99% point of chi-square(36)
     58.62
     """
+    dim = check_count("dim", dim, minimum=1)
     return float(stats.chi2.isf(ADMIT_LEVEL, dim))
 
 
-def buffer_alpha(rows: np.ndarray, log_alpha: float, beta: float) -> float:
+def buffer_alpha(rows, *, log_alpha: float, beta: float) -> float:
     """Mass parameter of the buffer's IBP (module docstring): ``alpha_B``.
+
+    Parameters
+    ----------
+    rows : array_like
+        Indices ``n_i >= 1`` of the buffered observations in the stream (integers).
+    log_alpha : float
+        Log of the stream's mass parameter (finite).
+    beta : float
+        The stream's concentration, > 0.
+
+    Returns
+    -------
+    float
+        ``sum_i alpha beta / (beta + n_i - 1) / H_B``; 0.0 where it underflows.
 
     Examples
     --------
     Rows 1 to 10 of a stream with ``beta = 1``: the buffer's IBP is the stream's own.
 
-    >>> buffer_alpha(np.arange(1, 11), np.log(2.0), 1.0)
+    >>> buffer_alpha(np.arange(1, 11), log_alpha=np.log(2.0), beta=1.0)
     2.0
     """
-    rows = np.asarray(rows, dtype=np.float64)
+    raw = np.asarray(check_real_array("rows", rows))
+    if raw.ndim != 1 or raw.size == 0 or np.asarray(rows).dtype.kind not in "iu" \
+            or raw.min() < 1:
+        raise ValueError("rows must be a non-empty 1-D array of integer indices >= 1")
+    if isinstance(log_alpha, bool) or not isinstance(log_alpha, (int, float, np.number)) \
+            or not np.isfinite(log_alpha):
+        raise ValueError(f"log_alpha must be a finite real number, got {log_alpha!r}")
+    beta = check_positive("beta", beta)
+    rows = raw.astype(np.float64)
     rate = np.exp(log_alpha) * beta * np.sum(1.0 / (beta + rows - 1.0))
     harmonic = np.sum(1.0 / np.arange(1, rows.size + 1))
     return float(rate / harmonic)
@@ -111,21 +141,22 @@ class BufferBirths:
         return self.means.shape[0]
 
 
-def decompose_buffer(residuals: np.ndarray, alpha: float, sigma_x: float, sigma_a: float,
-                     seed: int) -> BufferBirths:
+def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma_x: float,
+                     sigma_a: float) -> BufferBirths:
     """Explain buffered residuals jointly; return the features at least two rows own.
 
     Parameters
     ----------
-    residuals : numpy.ndarray
-        ``(B, D)`` residuals of the admitted rows (finite; checked by the estimator).
+    residuals : array_like
+        ``(B, D)`` residuals of the admitted rows, finite.
+    rng : numpy.random.Generator
+        Source of the sampler's draws (the estimator seeds it with the index of the
+        current observation).
     alpha : float
         Mass parameter of the buffer's IBP (:func:`buffer_alpha`), >= 0; 0 (an underflow)
         gives no births.
     sigma_x, sigma_a : float
-        The model's noise and feature standard deviations.
-    seed : int
-        Seeds the sampler (the estimator passes the index of the current observation).
+        The model's noise and feature standard deviations, > 0.
 
     Returns
     -------
@@ -139,16 +170,21 @@ def decompose_buffer(residuals: np.ndarray, alpha: float, sigma_x: float, sigma_
     >>> A = np.zeros((2, 8)); A[0, :4] = 1.0; A[1, 4:] = 1.0
     >>> Z = rng.random((30, 2)) < 0.6
     >>> R = Z @ A + 0.1 * rng.normal(size=(30, 8))
-    >>> found = decompose_buffer(R, 1.0, 0.1, 1.0, seed=30)
+    >>> found = decompose_buffer(R, np.random.default_rng(30), alpha=1.0, sigma_x=0.1,
+    ...                          sigma_a=1.0)
     >>> found.n_features, bool(np.allclose(np.sort(found.means.round(0), axis=0),
     ...                                    np.sort(A, axis=0)))
     (2, True)
     """
+    residuals = check_data_matrix("residuals", residuals)
+    rng = check_rng(rng)
+    alpha = check_positive("alpha", alpha, allow_zero=True)
+    sigma_x = check_positive("sigma_x", sigma_x)
+    sigma_a = check_positive("sigma_a", sigma_a)
     n_rows, dim = residuals.shape
     empty = BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
     if alpha <= 0.0 or n_rows < MIN_OWNERS:
         return empty
-    rng = np.random.default_rng(seed)
     best, best_z = -np.inf, np.zeros((n_rows, 0))
     for _ in range(RESTARTS):
         Z = np.zeros((n_rows, 0))
