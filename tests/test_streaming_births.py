@@ -254,3 +254,19 @@ def test_version_two_state_is_refused_with_its_reason(buffered_state):
 def test_the_rule_s_functions_refuse_bad_arguments(call, message):
     with pytest.raises((ValueError, TypeError), match=message):
         call()
+
+
+def test_pilot_skips_a_buffer_of_noise_and_leaves_real_buffers_alone():
+    rng = np.random.default_rng(5)
+    noise = 0.5 * rng.normal(size=(100, 36))
+    # late in a stream (rows 9901-10000) the buffer's mass is small and noise shares nothing
+    alpha = births.buffer_alpha(np.arange(9901, 10001), log_alpha=0.0, beta=1.0)
+    assert not births._shares_a_feature(noise, np.random.default_rng(0), alpha, 0.5, 1.0)
+    assert births.decompose_buffer(noise, np.random.default_rng(0), alpha=alpha,
+                                   sigma_x=0.5, sigma_a=1.0).n_features == 0
+    X, _, A = simulate_four_feature_data(np.random.default_rng(6), n=100)
+    assert births._shares_a_feature(X, np.random.default_rng(0), 1.0, 0.5, 1.0)
+    found = births.decompose_buffer(X, np.random.default_rng(0), alpha=1.0, sigma_x=0.5,
+                                    sigma_a=1.0)
+    assert found.n_features == 4
+    assert match_features(A, found.means).ref_correlation().min() > 0.9

@@ -21,6 +21,13 @@ joint. Features owned by at least ``MIN_OWNERS`` buffered rows are born, with th
 posterior of their images given the buffer (``ibp_lab.linear_gaussian.feature_posterior``);
 the buffer is emptied. Memory stays bounded: ``buffer_size * D`` numbers.
 
+A buffer of noise (late in a long stream a fraction ``ADMIT_LEVEL`` of well-explained rows
+is admitted) would cost the full sampler for nothing. So a *pilot* comes first: up to
+``PILOT_SWEEPS`` Gibbs sweeps without split-merge, on a copy of the generator, stopping as
+soon as a feature has ``MIN_OWNERS`` owners; if none appears, the buffer is emptied with no
+births. The pilot draws from a copy, so where it finds a shared feature the full sampler
+runs exactly as it would without it.
+
 The mass parameter of the buffer's IBP is chosen so that it expects as many new features as
 the stream's prior expects the buffered rows to create: row ``n`` creates
 ``Poisson(alpha beta / (beta + n - 1))`` new features, and a one-parameter IBP on ``B`` rows
@@ -34,6 +41,8 @@ checkpoint gives the same features as one never interrupted.
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 from scipy import stats
@@ -51,6 +60,7 @@ from ibp_lab.prior import log_prior
 from ibp_lab.split_merge import sequential_split_merge
 
 __all__ = ["ADMIT_LEVEL", "RESTARTS", "SWEEPS", "SPLIT_MERGE_PROPOSALS", "MIN_OWNERS",
+           "PILOT_SWEEPS",
            "admission_threshold", "buffer_alpha", "decompose_buffer", "BufferBirths"]
 
 #: A row is admitted when its misfit is this improbable as noise (chi-square upper tail).
@@ -63,6 +73,8 @@ SWEEPS = 250
 SPLIT_MERGE_PROPOSALS = 3
 #: A feature is born only if at least this many buffered rows own it.
 MIN_OWNERS = 2
+#: Most Gibbs sweeps of the pilot that tells a buffer of noise from one with features.
+PILOT_SWEEPS = 25
 
 
 def admission_threshold(dim: int) -> float:
@@ -183,7 +195,8 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
     sigma_a = check_positive("sigma_a", sigma_a)
     n_rows, dim = residuals.shape
     empty = BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
-    if alpha <= 0.0 or n_rows < MIN_OWNERS:
+    if alpha <= 0.0 or n_rows < MIN_OWNERS \
+            or not _shares_a_feature(residuals, copy.deepcopy(rng), alpha, sigma_x, sigma_a):
         return empty
     best, best_z = -np.inf, np.zeros((n_rows, 0))
     for _ in range(RESTARTS):
@@ -201,3 +214,13 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
         return empty
     means, cov = feature_posterior(residuals, owners, sigma_x, sigma_a)
     return BufferBirths(np.asarray(means, dtype=np.float64), np.diag(cov).copy(), owners)
+
+
+def _shares_a_feature(residuals, rng, alpha, sigma_x, sigma_a) -> bool:
+    """The pilot: does a short Gibbs run find a feature that ``MIN_OWNERS`` rows own?"""
+    Z = np.zeros((residuals.shape[0], 0))
+    for _ in range(PILOT_SWEEPS):
+        Z = gibbs_sweep(residuals, Z, alpha, sigma_x, sigma_a, rng)
+        if Z.shape[1] and Z.sum(axis=0).max() >= MIN_OWNERS:
+            return True
+    return False
