@@ -186,7 +186,7 @@ def buffer_births_cost(X: np.ndarray) -> None:
     events, buffers = [], []
     observe, decompose = model._observe, model._decompose_buffer
     model._observe = lambda o: (events.append(1), observe(o))
-    model._decompose_buffer = lambda: (buffers.append(1), decompose())
+    model._decompose_buffer = lambda **kw: (buffers.append(1), decompose(**kw))
     start, cpu = time.perf_counter(), time.process_time()
     model.partial_fit(rows[1000:])
     elapsed = (time.perf_counter() - start) / X.shape[0]

@@ -26,7 +26,9 @@ is admitted) would cost the full sampler for nothing. So a *pilot* comes first: 
 ``PILOT_SWEEPS`` Gibbs sweeps without split-merge, on a copy of the generator, stopping as
 soon as a feature has ``MIN_OWNERS`` owners; if none appears, the buffer is emptied with no
 births. The pilot draws from a copy, so where it finds a shared feature the full sampler
-runs exactly as it would without it.
+runs exactly as it would without it. It is used for full buffers only: the partly filled
+buffer that :meth:`~ibp_lab.streaming.RecursiveIBP.flush` decomposes at the end of a stream
+is the last chance for its rows, and it is small, so it always gets the full sampler.
 
 The mass parameter of the buffer's IBP is chosen so that it expects as many new features as
 the stream's prior expects the buffered rows to create: row ``n`` creates
@@ -50,6 +52,7 @@ from scipy import stats
 from ibp_lab._checks import (
     check_count,
     check_data_matrix,
+    check_flag,
     check_positive,
     check_real_array,
     check_rng,
@@ -154,7 +157,7 @@ class BufferBirths:
 
 
 def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma_x: float,
-                     sigma_a: float) -> BufferBirths:
+                     sigma_a: float, pilot: bool = True) -> BufferBirths:
     """Explain buffered residuals jointly; return the features at least two rows own.
 
     Parameters
@@ -169,6 +172,9 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
         gives no births.
     sigma_x, sigma_a : float
         The model's noise and feature standard deviations, > 0.
+    pilot : bool, optional
+        Run the pilot first and return no births if it finds no shared feature (module
+        docstring).
 
     Returns
     -------
@@ -193,10 +199,11 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
     alpha = check_positive("alpha", alpha, allow_zero=True)
     sigma_x = check_positive("sigma_x", sigma_x)
     sigma_a = check_positive("sigma_a", sigma_a)
+    pilot = check_flag("pilot", pilot)
     n_rows, dim = residuals.shape
     empty = BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
-    if alpha <= 0.0 or n_rows < MIN_OWNERS \
-            or not _shares_a_feature(residuals, copy.deepcopy(rng), alpha, sigma_x, sigma_a):
+    if alpha <= 0.0 or n_rows < MIN_OWNERS or (pilot and not _shares_a_feature(
+            residuals, copy.deepcopy(rng), alpha, sigma_x, sigma_a)):
         return empty
     best, best_z = -np.inf, np.zeros((n_rows, 0))
     for _ in range(RESTARTS):

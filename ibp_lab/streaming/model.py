@@ -544,7 +544,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         """
         self._check_fitted("flush")
         if self._buffer_rows:
-            self._decompose_buffer()
+            self._decompose_buffer(pilot=False)  # the last chance of these rows
         return self
 
     def partial_fit(self, X, y=None) -> RecursiveIBP:
@@ -778,9 +778,9 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self._buffer_residuals[m] = residual
         self._buffer_rows.append(n)
         if m + 1 == self._settings.buffer_size:
-            self._decompose_buffer()
+            self._decompose_buffer(pilot=True)
 
-    def _decompose_buffer(self) -> None:
+    def _decompose_buffer(self, *, pilot: bool) -> None:
         """Births from the buffer's residuals (:func:`~ibp_lab.streaming.births.decompose_buffer`)."""
         settings = self._settings
         rows = np.array(self._buffer_rows, dtype=np.int64)
@@ -789,7 +789,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         alpha = births.buffer_alpha(rows, log_alpha=settings.log_alpha, beta=settings.beta)
         found = births.decompose_buffer(residuals, np.random.default_rng(self._n_seen),
                                         alpha=alpha, sigma_x=settings.sigma_x,
-                                        sigma_a=settings.sigma_a)
+                                        sigma_a=settings.sigma_a, pilot=pilot)
         if found.n_features:
             self._add_features(found, rows)
 
