@@ -1158,6 +1158,8 @@ def specs_streaming():
              dict(X_new=nx, n_draws=C, rng="optional_rng", return_draws="flag"),
              names=dict(X_new=("X_new", "X"))),
         Spec("streaming.RecursiveIBP.get_state", lambda: fitted.get_state(), {}, {}),
+        Spec("streaming.RecursiveIBP.flush", lambda: _fitted().flush(), {}, {}, _fitted_check,
+             junk=[("unfitted", lambda: RecursiveIBP(1.0, 1.0, 0.5, 1.0).flush(), ("fit",), E)]),
         Spec("streaming.RecursiveIBP.expected_prior_features",
              lambda n: RecursiveIBP(2.0, 1.0, 0.5, 1.0).expected_prior_features(n), dict(n=3), dict(n=C),
              is_nonnegative, extremes=[("alpha 1e6 n 1e12", dict(n=10**12), E)]),
@@ -2186,6 +2188,59 @@ def specs_late():
     return specs
 
 
+def specs_births():
+    """The buffer's birth rule and the streaming chapter's recovery study (issue 18)."""
+    from ibp_lab.streaming import births, recovery
+
+    R2 = np.array([[1.0, 0.0], [1.1, 0.1], [0.9, -0.1], [0.0, 1.0]])
+    rows_junk = lambda b: [("None", None, R), ("str", "1", R), ("zero", [0, 1], R),
+                           ("float", [1.5], R), ("empty", [], R), ("2-D", [[1, 2]], R),
+                           ("negative", [-1], R), ("nan", [np.nan], R), ("huge", [10**12], A),
+                           ("list", [1, 2, 3], A)]
+    seq_junk = lambda b: [("None", None, R), ("str", "5", R), ("empty", [], R),
+                          ("repeat", [b[0], b[0]], R), ("negative", [-1], R), ("float", [2.5], R),
+                          ("nan", [np.nan], R), ("tuple", tuple(b), A)]
+    methods_junk = lambda b: [("None", None, R), ("str", "single", R), ("empty", [], R),
+                              ("unknown", ["pca"], R), ("repeat", ["single", "single"], R),
+                              ("int", [3], R), ("gibbs", ["gibbs"], A)]
+
+    def found_check(found):
+        return first_problem(scan_result_of({"means": found.means, "variances": found.variances}),
+                             is_nonnegative(found.variances, "variances"),
+                             in_unit_interval(found.owners, "owners"))
+
+    def table_check(table):
+        return None if len(table) and table["recovered"].dtype == bool else f"bad table {table}"
+
+    return [
+        Spec("streaming.births.admission_threshold", births.admission_threshold, dict(dim=36),
+             dict(dim=C), extremes=[("zero", dict(dim=0), R)]),
+        Spec("streaming.births.buffer_alpha", births.buffer_alpha,
+             dict(rows=np.arange(1, 5), log_alpha=0.0, beta=1.0),
+             dict(rows=rows_junk, log_alpha="real", beta=P),
+             extremes=[("log_alpha -1e5", dict(log_alpha=-1e5), A)]),
+        Spec("streaming.births.decompose_buffer", births.decompose_buffer,
+             dict(residuals=R2, rng=fresh_rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0, pilot=True),
+             dict(residuals="matrix", rng=G, alpha="nonneg", sigma_x=P, sigma_a=P, pilot="flag"),
+             found_check, time_limit=30,
+             extremes=[("no pilot", dict(pilot=False), A), ("alpha 1e-300", dict(alpha=1e-300), A),
+                       ("sigma_x 1e-9", dict(sigma_x=1e-9), E)]),
+        Spec("streaming.recovery.is_recovered", recovery.is_recovered,
+             dict(correlations=[0.95, 0.97, 0.99, 0.93], n_features=4.0),
+             dict(correlations="vector", n_features="nonneg"),
+             extremes=[("three correlations", dict(correlations=[0.95] * 3), R),
+                       ("correlation 2", dict(correlations=[2.0, 0.9, 0.9, 0.9]), R)]),
+        Spec("streaming.recovery.recovery_study", recovery.recovery_study,
+             dict(n_values=[6], seeds=[0], methods=["single"], alpha=1.0, sigma_x=0.5,
+                  sigma_a=1.0, p_on=0.5, n_sweeps=2, buffer_size=4),
+             dict(n_values=seq_junk, seeds=seq_junk, methods=methods_junk, alpha=P, sigma_x=P,
+                  sigma_a=P, p_on="probability", n_sweeps=C, buffer_size=C),
+             table_check, time_limit=30,
+             extremes=[("buffer", dict(methods=["buffer"]), A),
+                       ("too many images", dict(n_values=[10**9]), R)]),
+    ]
+
+
 GROUPS = {
     "theory": specs_theory,
     "prior": specs_prior, "recursive": specs_recursive, "datasets": specs_datasets,
@@ -2193,7 +2248,7 @@ GROUPS = {
     "predictive": specs_predictive, "pymc": specs_pymc, "streaming": specs_streaming,
     "plotting": specs_plotting, "widgets": specs_widgets, "explorers": specs_explorers,
     "plotting_submodules": specs_plotting_submodules, "exercises": specs_exercises,
-    "late": specs_late,
+    "late": specs_late, "births": specs_births,
 }
 
 

@@ -121,7 +121,9 @@ MODULES = ("prior", "finite", "scan_order", "beta_process", "tempering", "variat
            # figure modules that chapters import directly (not re-exported by ibp_lab.plotting)
            "plotting.heldout", "plotting.pymc", "plotting.split_merge", "plotting.streaming",
            "plotting.recursive", "plotting.beta_process", "plotting.tempering",
-           "plotting.variational")
+           "plotting.variational",
+           # the birth rule and the recovery study of the streaming chapter
+           "streaming.births", "streaming.recovery")
 
 
 def _public_callables():

@@ -50,6 +50,8 @@ import numpy as np
 from scipy import stats
 
 from ibp_lab._checks import (
+    MAX_PARAMETER,
+    MIN_PARAMETER,
     check_count,
     check_data_matrix,
     check_flag,
@@ -123,8 +125,9 @@ def buffer_alpha(rows, *, log_alpha: float, beta: float) -> float:
             or raw.min() < 1:
         raise ValueError("rows must be a non-empty 1-D array of integer indices >= 1")
     if isinstance(log_alpha, bool) or not isinstance(log_alpha, (int, float, np.number)) \
-            or not np.isfinite(log_alpha):
-        raise ValueError(f"log_alpha must be a finite real number, got {log_alpha!r}")
+            or not np.isfinite(log_alpha) or log_alpha > np.log(MAX_PARAMETER):
+        raise ValueError(f"log_alpha must be a finite real <= log({MAX_PARAMETER:g}), got "
+                         f"{log_alpha!r}")
     beta = check_positive("beta", beta)
     rows = raw.astype(np.float64)
     rate = np.exp(log_alpha) * beta * np.sum(1.0 / (beta + rows - 1.0))
@@ -168,8 +171,9 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
         Source of the sampler's draws (the estimator seeds it with the index of the
         current observation).
     alpha : float
-        Mass parameter of the buffer's IBP (:func:`buffer_alpha`), >= 0; 0 (an underflow)
-        gives no births.
+        Mass parameter of the buffer's IBP (:func:`buffer_alpha`), >= 0. Below the
+        samplers' floor ``MIN_PARAMETER`` (1e-100; 0 where ``alpha_B`` underflows) the
+        buffer's prior expects fewer than ``1e-100 H_B`` features, and no feature is born.
     sigma_x, sigma_a : float
         The model's noise and feature standard deviations, > 0.
     pilot : bool, optional
@@ -200,9 +204,14 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
     sigma_x = check_positive("sigma_x", sigma_x)
     sigma_a = check_positive("sigma_a", sigma_a)
     pilot = check_flag("pilot", pilot)
+    with np.errstate(over="ignore"):
+        scaled = float(np.sum((residuals / sigma_x) ** 2))
+    if not np.isfinite(scaled):
+        raise ValueError(f"residuals are too large for sigma_x = {sigma_x:g}: their squared "
+                         "norms over sigma_x^2 overflow")
     n_rows, dim = residuals.shape
     empty = BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
-    if alpha <= 0.0 or n_rows < MIN_OWNERS or (pilot and not _shares_a_feature(
+    if alpha < MIN_PARAMETER or n_rows < MIN_OWNERS or (pilot and not _shares_a_feature(
             residuals, copy.deepcopy(rng), alpha, sigma_x, sigma_a)):
         return empty
     best, best_z = -np.inf, np.zeros((n_rows, 0))

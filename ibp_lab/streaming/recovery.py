@@ -30,9 +30,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ibp_lab._checks import check_count, check_positive
+from ibp_lab._checks import MAX_ENTRIES, check_count, check_positive, check_real_array
 from ibp_lab.datasets import simulate_four_feature_data
-from ibp_lab.gibbs import gibbs_sweep
+from ibp_lab.gibbs import MAX_SWEEPS, gibbs_sweep
 from ibp_lab.linear_gaussian import feature_posterior
 from ibp_lab.streaming.model import RecursiveIBP
 from ibp_lab.summaries import match_features
@@ -59,7 +59,11 @@ def is_recovered(correlations, n_features: float) -> bool:
     >>> is_recovered([0.99, 0.95, 0.97, 0.93], 5.2)  # too many features
     False
     """
-    correlations = np.asarray(correlations, dtype=np.float64)
+    correlations = check_real_array("correlations", correlations)
+    if correlations.shape != (N_TRUE,) or not np.all(np.abs(correlations) <= 1.0):
+        raise ValueError(f"correlations must hold {N_TRUE} correlations in [-1, 1], one per "
+                         f"true feature, got {correlations!r}")
+    n_features = check_positive("n_features", n_features, allow_zero=True)
     return bool(np.all(correlations > RECOVERY_CORRELATION)
                 and abs(n_features - N_TRUE) <= 1)
 
@@ -144,14 +148,16 @@ def recovery_study(n_values, seeds, *, methods=METHODS, alpha: float = 1.0,
     """
     import pandas as pd
 
-    n_values = _check_list("n_values", n_values, lambda n: check_count("n_values", n,
-                                                                       minimum=1))
+    # each data set is n x 36 pixels (the datasets' bound on an array's entries)
+    n_values = _check_list("n_values", n_values, lambda n: check_count(
+        "n_values", n, minimum=1, maximum=MAX_ENTRIES // 36))
     seeds = _check_list("seeds", seeds, lambda s: check_count("seeds", s, maximum=None))
     methods = _check_list("methods", methods, _check_method)
     settings = {"alpha": check_positive("alpha", alpha),
                 "sigma_x": check_positive("sigma_x", sigma_x),
                 "sigma_a": check_positive("sigma_a", sigma_a),
-                "n_sweeps": check_count("n_sweeps", n_sweeps, minimum=1),
+                "n_sweeps": check_count("n_sweeps", n_sweeps, minimum=1,
+                                        maximum=MAX_SWEEPS),
                 "buffer_size": check_count("buffer_size", buffer_size, minimum=2)}
     p_on = check_positive("p_on", p_on, upper=1.0)
     rows = []
