@@ -4,22 +4,25 @@ A birth from one observation's residual (``births="single"``, the estimator's or
 rule) turns everything that observation shows and no feature explains into *one* feature.
 Where observations show several unexplained features at once (the canonical setting of
 Griffiths and Ghahramani's images: each of four features present with probability 1/2,
-noise 0.5) those features are born fused, and one pass never splits them again.
+noise 0.5) those features are born fused, and a single-birth pass has no move that splits
+them.
 
 With ``births="buffer"`` an observation that the current features do not explain is
 *admitted* to a buffer instead: its residual ``r_n = x_n - sum_k b_nk mu_k`` is kept (``D``
 numbers) with its index ``n``. The test: if the current features explained ``x_n``, its
 expected misfit ``E_q |x_n - sum_k z_nk A_k|^2`` divided by ``sigma_x^2`` would be about a
 chi-square variable with ``D`` degrees of freedom (the noise; the posterior uncertainty of
-the features only adds to it), so a row whose misfit exceeds the ``1 - ADMIT_LEVEL``
-quantile is admitted (:func:`admission_threshold`). When the buffer holds ``buffer_size``
-residuals (or the stream ends, :meth:`~ibp_lab.streaming.RecursiveIBP.flush`),
-:func:`decompose_buffer` explains them *jointly* as a small linear-Gaussian IBP: collapsed
-Gibbs sweeps (``ibp_lab.gibbs``) each followed by sequential split-merge proposals
-(``ibp_lab.split_merge``), from ``RESTARTS`` empty starts, keeping the state of highest log
-joint. Features owned by at least ``MIN_OWNERS`` buffered rows are born, with the Gaussian
-posterior of their images given the buffer (``ibp_lab.linear_gaussian.feature_posterior``);
-the buffer is emptied. Memory stays bounded: ``buffer_size * D`` numbers.
+the features adds to it, and fitting ``b_n`` and the features to ``x_n`` itself takes a
+little away, so the law is approximate), so a row whose misfit exceeds the
+``1 - ADMIT_LEVEL`` quantile is admitted (:func:`admission_threshold`). When the buffer
+holds ``buffer_size`` residuals (or the stream ends,
+:meth:`~ibp_lab.streaming.RecursiveIBP.flush`), :func:`decompose_buffer` explains them
+*jointly* as a small linear-Gaussian IBP: collapsed Gibbs sweeps (``ibp_lab.gibbs``) each
+followed by sequential split-merge proposals (``ibp_lab.split_merge``), from ``RESTARTS``
+empty starts, keeping the state of highest log joint. Features owned by at least
+``MIN_OWNERS`` buffered rows are born, with the Gaussian posterior of their images given
+the buffer (``ibp_lab.linear_gaussian.feature_posterior``); the buffer is emptied. Memory
+stays bounded: ``buffer_size * D`` numbers.
 
 A buffer of noise (late in a long stream a fraction ``ADMIT_LEVEL`` of well-explained rows
 is admitted) would cost the full sampler for nothing. So a *pilot* comes first: up to

@@ -16,8 +16,8 @@ One pass over the data; each observation is seen once and then discarded. For ob
      residual in a buffer; when ``buffer_size`` residuals have gathered, a small collapsed
      sampler explains them jointly and the features that at least two of them own are
      born (:mod:`ibp_lab.streaming.births`). Several observations must agree before a
-     feature exists, so features that one observation happens to show together are not
-     born fused;
+     feature exists, so features that one observation happens to show together are
+     rarely born fused;
    - ``"single"`` (the original rule; the only one for factor analysis, and the one of the
      zero-noise limit): the first fresh slot switched on and fitted to what the other
      features leave unexplained in this observation; the proposal is kept only if it
@@ -781,7 +781,10 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             self._decompose_buffer(pilot=True)
 
     def _decompose_buffer(self, *, pilot: bool) -> None:
-        """Births from the buffer's residuals (:func:`~ibp_lab.streaming.births.decompose_buffer`)."""
+        """Births from the buffer's residuals (:func:`ibp_lab.streaming.births.decompose_buffer`).
+
+        ``pilot``: run the pilot first (full buffers; not the last buffer of :meth:`flush`).
+        """
         settings = self._settings
         rows = np.array(self._buffer_rows, dtype=np.int64)
         residuals = self._buffer_residuals[: rows.size].copy()
