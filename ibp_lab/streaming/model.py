@@ -810,7 +810,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self._dish[new] = dishes
         self._next_dish += n_new
         self._k = k + n_new
-        self._rate = float(np.sum(-np.expm1(self._log_unowned[: self._k]))) + self._retired_rate
+        self._rate = self._expected_features()
         if self._settings.keep_history:  # the observation that filled the buffer
             self._rate_history[-1] = self._rate
             self._slots_history[-1] = self._k
@@ -865,10 +865,14 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         else:
             self._k = k + n_born
         self._n_seen = n
-        self._rate = float(np.sum(-np.expm1(self._log_unowned[: self._k]))) + self._retired_rate
+        self._rate = self._expected_features()
         if settings.keep_history:
             self._rate_history.append(self._rate)
             self._slots_history.append(self._k)
+
+    def _expected_features(self) -> float:
+        """``sum_k (1 - Pi_k)`` over the kept slots, plus the retired slots' mean."""
+        return float(np.sum(-np.expm1(self._log_unowned[: self._k]))) + self._retired_rate
 
     def _ensure_capacity(self, needed: int) -> None:
         cap = self._mu.shape[0]
