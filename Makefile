@@ -1,6 +1,8 @@
 # ibp-lab: two commands do all the set-up on a fresh machine.
 #   make book   create .venv, install the pinned stack, build the book (every chapter executed)
-#   make test   make book, install the test tools, run the whole test suite
+#   make test   make book, install the test tools, run the whole test suite (what CI runs)
+#   make check  the contributor's fast tier (no browser, Binder, long statistical runs; a
+#               sample of the campaign): a few minutes on a warm checkout
 #   make lab    JupyterLab on the chapters (works as root too)
 #   make student  the chapters as notebooks without solutions, in _build/student
 #   make clean  remove the build and the virtual environment
@@ -10,8 +12,14 @@ BIN    := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP     := $(VENV)/.dev-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Parallel test workers, one per core; each work unit (a file, a campaign group: see
+# tests/conftest.py) goes whole to one worker, the longest first.
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+PYTEST  := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder
+# what make check leaves out (tests/conftest.py: the tiers)
+FAST    := not slow and not browser and not campaign
 
-.PHONY: book test lab clean student browser
+.PHONY: book test check lab clean student browser setup-test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +48,19 @@ browser:
 student: $(RUNTIME_STAMP)
 	$(BIN)/python tools/student_edition.py _build/student
 
-test: book student $(DEV_STAMP) browser
-	$(BIN)/python -m pytest
+# The browser and the test tools install side by side (both mostly wait on downloads),
+# then the book builds (its chapters run one per core), then the suite runs on every core.
+setup-test:
+	$(MAKE) --no-print-directory -j2 browser $(DEV_STAMP)
+
+test: setup-test
+	$(MAKE) --no-print-directory book student
+	$(PYTEST)
+
+# The fast tier: everything but the browser, Binder, the long statistical runs and all but a
+# sample of the campaign. Needs no built book (the tests of the built site are browser tests).
+check: $(DEV_STAMP) student
+	$(PYTEST) -m "$(FAST)"
 
 # The environment Binder builds: requirements.txt (which binder/requirements.txt reads,
 # jupyterlab-myst included) and the settings binder/postBuild installs, run in .venv.

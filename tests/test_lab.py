@@ -16,6 +16,9 @@ Each chapter is opened, run (Run All, as a student would), and read back from th
   its label, marked;
 - every solution closed: its ``<details>`` shut, its code cells skipped (no output) and
   collapsed;
+- no code cell shows an error (Run All stops at one: the test fails at once, naming it); so
+  the student edition, whose code is exactly the cells this run executes
+  (tests/test_student_edition.py), runs too;
 - exactly one explorer per ``explorer(...)`` cell: the live widget, no precomputed copy;
 - every slider of every live explorer driven with the arrow keys (JupyterLab must not
   take them), each move answered within :data:`MOVE_LIMIT_S`, after a reader's pause.
@@ -23,7 +26,7 @@ Each chapter is opened, run (Run All, as a student would), and read back from th
 The response times go to ``_build/screenshots/lab_explorer_times.json``, with a
 screenshot of each chapter. Cost: about the book's execution time (each chapter runs
 once in a kernel) plus a minute of explorer driving. ``IBP_LAB_LAB_ROOT`` points the
-tests at another checkout (a converted copy, while trying tools/convert_to_lab.py).
+tests at another checkout.
 """
 
 from __future__ import annotations
@@ -153,9 +156,18 @@ def run_all(page) -> float:
         settled = 0 if busy else settled + 1
         if settled >= 4:
             return time.time() - start
+        # Run All stops at an error, leaving the later cells unrun: fail now, not at the limit
+        error = page.evaluate(ERROR_OUTPUT)
+        if error:
+            pytest.fail(f"a cell raised during Run All:\n{error[:3000]}")
         time.sleep(0.5)
     pytest.fail(f"Run All did not finish within {RUN_ALL_LIMIT_S} s")
 
+
+#: The text of the first error output of the page ('' if none): a traceback as JupyterLab shows it.
+ERROR_OUTPUT = """() => (Array.from(document.querySelectorAll('.jp-CodeCell .jp-OutputArea-output'))
+    .map(o => o.innerText).find(t => /Traceback \\(most recent call last\\)|Cell In\\[\\d+\\], line \\d+/.test(t))
+    || '')"""
 
 READ_CELLS = """() => Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell')).map(c => ({
     markdown: c.classList.contains('jp-MarkdownCell'),
@@ -271,11 +283,11 @@ def test_a_chapter_opens_as_a_notebook_and_myst_renders_it(lab_url, browser):
         page.close()
 
 
-# Needs the chapters converted by tools/convert_to_lab.py ({eval}, quote, explorer): the
+# Needs the chapters in the form JupyterLab reads ({eval}, quote, explorer): the
 @pytest.mark.parametrize("chapter", chapters())
 def test_a_chapter_run_in_jupyterlab_reads_as_the_web_page(lab_url, browser, chapter):
     source = (LAB_ROOT / chapter).read_text()
-    assert "{glue:" not in source, f"{chapter} is not converted (tools/convert_to_lab.py)"
+    assert "{glue:" not in source, f"{chapter} uses myst-nb's glue, which JupyterLab does not render"
     page, logs = open_notebook(browser, lab_url, chapter)
     try:
         seconds = run_all(page)
@@ -284,6 +296,9 @@ def test_a_chapter_run_in_jupyterlab_reads_as_the_web_page(lab_url, browser, cha
         name = Path(chapter).stem
         page.screenshot(path=str(SHOTS / f"jupyterlab_{name}.png"), full_page=False)
         problems = prose_problems(cells, logs, source)
+        problems += [f"cell {i}: an error output: {c['output'][:300]!r}" for i, c in enumerate(cells)
+                     if not c["markdown"] and re.search(r"Traceback \(most recent call last\)|"
+                                                        r"Cell In\[\d+\], line \d+", c["output"])]
         problems += solution_and_explorer_problems(cells, source)
         moves = drive_explorers(page, name)
         if moves:

@@ -1,14 +1,17 @@
-"""The student edition keeps every exercise and drops every solution."""
+"""The student edition keeps every exercise and drops every solution, and runs: its code is
+exactly what JupyterLab's Run All executes (tests/test_lab.py)."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import jupytext
 import nbformat
 import pytest
-import yaml
+
+from ibp_lab.lab import SOLUTION_MARKER
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.md"))
@@ -42,55 +45,37 @@ def test_make_student_wrote_valid_notebooks():
         assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
 
 
-# Executes one student notebook in a fresh kernel, with the chapter's own per-cell limit,
-# and prints what went wrong as JSON (a list of error names, empty when clean).
-_EXECUTE = """
-import json, sys
-import nbformat
-from nbclient import NotebookClient
-path, timeout, cwd = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-nb = nbformat.read(path, as_version=4)
-try:
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": cwd}}).execute()
-    problems = [o.get("ename", "error") for c in nb.cells if c.cell_type == "code"
-                for o in c.get("outputs", []) if o.get("output_type") == "error"]
-except Exception as exc:
-    problems = [f"{type(exc).__name__}: {str(exc)[:2000]}"]
-print(json.dumps(problems))
-"""
+def _code_sources(notebook) -> list[str]:
+    return [c.source.strip() for c in notebook.cells if c.cell_type == "code"]
 
 
-def _chapter_limit(chapter: Path) -> int:
-    front = yaml.safe_load(chapter.read_text().split("---", 2)[1])
-    return int(front["mystnb"]["execution_timeout"])
-
-
-@pytest.fixture(scope="module")
-def student_runs(tmp_path_factory) -> dict:
-    """Every student notebook executed once, two at a time (the machine has two cores and each
-    kernel mostly uses one), each in its own process and working folder."""
-    import json
-    import subprocess
-    import sys
-    from concurrent.futures import ThreadPoolExecutor
-
-    def run(chapter: Path):
-        cwd = tmp_path_factory.mktemp(chapter.stem)
-        out = subprocess.run(
-            [sys.executable, "-c", _EXECUTE, str(ROOT / "_build" / "student" / f"{chapter.stem}.ipynb"),
-             str(_chapter_limit(chapter)), str(cwd)],
-            capture_output=True, text=True, check=False)
-        try:
-            return json.loads(out.stdout.strip().splitlines()[-1])
-        except (json.JSONDecodeError, IndexError):
-            return [f"the executing process ended with {out.returncode}: {out.stderr[-2000:]}"]
-
-    with ThreadPoolExecutor(2) as pool:  # threads only wait on the processes
-        return dict(zip(CHAPTERS, pool.map(run, CHAPTERS)))
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_student_edition_executes_without_the_solutions(chapter, student_runs):
-    """No later cell may depend on a removed solution: each student notebook runs cleanly."""
-    assert student_runs[chapter] == [], student_runs[chapter]
+def test_the_student_edition_is_what_jupyterlab_runs(chapter):
+    """The student notebook's code is the chapter's code without the cells JupyterLab skips.
+
+    JupyterLab's Run All of a chapter (tests/test_lab.py, in a student's kernel: no
+    ``IBP_LAB_BOOK_BUILD``) executes every code cell except those whose first line is
+    ``SOLUTION_MARKER``, which the kernel skips, and fails on any error output. When the
+    student edition holds exactly those cells, in that order, that run is also a run of the
+    student edition: a later cell that needed a removed solution fails there. So the student
+    notebooks are not executed a second time.
+    """
+    source = chapter.read_text()
+    lab = jupytext.reads(source, fmt="myst")
+    runs = [s for s in _code_sources(lab) if s.splitlines()[0] != SOLUTION_MARKER]
+    student = nbformat.read(ROOT / "_build" / "student" / f"{chapter.stem}.ipynb", as_version=4)
+    assert _code_sources(student) == runs
+    # and every solution code cell is one the kernel skips
+    solutions = [c for c in lab.cells if c.cell_type == "code"
+                 and "solution" in c.metadata.get("tags", [])]
+    assert all(c.source.splitlines()[0] == SOLUTION_MARKER for c in solutions)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_the_chapter_is_in_the_form_jupyterlab_reads(chapter):
+    """No myst-nb glue, no explorer of the old two-call form: quoted numbers are ``quote``
+    and ``{eval}``, which JupyterLab renders, and each explorer is one ``explorer(...)``."""
+    source = chapter.read_text()
+    assert "{glue" not in source and "myst_nb" not in source
+    assert not re.search(r"\bglue\(", source)
+    assert "live_explorer(" not in source and "static_explorer(" not in source

@@ -170,11 +170,20 @@ def check_execution() -> list[dict]:
     return rows
 
 
+def build_workers() -> int:
+    """Chapters executed at once: ``IBP_LAB_BUILD_WORKERS``, else one per core."""
+    value = os.environ.get("IBP_LAB_BUILD_WORKERS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
+
+
 def main() -> None:
-    from numba_cache import clear_if_stale  # tools/ is on sys.path when this script runs
+    from execute_chapters import execute_stale  # tools/ is on sys.path when this script runs
+    from ibp_lab._numba_cache import clear_if_stale
 
     clear_if_stale()  # a stale compiled callee would give chapters the old algebra
     invalidate_stale_cache()
+    # the chapters the cache lacks run first, one per core; the build then only renders
+    execute_stale(chapters_in_toc(), workers=build_workers())
     command = [
         str(Path(sys.executable).parent / "jupyter-book"),
         "build", str(ROOT), "--builder", "html", "-W", "--keep-going",

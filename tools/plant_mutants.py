@@ -131,11 +131,9 @@ def main() -> None:
             shutil.copytree(ROOT / name, workdir / name,
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         shutil.copy(ROOT / "pyproject.toml", workdir)
-        # the tests' conftest drops numba's cache whenever a compiled module changed (numba
-        # itself misses edits to a callee in another file, which would keep mutants of
-        # _kernel.py out of its callers and report them as survivors)
-        (workdir / "tools").mkdir()
-        shutil.copy(ROOT / "tools" / "numba_cache.py", workdir / "tools")
+        # the copied package's ibp_lab/_numba_cache.py (run by the tests' conftest) drops
+        # numba's cache whenever a module changed: numba itself misses edits to a callee in
+        # another file, which would keep mutants of _kernel.py out of their callers
         if run_tests(workdir, test_args, args.timeout) != "survived":
             sys.exit("the tests fail on the unmutated package: nothing to learn")
         copy = workdir / target

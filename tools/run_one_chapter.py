@@ -22,7 +22,7 @@ import jupytext
 import nbclient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from numba_cache import clear_if_stale  # noqa: E402  (tools/ is not a package)
+from ibp_lab._numba_cache import clear_if_stale  # noqa: E402
 
 
 def glued_values(notebook) -> dict[str, str]:

@@ -113,32 +113,40 @@ class ExecutionStatusPostTransform(SphinxPostTransform):
 CELL_SECONDS_KEY = "ibp_cell_seconds"
 
 
-def _record_cell_timing() -> None:
-    """Have myst-nb's cache-mode executions store each cell's wall-clock time.
+def timed_execution(execute, nb, *args, **kwargs):
+    """Run ``execute(nb, ...)`` (jupyter-cache's ``single_nb_execution``) and store each
+    cell's wall-clock time in ``nb.metadata[CELL_SECONDS_KEY]``.
 
-    nbclient's own ``record_timing`` stores the kernel's timestamps, which do
-    not show a reply that reached the client late; the hooks below time the cell
-    on the client's clock, from the request to the processed reply.
+    nbclient's own ``record_timing`` stores the kernel's timestamps, which do not show a
+    reply that reached the client late; the hooks below time the cell on the client's
+    clock, from the request to the processed reply. Used by the build's own executions
+    (the hook below) and by ``tools/execute_chapters.py``, which runs chapters in parallel
+    before the build.
     """
+    started: dict[int, float] = {}
+    seconds: dict[str, float] = {}
+
+    def on_cell_start(cell, cell_index):
+        started[cell_index] = time.monotonic()
+
+    def on_cell_executed(cell, cell_index, execute_reply):
+        seconds[str(cell_index)] = round(time.monotonic() - started[cell_index], 3)
+
+    kwargs.setdefault("on_cell_start", on_cell_start)
+    kwargs.setdefault("on_cell_executed", on_cell_executed)
+    result = execute(nb, *args, **kwargs)
+    nb.metadata[CELL_SECONDS_KEY] = seconds
+    return result
+
+
+def _record_cell_timing() -> None:
+    """Have myst-nb's cache-mode executions store each cell's wall-clock time."""
     execute = mystnb_cache.single_nb_execution
     if getattr(execute, "records_wall_time", False):
         return
 
     def single_nb_execution_timed(nb, *args, **kwargs):
-        started: dict[int, float] = {}
-        seconds: dict[str, float] = {}
-
-        def on_cell_start(cell, cell_index):
-            started[cell_index] = time.monotonic()
-
-        def on_cell_executed(cell, cell_index, execute_reply):
-            seconds[str(cell_index)] = round(time.monotonic() - started[cell_index], 3)
-
-        kwargs.setdefault("on_cell_start", on_cell_start)
-        kwargs.setdefault("on_cell_executed", on_cell_executed)
-        result = execute(nb, *args, **kwargs)
-        nb.metadata[CELL_SECONDS_KEY] = seconds
-        return result
+        return timed_execution(execute, nb, *args, **kwargs)
 
     single_nb_execution_timed.records_wall_time = True
     mystnb_cache.single_nb_execution = single_nb_execution_timed

@@ -9,8 +9,13 @@ module counts, not only those that import numba: a compiled function may be defi
 plain module (``_kernel.new_dish_rate`` compiles ``_hyper.new_dish_rate``) or read its
 constants.
 
-Called by ``tests/conftest.py`` (before any test imports ibp_lab) and by
-``tools/build_book.py``. A fresh clone has no cache, so there it does nothing but write the stamp.
+Called by ``tests/conftest.py`` (before any test calls a compiled function), by
+``tools/build_book.py`` and ``tools/run_one_chapter.py``. Importing it loads nothing compiled
+(the package imports its modules on use). A fresh clone has no cache, so there it does nothing
+but write the stamp.
+
+>>> len(compiled_sources_hash())
+64
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "ibp_lab"
+PACKAGE = Path(__file__).resolve().parent
 STAMP = PACKAGE / "__pycache__" / "numba-sources.sha256"
 
 
