@@ -44,7 +44,7 @@ Hyperparameters
     ``noise``. They are **keyword-only** in runners, drivers, simulators, estimators'
     methods, scorers and figures, for example
     ``run_chain(X, n_sweeps, rng, *, alpha=..., sigma_x=..., sigma_a=...)``. The building
-    blocks whose signatures the design's contract table fixes keep them positional, in
+    blocks whose signatures the contract table (docs/design.md, section 3) fixes keep them positional, in
     the order ``alpha, sigma_x, sigma_a``: ``prior.sample_ibp(alpha, n, rng, *, beta)``,
     ``prior.log_prior(Z, alpha, *, beta)``, ``recursive.marginals(alpha, beta, n, k_max)``,
     ``linear_gaussian.collapsed_loglik(X, Z, sigma_x, sigma_a)``,

@@ -25,7 +25,7 @@ process out gives the (three-parameter) IBP of :mod:`ibp_lab.prior`.
   expected ownerships among ``n`` rows.
 
 Hyperparameters are keyword-only here (``alpha`` too), as everywhere outside the
-building blocks of the contract table.
+building blocks of the contract table (docs/design.md, section 3).
 
 Examples
 --------

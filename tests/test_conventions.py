@@ -9,7 +9,7 @@ public module, found through the modules' ``__all__``, is inspected:
    ``random_state``, ``seed``, ...): the hyperparameters are ``alpha``, ``beta``,
    ``sigma_x``, ``sigma_a``, ``discount``, and randomness comes in through ``rng``;
 3. hyperparameters are keyword-only, except in the building blocks whose signatures the
-   DESIGN contract table fixes (:data:`POSITIONAL_HYPERPARAMETERS`, each commented), which
+   contract table of docs/design.md (section 3) fixes (:data:`POSITIONAL_HYPERPARAMETERS`, each commented), which
    keep them positional in the order ``alpha, [beta,] sigma_x, sigma_a`` (``beta`` positional
    only in the Recursive IBP and the streaming estimator, as their contracts have it).
 
@@ -254,3 +254,20 @@ def test_checker_catches_planted_violations():
     assert convention_problems("m.f", positional_scale, positional_allowed={"sigma_x"}) == []
     assert len(convention_problems("m.f", bad_spelling)) == 2
     assert convention_problems("m.f", fine) == []
+
+
+def test_the_design_document_cited_here_is_in_the_repository():
+    """Docstrings and this file cite docs/design.md: it exists, and each module its contract
+    table (section 3) names is a module of the package."""
+    import re
+    from pathlib import Path
+
+    design = Path(__file__).resolve().parent.parent / "docs" / "design.md"
+    text = design.read_text()
+    assert "## 3. Modules and contracts" in text
+    table = text.split("## 3. Modules and contracts", 1)[1].split("\n## ", 1)[0]
+    names = {n for row in table.splitlines() if row.startswith("| `")
+             for n in re.findall(r"`(\w+)`", row.split("|")[1])}
+    assert names, "the contract table lists no modules"
+    for name in sorted(names):
+        importlib.import_module(f"ibp_lab.{name}")
