@@ -59,11 +59,14 @@ def _work_unit(item) -> str:
     return item.nodeid.split("::")[0]  # the file
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_itemcollected(item):
     import pytest
 
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_work_unit(item)))
+    # marked as each test is collected, before pytest-xdist reads the marks into node ids
+    item.add_marker(pytest.mark.xdist_group(_work_unit(item)))
+
+
+def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: order kept
 

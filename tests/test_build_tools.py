@@ -49,3 +49,13 @@ def test_a_cell_past_its_limit_raises_in_nbclient():
     nb.cells = [nbformat.v4.new_code_cell("import time; time.sleep(30)")]
     with pytest.raises(CellTimeoutError, match="time.sleep"):
         NotebookClient(nb, timeout=2, kernel_name="python3").execute()
+
+
+def test_a_files_tests_reach_the_scheduler_as_one_group(request):
+    """Under ``make test`` (pytest-xdist, ``--dist loadgroup``) each test's node id carries
+    its work unit, so one worker runs a whole file and its module fixtures once. pytest 9.2
+    with pytest-xdist 3.8 dropped the suffix silently (the node id became read-only) and a
+    file's tests, campaign groups included, were spread over both workers and run twice."""
+    if not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("not run under pytest-xdist's --dist loadgroup")
+    assert request.node.nodeid.endswith("@tests/test_build_tools.py"), request.node.nodeid

@@ -91,11 +91,20 @@ def lab_url():
         pytest.fail(f"{SETTINGS} is missing: `make` copies binder/jupyterlab-overrides.json there")
     port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(ROOT / "_build" / "lab-runtime")}
+    # JupyterLab saves an open document every 120 s; a chapter whose Run All takes longer
+    # would be written back through jupytext, in the reader's form, over the repository's
+    # Markdown. The reader's settings are kept (overrides.json); only autosave is off.
+    settings = ROOT / "_build" / "lab-user-settings"
+    plugin = settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings"
+    plugin.parent.mkdir(parents=True, exist_ok=True)
+    plugin.write_text(json.dumps({"autosave": False}))
     env.pop("IBP_LAB_BOOK_BUILD", None)  # a student's kernel, not the book build
     process = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
          "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.root_dir={LAB_ROOT}"],
+         f"--ServerApp.root_dir={LAB_ROOT}", f"--LabApp.user_settings_dir={settings}",
+         # the test ends each chapter's kernel through the REST API (shut_down_kernels)
+         "--ServerApp.disable_check_xsrf=True"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
     )
     url = f"http://127.0.0.1:{port}"
@@ -129,6 +138,19 @@ def browser():
         )
         yield browser
         browser.close()
+
+
+def shut_down_kernels(lab_url: str) -> None:
+    """End every kernel of the server, as closing the notebook and its kernel would: a
+    chapter's kernel (and its explorers' background drawing) must not share the cores with
+    the next chapter's run."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{lab_url}/api/kernels", timeout=30) as reply:
+        kernels = json.loads(reply.read())
+    for kernel in kernels:
+        request = urllib.request.Request(f"{lab_url}/api/kernels/{kernel['id']}", method="DELETE")
+        urllib.request.urlopen(request, timeout=30).close()
 
 
 def open_notebook(browser, lab_url: str, path: str):
@@ -300,6 +322,8 @@ def test_a_chapter_run_in_jupyterlab_reads_as_the_web_page(lab_url, browser, cha
                      if not c["markdown"] and re.search(r"Traceback \(most recent call last\)|"
                                                         r"Cell In\[\d+\], line \d+", c["output"])]
         problems += solution_and_explorer_problems(cells, source)
+        if (LAB_ROOT / chapter).read_text() != source:
+            problems.append("the chapter's file was rewritten while it was open in JupyterLab")
         moves = drive_explorers(page, name)
         if moves:
             page.screenshot(path=str(SHOTS / f"jupyterlab_{name}_explorer.png"))
@@ -315,3 +339,4 @@ def test_a_chapter_run_in_jupyterlab_reads_as_the_web_page(lab_url, browser, cha
         assert not problems, f"{chapter}:\n" + "\n".join(problems)
     finally:
         page.close()
+        shut_down_kernels(lab_url)

@@ -152,8 +152,36 @@ def _record_cell_timing() -> None:
     mystnb_cache.single_nb_execution = single_nb_execution_timed
 
 
+def _write_cached_outputs() -> None:
+    """Make the notebook myst-nb writes out (``_build/jupyter_execute/<chapter>.ipynb``, and
+    the page's ``.ipynb`` download in ``_sources/``) carry the outputs of a cached execution.
+
+    With a cache hit, myst-nb's ``NotebookClientCache.start_client`` swaps in a *new* notebook
+    merged with the cached outputs and renders the page from it, but the parser then writes
+    the notebook object it read, which has none: every figure and printed value is missing
+    from the written notebook (myst-nb 1.x; an execution, rather than a cache hit, fills the
+    object it read, so that path was always right). Copying the merged notebook into the
+    object read restores the outputs; the page is rendered from the same content as before.
+    """
+    start_client = mystnb_cache.NotebookClientCache.start_client
+    if getattr(start_client, "writes_cached_outputs", False):
+        return
+
+    def start_client_filling_the_notebook_read(self):
+        read = self._notebook
+        start_client(self)
+        if self._notebook is not read:  # a cache hit: outputs are in the merged copy only
+            read.clear()
+            read.update(self._notebook)
+            self._notebook = read
+
+    start_client_filling_the_notebook_read.writes_cached_outputs = True
+    mystnb_cache.NotebookClientCache.start_client = start_client_filling_the_notebook_read
+
+
 def setup(app):
     _record_cell_timing()
+    _write_cached_outputs()
     app.add_node(ExecutionStatusNode)
     app.add_directive("ibp-exec-table", ExecutionStatusTable)
     app.add_post_transform(ExecutionStatusPostTransform)
