@@ -26,13 +26,6 @@ from ibp_lab._checks import check_binary_matrix, check_count, check_positive
 __all__ = ["finite_log_class_probability", "log_history_probability"]
 
 
-def _column_multiplicities(Z: np.ndarray) -> np.ndarray:
-    """How many times each distinct column of ``Z`` occurs (``K_h``)."""
-    if Z.shape[1] == 0:
-        return np.zeros(0, dtype=int)
-    return np.unique(Z, axis=1, return_counts=True)[1]
-
-
 def _rows_checked(Z) -> np.ndarray:
     Z = check_binary_matrix("Z", Z)
     if Z.shape[0] == 0:
@@ -93,14 +86,31 @@ def finite_log_class_probability(
         raise ValueError(
             f"n_features must be >= the {k_plus} non-empty columns of Z, got {n_features}"
         )
+    distinct, multiplicities = (np.unique(Z, axis=1, return_counts=True) if k_plus
+                                else (np.zeros((n_rows, 0)), np.zeros(0, dtype=int)))
+    return float(_log_class_probabilities(multiplicities[None, :], distinct.sum(axis=0), n_rows,
+                                          alpha=alpha, beta=beta, n_features=n_features)[0])
+
+
+def _log_class_probabilities(counts: np.ndarray, owners: np.ndarray, n_rows: int, *,
+                             alpha: float, beta: float, n_features: int) -> np.ndarray:
+    """:func:`finite_log_class_probability` of many classes at once (the formula's one home).
+
+    Class ``c`` has ``counts[c, t]`` columns of type ``t``, a column owned by ``owners[t]``
+    of the ``n_rows`` rows; every class must have at most ``n_features`` columns. Used for
+    one class by :func:`finite_log_class_probability` and for every class of an enumeration
+    by :func:`ibp_lab.variational.finite_log_evidence`.
+    """
+    counts = np.asarray(counts, dtype=float)
+    k_plus = counts.sum(axis=1)
     a = alpha * beta / n_features
-    m = Z.sum(axis=0).astype(float)
+    m = np.asarray(owners, dtype=float)
     log_count = (gammaln(n_features + 1.0) - gammaln(n_features - k_plus + 1.0)
-                 - np.sum(gammaln(_column_multiplicities(Z) + 1.0)))
-    log_used = np.sum(betaln(m + a, n_rows - m + beta) - betaln(a, beta))
+                 - gammaln(counts + 1.0).sum(axis=1))
+    log_used = counts @ (betaln(m + a, n_rows - m + beta) - betaln(a, beta))
     # log B(a, N + beta) - log B(a, beta), written as a sum of log1p: no cancellation
     log_empty = -np.sum(np.log1p(a / (beta + np.arange(n_rows))))
-    return float(log_count + log_used + (n_features - k_plus) * log_empty)
+    return log_count + log_used + (n_features - k_plus) * log_empty
 
 
 def log_history_probability(Z, *, alpha: float, beta: float = 1.0) -> float:

@@ -47,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import expit, gammaln, logsumexp
 from scipy.stats import poisson
 
 from ibp_lab import exact
@@ -85,7 +85,9 @@ class ScanOrderLaws:
         Probability per sweep, from the stationary law, that the untruncated chain
         would leave the classes with at most ``k_max`` features.
     dish_tail : float
-        Bound on the mass of any new-dish law beyond the terms computed.
+        Bound on the share of any new-dish law beyond the terms computed, at most 1 (a
+        value near 1 says the data want far more features than ``k_max``: the laws are
+        then not worth reading).
     posterior_tail : float
         ``tail_bound`` of the enumeration: posterior mass beyond ``k_max``.
     """
@@ -205,14 +207,16 @@ def _row_kernel(table, states, index, rate, beta, k_max, s_max, order, swap):
         # flip of one shared feature with t others owned: on (t + 1 shared) or off (t)
         on = table[t + 1 + own_single, n1, t + 1]
         off = table[t + own_single, n1, t]
-        p_on = 1.0 / (1.0 + beta * np.exp(off - on))
+        p_on = expit(on - off - np.log(beta))  # 1 / (1 + beta e^(off - on)), no overflow
         law_t = _flip_outcomes(p_on, a, other_only, order)
         for t_end in np.flatnonzero(law_t > 0):
             lw = log_pois + table[t_end + s, n1, t_end]
-            w = np.exp(lw - logsumexp(lw))
             keep = k_max - n1  # most new singletons that stay within k_max features
-            escape[j] += law_t[t_end] * w[keep + 1:].sum()
-            w = w[:keep + 1] / w[:keep + 1].sum()
+            # in logs: with data far from the prior every kept weight can underflow
+            log_kept = logsumexp(lw[:keep + 1])
+            if keep + 1 < lw.size:
+                escape[j] += law_t[t_end] * np.exp(logsumexp(lw[keep + 1:]) - logsumexp(lw))
+            w = np.exp(lw[:keep + 1] - log_kept)
             for n_new in range(keep + 1):
                 target = (t_end, other_only + a - t_end, n_new) if swap else \
                          (t_end, n_new, other_only + a - t_end)
@@ -265,9 +269,6 @@ def scan_order_laws(X, *, alpha: float, sigma_x: float, sigma_a: float, beta: fl
     table = _log_lik_table(X, sigma_x, sigma_a, k_max + s_max + 1)
     table_swapped = _log_lik_table(X[::-1], sigma_x, sigma_a, k_max + s_max + 1)
     rate = float(new_dish_rate(alpha, beta, 1))
-    # every new-dish law: the terms beyond s_max have Poisson mass sf(s_max) and a
-    # likelihood at most (2 pi sigma_x^2)^-D (the covariance's eigenvalues are >= sigma_x^2)
-    log_lik_max = -X.shape[1] * np.log(2 * np.pi * sigma_x**2)
 
     post = exact.class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
     states = post.counts
@@ -290,21 +291,41 @@ def scan_order_laws(X, *, alpha: float, sigma_x: float, sigma_a: float, beta: fl
         transition[order], stationary[order] = P, pi
         tv[order] = 0.5 * float(np.abs(pi - post.probabilities).sum())
         escape[order] = float(pi @ e0 + (pi @ R0) @ e1)
-    # smallest total weight of a new-dish law is at least its s = 0 term's; bound the
-    # rest relative to the largest term of the laws actually used (conservative)
-    worst = _smallest_dish_total(table, table_swapped, rate, k_max, s_max)
-    dish_tail = float(np.exp(poisson(rate).logsf(s_max) + log_lik_max - worst))
+    dish_tail = max(_dish_tail(rows, tab, rate, sigma_x, sigma_a, k_max, s_max)
+                    for rows, tab in ((X, table), (X[::-1], table_swapped)))
     return ScanOrderLaws(states, transition, stationary, post.probabilities, tv, escape,
                          dish_tail, post.tail_bound)
 
 
-def _smallest_dish_total(table, table_swapped, rate, k_max, s_max):
-    """Smallest log total weight (over ``s <= s_max``) of any new-dish law used."""
+def _dish_tail(X, table, rate, sigma_x, sigma_a, k_max, s_max) -> float:
+    """Bound on the share of any new-dish law (row 0's, of ``table``) beyond ``s_max``.
+
+    For the law with ``n1`` shared features of which ``t`` are owned, ``s`` singletons
+    give ``n0 = t + s``. In ``log p(X | Z)`` only ``c00 = sigma_a^2 n0 + sigma_x^2`` moves
+    with ``s``: the determinant ``c00 c11 - c01^2`` grows with it, and the quadratic form
+    ``(c11 x0.x0 - 2 c01 x0.x1 + c00 x1.x1) / det`` is a ratio of two linear functions of
+    ``c00``, hence monotone, between its value at ``s_max + 1`` and its limit
+    ``x1.x1 / c11``. So every term beyond ``s_max`` has a likelihood at most ``L_bar``
+    (the determinant at ``s_max + 1``, the smaller of the two quadratic forms), and the
+    tail weighs at most ``r = P(Poisson > s_max) e^L_bar`` against the law's kept weight
+    ``W``: a share of at most ``r / (W + r)``, never above 1 however far the data are.
+    """
+    n_dims = X.shape[1]
+    s00, s11, s01 = X[0] @ X[0], X[1] @ X[1], X[0] @ X[1]
     s = np.arange(s_max + 1)
     log_pois = s * np.log(rate) - rate - gammaln(s + 1.0)
-    worst = np.inf
-    for tab in (table, table_swapped):
-        for n1 in range(k_max + 1):
-            for t_end in range(n1 + 1):
-                worst = min(worst, logsumexp(log_pois + tab[t_end + s, n1, t_end]))
-    return worst
+    log_sf = poisson(rate).logsf(s_max)
+    worst = -np.inf
+    for n1 in range(k_max + 1):
+        t = np.arange(n1 + 1)
+        c00 = sigma_a**2 * (t + s_max + 1) + sigma_x**2
+        c11 = sigma_a**2 * n1 + sigma_x**2
+        c01 = sigma_a**2 * t
+        det = c00 * c11 - c01**2
+        quad = np.minimum((c11 * s00 - 2.0 * c01 * s01 + c00 * s11) / det, s11 / c11)
+        log_lik_bar = -n_dims * np.log(2 * np.pi) - 0.5 * n_dims * np.log(det) - 0.5 * quad
+        log_kept = logsumexp(log_pois[None, :] + table[t[:, None] + s[None, :], n1, t[:, None]],
+                             axis=1)
+        log_ratio = log_sf + log_lik_bar - log_kept  # log r / W
+        worst = max(worst, float(np.max(log_ratio)))
+    return float(expit(worst))  # r / (W + r)

@@ -73,6 +73,7 @@ def clear_error_or(result_check, call, names):
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import os  # noqa: E402
+import time  # noqa: E402
 import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -285,6 +286,8 @@ def is_binary(Z, rows=None):
 
 def in_unit_interval(p, what="probabilities"):
     p = _arr(p)
+    if not np.all(np.isfinite(p)):  # a NaN passes both comparisons below
+        return f"{what} not finite: {p[~np.isfinite(p)][:3]}"
     if p.size and (p.min() < 0 or p.max() > 1):
         return f"{what} outside [0, 1]: min {p.min():g}, max {p.max():g}"
     return None
@@ -1493,6 +1496,31 @@ def _student_function(base):
             ("class", dict, A)]
 
 
+class _Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def _raise_unprintable(*args, **kwargs):
+    raise _Unprintable
+
+
+def _never_return(*args, **kwargs):
+    while True:
+        try:
+            time.sleep(0.05)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _student_extremes(arg):
+    """Student functions that once crashed or hung a checker (third audit): each must get
+    a verdict (A), not an exception or a hang."""
+    return [("returns a huge int", {arg: lambda *a, **k: 10**400}, A),
+            ("raises an unprintable error", {arg: _raise_unprintable}, A),
+            ("never returns, 1 s limit", {arg: _never_return, "time_limit": 1.0}, A)]
+
+
 def specs_exercises():
     from ibp_lab import exercises as m
     from ibp_lab import gibbs, prior
@@ -1501,14 +1529,17 @@ def specs_exercises():
     return [
         Spec("exercises.check_gibbs_sweep", m.check_gibbs_sweep,
              dict(sweep=gibbs.gibbs_sweep, rng=fresh_rng(), n_sweeps=2_000, n_one_row=500),
-             dict(sweep=fn, rng="optional_rng", n_sweeps=C, n_one_row=C), _exercise_ok,
-             time_limit=60),
+             dict(sweep=fn, rng="optional_rng", n_sweeps=C, n_one_row=C, time_limit=P),
+             _exercise_ok, time_limit=60, extremes=_student_extremes("sweep")),
         Spec("exercises.check_class_probability", m.check_class_probability,
-             dict(fn=prior.log_prior), dict(fn=fn), _exercise_ok, time_limit=30),
+             dict(fn=prior.log_prior), dict(fn=fn, time_limit=P), _exercise_ok, time_limit=30,
+             extremes=_student_extremes("fn")),
         Spec("exercises.check_recursive_step", m.check_recursive_step,
-             dict(step=_not_written), dict(step=fn), _exercise_ok),
+             dict(step=_not_written), dict(step=fn, time_limit=P), _exercise_ok,
+             extremes=_student_extremes("step")),
         Spec("exercises.check_split_merge_ratio", m.check_split_merge_ratio,
-             dict(fn=_not_written), dict(fn=fn), _exercise_ok, time_limit=30),
+             dict(fn=_not_written), dict(fn=fn, time_limit=P), _exercise_ok, time_limit=30,
+             extremes=_student_extremes("fn")),
     ]
 
 
@@ -1972,11 +2003,17 @@ def specs_theory():
         Spec("scan_order.scan_order_laws", scan_order.scan_order_laws,
              dict(X=X2, alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0, k_max=4),
              dict(X="matrix", alpha=P, sigma_x=P, sigma_a=P, beta=P, k_max=C),
-             lambda laws: first_problem(is_distribution(laws.posterior),
-                                        is_distribution(laws.stationary["random"])),
+             lambda laws: first_problem(
+                 is_distribution(laws.posterior), is_distribution(laws.stationary["random"]),
+                 is_distribution(laws.stationary["fixed"]),
+                 is_distribution(laws.transition["fixed"], axis=1),
+                 in_unit_interval([laws.dish_tail, laws.tv["fixed"], laws.tv["random"]])),
              time_limit=30,
              extremes=[("three rows", dict(X=np.vstack([X2, X2[:1]])), R),
-                       ("k_max huge", dict(k_max=10**6), R)]),
+                       ("k_max huge", dict(k_max=10**6), R),
+                       # far from the prior: NaN laws and an infinite "bound" (third audit)
+                       ("rows at +-50", dict(X=np.array([[50.0, 2.0], [1.0, -50.0]])), A),
+                       ("rows at 15 times the data", dict(X=15 * X2), A)]),
         Spec("scan_order.ScanOrderLaws.index", laws.index, dict(Z=np.array([[1, 0], [1, 1]])),
              dict(Z="binary"), lambda i: None if 0 <= i < laws.states.shape[0] else f"bad row {i}",
              extremes=[("three rows", dict(Z=np.ones((3, 1), np.int8)), R),
@@ -2068,7 +2105,8 @@ def specs_late():
 
     def ladder_check(b):
         b = _arr(b)
-        return None if b.size and b[0] == 1.0 and np.all(np.diff(b) <= 0) else f"not a ladder: {b}"
+        return (None if b.size and b[0] == 1.0 and np.all(np.isfinite(b)) and np.all(np.diff(b) <= 0)
+                else f"not a ladder: {b}")
 
     laws = np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3]])
     t = np.arange(5.0)
@@ -2098,7 +2136,9 @@ def specs_late():
                        ("increasing ladder", dict(inverse_temperatures=ladder[::-1]), R),
                        ("ladder not from 1", dict(inverse_temperatures=ladder / 2), R),
                        ("one rung", dict(inverse_temperatures=[1.0], rejection=[]), E),
-                       ("no rejection", dict(rejection=[0.0, 0.0]), A)]),
+                       ("no rejection", dict(rejection=[0.0, 0.0]), A),
+                       # summed to inf: the last rung came back NaN (third audit)
+                       ("huge increments", dict(rejection=[1e308, 1e308]), A)]),
         # variational
         Spec("variational.VariationalIBP.fit", _vi_fit,
              dict(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, family="stick_breaking",
@@ -2133,6 +2173,9 @@ def specs_late():
              dict(X=X2, alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2),
              dict(X="matrix", alpha=P, sigma_x=P, sigma_a=P, n_features=C),
              extremes=[("five rows", dict(X=np.ones((5, 1))), R),
+                       # the largest size the docstring allows: over a minute when each of
+                       # its 490,314 classes was scored by a Python call (third audit)
+                       ("four rows, K = 8", dict(X=np.full((4, 2), 0.3), n_features=8), A),
                        ("alpha 1e-100", dict(alpha=1e-100), E), ("sigma_x 1e-9", dict(sigma_x=1e-9), E)]),
         # figures
         Spec("plotting.tempering.tempered_laws_figure", tfig.tempered_laws_figure,

@@ -9,6 +9,7 @@ stated where they run.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -511,3 +512,80 @@ def test_check_split_merge_ratio_reports_errors_and_refuses_non_functions():
     assert "not a finite number" in check_split_merge_ratio(nan).verdict
     with pytest.raises(TypeError, match="fn must be a function"):
         check_split_merge_ratio(1.0)
+
+
+# --------------------------------------------------------------------------------------
+# whatever the student's function does, the checker answers (third audit)
+# --------------------------------------------------------------------------------------
+
+
+class _Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no text")
+
+
+def _raises_unprintable(*args, **kwargs):
+    raise _Unprintable
+
+
+def _exact_probability(*args, **kwargs):
+    return math.factorial(400)  # an exact count, as a Python int beyond the float range
+
+
+def _never_returns(*args, **kwargs):
+    while True:
+        try:
+            time.sleep(0.05)
+        except Exception:  # noqa: BLE001 - a student's blanket except cannot hold the limit
+            pass
+
+
+CHECKERS = [
+    ("class probability", check_class_probability),
+    ("split-merge ratio", check_split_merge_ratio),
+    ("recursive step", check_recursive_step),
+    ("gibbs sweep", check_gibbs_sweep),
+]
+
+
+@pytest.mark.parametrize("name, checker", CHECKERS, ids=[c[0] for c in CHECKERS])
+def test_a_checker_answers_whatever_the_student_function_does(name, checker):
+    unprintable = checker(_raises_unprintable)
+    assert not unprintable.passed
+    assert "_Unprintable: (its message could not be turned into text)" in unprintable.verdict
+    huge = checker(_exact_probability)
+    assert not huge.passed
+    # a number where a number is expected; a row or a matrix where one is expected
+    expected = {"recursive step": "not an array of probabilities",
+                "gibbs sweep": "it returned an array of shape ()"}.get(
+        name, "too large for a float: work in log space")
+    assert expected in huge.verdict, huge.verdict
+    start = time.monotonic()
+    stuck = checker(_never_returns, time_limit=0.5)
+    assert time.monotonic() - start < 5.0
+    assert not stuck.passed
+    assert "did not finish within its time limit of 0.5 s" in stuck.verdict, stuck.verdict
+
+
+def test_the_time_limit_leaves_the_callers_alarm_as_it_was():
+    import signal
+
+    def callers_handler(signum, frame):
+        raise AssertionError("the caller's alarm went off")
+
+    previous = signal.signal(signal.SIGALRM, callers_handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0)
+        assert check_class_probability(_raises_unprintable, time_limit=10).verdict
+        assert signal.getsignal(signal.SIGALRM) is callers_handler
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 20.0 < left <= 30.0  # still running, its remaining time kept
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("limit", [0, -1.0, float("inf"), 1e9, "60"])
+def test_a_bad_time_limit_is_refused_by_name(limit):
+    with pytest.raises((TypeError, ValueError), match="time_limit"):
+        check_class_probability(_raises_unprintable, time_limit=limit)

@@ -160,3 +160,37 @@ def test_bad_arguments_are_refused_by_name():
     law = scan_order.scan_order_laws(X_DESIGN, alpha=1.0, sigma_x=0.5, sigma_a=1.0, k_max=3)
     with pytest.raises(ValueError, match="Z"):
         law.index(np.ones((2, 5)))
+
+
+@pytest.mark.parametrize("scale", [1.0, 10.0, 15.0, 40.0])
+def test_the_dish_tail_bounds_the_share_beyond_the_terms_computed(scale):
+    """The bound against the share itself, summed here with 400 more terms (the Poisson
+    weight beyond them is below 1e-700 of the rest). Before the third audit the bound
+    used one likelihood ceiling for every law and came out above 1 (44.8 at scale 10,
+    1e115 at 15), and at scale 40 the kernel's renormalised weights were NaN."""
+    from scipy.special import gammaln, logsumexp
+
+    X = np.array([[1.2, -0.3], [1.0, 0.1]]) * scale
+    hyper, k_max = dict(alpha=1.3, sigma_x=0.6, sigma_a=1.2), 8
+    law = scan_order.scan_order_laws(X, **hyper, k_max=k_max)
+    for P in law.transition.values():
+        assert np.all(np.isfinite(P))
+        np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    assert all(np.isfinite(law.stationary[o]).all() and np.isfinite(law.tv[o]) for o in law.tv)
+    s_max = k_max + scan_order._EXTRA_TERMS
+    s = np.arange(s_max + 401)
+    rate = hyper["alpha"] / 2.0  # alpha beta / (beta + 1) at beta = 1
+    log_pois = s * np.log(rate) - rate - gammaln(s + 1.0)
+    sx2, sa2 = hyper["sigma_x"] ** 2, hyper["sigma_a"] ** 2
+    share = 0.0
+    for x0, x1 in (X, X[::-1]):
+        for n1 in range(k_max + 1):
+            for t in range(n1 + 1):
+                # log N(x_d; 0, C) summed over the columns, C = [[c00, c01], [c01, c11]]
+                c00, c11, c01 = sa2 * (t + s) + sx2, sa2 * n1 + sx2, sa2 * t
+                det = c00 * c11 - c01**2
+                quad = (c11 * (x0 @ x0) - 2 * c01 * (x0 @ x1) + c00 * (x1 @ x1)) / det
+                lw = log_pois - X.shape[1] * np.log(2 * np.pi) - 0.5 * X.shape[1] * np.log(det) \
+                    - 0.5 * quad
+                share = max(share, float(np.exp(logsumexp(lw[s_max + 1:]) - logsumexp(lw))))
+    assert share <= law.dish_tail <= 1.0

@@ -487,3 +487,48 @@ def test_save_flushes_to_disk_then_renames(saved, data, monkeypatch):
 def test_save_refuses_a_non_path(data):
     with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
         fitted(data).save(3)
+
+
+# --- files at the edges (third audit) -------------------------------------------------------------
+
+def test_a_restricted_checkpoint_stays_restricted_when_saved_over(data, saved):
+    os.chmod(saved, 0o600)
+    fitted(data, n=50).save(saved)
+    assert os.stat(saved).st_mode & 0o777 == 0o600
+    assert RecursiveIBP.load(saved).n_seen_ == 50
+
+
+def test_a_killed_saves_temporary_file_is_removed_by_the_next_save(data, saved):
+    prefix = _state._temporary_prefix(saved)
+    import subprocess
+    import sys
+
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    dead = saved.with_name(f"{prefix}{int(child.stdout)}.abcd1234.tmp")  # its writer has ended
+    alive = saved.with_name(f"{prefix}{os.getppid()}.abcd1234.tmp")  # a running process's
+    dead.write_bytes(b"half a checkpoint")
+    alive.write_bytes(b"being written")
+    fitted(data).save(saved)
+    assert not dead.exists() and alive.exists()
+    assert sorted(p.name for p in saved.parent.iterdir()) == sorted([saved.name, alive.name])
+
+
+def test_a_name_the_system_accepts_can_be_saved(data, tmp_path):
+    path = tmp_path / ("s" * 251 + ".npz")  # 255 bytes, the usual limit of a name
+    fitted(data).save(path)
+    assert RecursiveIBP.load(path).n_seen_ == 40
+
+
+def test_an_empty_path_is_refused_by_name(data):
+    for call in (lambda: fitted(data).save(""), lambda: RecursiveIBP.load("")):
+        with pytest.raises(ValueError, match="path must name a file"):
+            call()
+
+
+def test_load_refuses_a_fifo_and_a_device_without_reading_them(tmp_path):
+    fifo = tmp_path / "pipe.npz"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero"):
+        with pytest.raises(ValueError, match="not a regular file"):
+            RecursiveIBP.load(path)  # before: the FIFO blocked, /dev/zero read 1 GiB

@@ -176,6 +176,14 @@ def test_tuned_ladder_equalises_a_known_barrier():
     np.testing.assert_allclose(increments, 3.0 / 8, rtol=1e-3)
 
 
+def test_tuned_ladder_depends_on_the_barrier_shape_not_its_scale():
+    ladder, rejection = np.array([1.0, 0.7, 0.3, 0.0]), np.array([0.2, 0.5, 0.9])
+    expected = tuned_ladder(ladder, rejection)
+    for scale in (1e-3, 1e6, 1e307):  # 1e307 * 1.6 is inf: summed unscaled, the end was NaN
+        np.testing.assert_allclose(tuned_ladder(ladder, scale * rejection), expected,
+                                   rtol=1e-12)
+
+
 def test_workers_do_not_change_the_chain():
     one = run_tempered(X3, 200, np.random.default_rng(7), **HYPER, n_temperatures=4, burn=50)
     two = run_tempered(X3, 200, np.random.default_rng(7), **HYPER, n_temperatures=4, burn=50,
@@ -280,3 +288,18 @@ def test_restarts_are_counted_from_the_hottest_to_the_cold_rung():
     for t in range(101):
         ladder.swap(t, replicas)
     assert ladder.restarts == 50
+
+
+def test_a_state_that_never_leaves_the_cold_rung_makes_no_restart():
+    """A restart is an arrival at the cold rung *from the hot one* (a round trip, Syed et
+    al. 2021). With every swap refused no state moves, so there is none; counting arrivals
+    of states whose last end was the cold rung (the audit's planted bug) counts every round
+    instead. On the symmetric cycle above both counts give 50, which is why that test
+    could not tell them apart."""
+    ladder = tempering._Ladder(np.array([1.0, 0.5, 0.0]), "deo", 0, False, stat_rng(199))
+    # the cold state far better than the hotter ones: every swap's log ratio is -5e5
+    replicas = _FixedLogLik([0.0, -1e6, -2e6])
+    for t in range(101):
+        ladder.swap(t, replicas)
+    assert ladder.accepted.sum() == 0 and ladder.proposed.sum() > 0
+    assert ladder.restarts == 0

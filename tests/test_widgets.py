@@ -252,3 +252,30 @@ def test_the_live_explorer_draws_the_next_settings_ahead_and_serves_them(monkeyp
     quiet.live()
     assert calls == [(1.0, 1.0)]  # only the first frame: nothing drawn ahead
     plt.close("all")
+
+
+def test_a_grid_value_that_is_nan_of_any_float_type_is_refused():
+    import numpy as np
+
+    for nan in (float("nan"), np.float32("nan"), np.float16("inf"), complex("nan")):
+        with pytest.raises(ValueError, match=r"grid\['a'\] must hold finite numbers"):
+            static_explorer(lambda a: plt.figure(), {"a": [1.0, nan]})
+
+
+def test_no_figure_is_left_open_when_rendering_or_saving_fails():
+    plt.close("all")
+
+    def fails(a):
+        plt.figure()
+        raise RuntimeError("the reader's render broke")
+
+    def returns_axes(a):
+        return plt.subplots()[1]
+
+    with pytest.raises(RuntimeError, match="render broke"):
+        static_explorer(fails, {"a": [1.0]})
+    with pytest.raises(TypeError, match="render must return a matplotlib Figure, got Axes"):
+        static_explorer(returns_axes, {"a": [1.0]})
+    with pytest.raises(ValueError, match="dpi"):
+        figure_png(plt.figure(), dpi=0)
+    assert plt.get_fignums() == []

@@ -6,7 +6,8 @@ import numpy as np
 from scipy.special import gammaln
 
 from ibp_lab import exact, prior
-from ibp_lab.exercises._common import as_number, call, check_function, verdict_for
+from ibp_lab.exercises._common import (as_number, call, check_function, check_time_limit,
+                                       verdict_for, within_time_limit)
 from ibp_lab.exercises._result import ExerciseResult, Measurement, fail
 
 __all__ = ["check_class_probability"]
@@ -98,7 +99,7 @@ def _depends_on_order(fn, cases, values) -> bool:
     return False
 
 
-def check_class_probability(fn) -> ExerciseResult:
+def check_class_probability(fn, *, time_limit: float = 60) -> ExerciseResult:
     """Check a student's ``log P([Z] | alpha, beta)`` on every small left-ordered class.
 
     ``fn(Z, alpha, beta=1.0)`` must return the log probability of the left-ordered
@@ -113,6 +114,9 @@ def check_class_probability(fn) -> ExerciseResult:
     ----------
     fn : callable
         The student's function.
+    time_limit : float, optional
+        Seconds the whole check may take (default 60); a function still running then
+        gets a verdict saying so. Enforced with ``SIGALRM`` in the main thread (POSIX).
 
     Returns
     -------
@@ -133,6 +137,12 @@ def check_class_probability(fn) -> ExerciseResult:
     True
     """
     check_function("fn", fn, SIGNATURE)
+    limit = check_time_limit(time_limit)
+    return within_time_limit(EXERCISE, limit, "function", _judge, fn)
+
+
+def _judge(fn) -> ExerciseResult:
+    """The check itself, run under the time limit."""
     cases = _cases()
     values = []
     for index, (Z, alpha, beta) in enumerate(cases):

@@ -8,6 +8,7 @@ from scipy.stats import poisson
 
 from ibp_lab import exact
 from ibp_lab._checks import check_count, check_rng
+from ibp_lab.exercises._common import check_time_limit, within_time_limit
 from ibp_lab.exercises._result import ExerciseResult, describe_exception, fail
 from ibp_lab.exercises._stats import MIN_ESS, compare_frequencies
 
@@ -181,7 +182,8 @@ def _class_label(Z: np.ndarray) -> tuple:
 
 
 def check_gibbs_sweep(sweep, rng: np.random.Generator | None = None, *,
-                      n_sweeps: int = 10_000, n_one_row: int = 2_000) -> ExerciseResult:
+                      n_sweeps: int = 10_000, n_one_row: int = 2_000,
+                      time_limit: float = 600.0) -> ExerciseResult:
     """Check a collapsed Gibbs sweep of the linear-Gaussian IBP against exact enumeration.
 
     ``sweep(X, Z, alpha, sigma_x, sigma_a, rng) -> Z`` has the signature of
@@ -215,6 +217,10 @@ def check_gibbs_sweep(sweep, rng: np.random.Generator | None = None, *,
         sweep takes 0.3 to 1 ms on two rows, so 3 to 10 s.
     n_one_row : int, optional
         Sweeps on one row (at least 500).
+    time_limit : float, optional
+        Seconds the whole check may take (default 600: a sweep in plain Python loops
+        of 10 ms needs two minutes); a sweep still running then gets a verdict saying
+        so. Enforced with ``SIGALRM`` in the main thread (POSIX).
 
     Returns
     -------
@@ -243,7 +249,12 @@ def check_gibbs_sweep(sweep, rng: np.random.Generator | None = None, *,
     rng = np.random.default_rng(DEFAULT_SEED) if rng is None else check_rng(rng)
     n_sweeps = check_count("n_sweeps", n_sweeps, minimum=2_000, maximum=10**7)
     n_one_row = check_count("n_one_row", n_one_row, minimum=500, maximum=10**7)
+    limit = check_time_limit(time_limit)
+    return within_time_limit(EXERCISE, limit, "sweep", _judge, sweep, rng, n_sweeps, n_one_row)
 
+
+def _judge(sweep, rng: np.random.Generator, n_sweeps: int, n_one_row: int) -> ExerciseResult:
+    """The check itself, run under the time limit."""
     problem = _basics(sweep, rng)
     if problem:
         return fail(EXERCISE, f"Your sweep is {problem}" if problem.startswith("not written")

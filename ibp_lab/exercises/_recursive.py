@@ -6,7 +6,8 @@ import numpy as np
 
 from ibp_lab import recursive
 from ibp_lab._checks import check_real_array
-from ibp_lab.exercises._common import call, check_function, verdict_for
+from ibp_lab.exercises._common import (call, check_function, check_time_limit, verdict_for,
+                                       within_time_limit)
 from ibp_lab.exercises._result import ExerciseResult, Measurement, fail
 
 __all__ = ["check_recursive_step"]
@@ -57,7 +58,7 @@ _HINTS = {
 def _as_row(out) -> tuple[np.ndarray | None, str | None]:
     try:
         row = check_real_array("row", out)
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - whatever the student returned (huge ints overflow)
         return None, f"it returned {type(out).__name__}, not an array of probabilities"
     if row.shape != (K_MAX,):
         return None, (f"it returned shape {row.shape}; the row must have one entry per dish, "
@@ -67,7 +68,7 @@ def _as_row(out) -> tuple[np.ndarray | None, str | None]:
     return row, None
 
 
-def check_recursive_step(step) -> ExerciseResult:
+def check_recursive_step(step, *, time_limit: float = 60) -> ExerciseResult:
     """Check one step of the Recursive IBP marginals against :func:`ibp_lab.recursive.marginals`.
 
     ``step(running_sum, n, alpha, beta)`` must return customer ``n``'s row of marginals
@@ -83,6 +84,9 @@ def check_recursive_step(step) -> ExerciseResult:
     ----------
     step : callable
         The student's function.
+    time_limit : float, optional
+        Seconds the whole check may take (default 60); a step still running then
+        gets a verdict saying so. Enforced with ``SIGALRM`` in the main thread (POSIX).
 
     Returns
     -------
@@ -104,6 +108,12 @@ def check_recursive_step(step) -> ExerciseResult:
     True
     """
     check_function("step", step, SIGNATURE)
+    limit = check_time_limit(time_limit)
+    return within_time_limit(EXERCISE, limit, "step", _judge, step)
+
+
+def _judge(step) -> ExerciseResult:
+    """The check itself, run under the time limit."""
     rows, cases = [], []
     for alpha, beta in SETTINGS:
         table = recursive.marginals(alpha, beta, N_CUSTOMERS, K_MAX)

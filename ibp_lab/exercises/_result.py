@@ -106,4 +106,8 @@ def describe_exception(exc: BaseException) -> str:
     if isinstance(exc, NotImplementedError):
         return ("not written yet (it raises NotImplementedError): fill in the function and "
                 "run again.")
-    return f"it raised {type(exc).__name__}: {exc}"
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a student's exception whose __str__ itself fails
+        message = "(its message could not be turned into text)"
+    return f"it raised {type(exc).__name__}: {message}"

@@ -9,7 +9,8 @@ import numpy as np
 from scipy.special import gammaln
 
 from ibp_lab import exact, linear_gaussian, prior
-from ibp_lab.exercises._common import as_number, call, check_function, verdict_for
+from ibp_lab.exercises._common import (as_number, call, check_function, check_time_limit,
+                                       verdict_for, within_time_limit)
 from ibp_lab.exercises._result import ExerciseResult, Measurement, fail
 
 __all__ = ["check_split_merge_ratio"]
@@ -121,7 +122,7 @@ def _first_of(Z: np.ndarray, j: int) -> int:
     return int(np.flatnonzero(np.all(Z == Z[:, [j]], axis=0))[0])
 
 
-def check_split_merge_ratio(fn) -> ExerciseResult:
+def check_split_merge_ratio(fn, *, time_limit: float = 60) -> ExerciseResult:
     """Check a student's log acceptance ratio of a random split against the exact one.
 
     ``fn(X, Z, k, c1, c2, alpha, sigma_x, sigma_a)`` must return
@@ -141,6 +142,9 @@ def check_split_merge_ratio(fn) -> ExerciseResult:
     ----------
     fn : callable
         The student's function.
+    time_limit : float, optional
+        Seconds the whole check may take (default 60); a function still running then
+        gets a verdict saying so. Enforced with ``SIGALRM`` in the main thread (POSIX).
 
     Returns
     -------
@@ -163,6 +167,12 @@ def check_split_merge_ratio(fn) -> ExerciseResult:
     (False, True)
     """
     check_function("fn", fn, SIGNATURE)
+    limit = check_time_limit(time_limit)
+    return within_time_limit(EXERCISE, limit, "function", _judge, fn)
+
+
+def _judge(fn) -> ExerciseResult:
+    """The check itself, run under the time limit."""
     cases = _cases()
     values = []
     for Z, k, c1, c2 in cases:

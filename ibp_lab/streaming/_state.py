@@ -26,11 +26,14 @@ dtype, so that every one of them round-trips bit for bit.
 from __future__ import annotations
 
 import copy
+import errno
+import hashlib
 import io
 import json
 import numbers
 import os
 import secrets
+import stat
 import struct
 import zipfile
 import zlib
@@ -573,23 +576,77 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+def _checked_path(path) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    if os.fspath(path) in ("", b""):
+        raise ValueError("path must name a file, got an empty path")
+    return Path(os.fsdecode(path))
+
+
+def _temporary_prefix(path: Path) -> str:
+    """Hidden temporary files of ``path``: ``.ibp-<hash of the name>.`` then the writer's
+    process id. Of fixed length, so that a name the system accepts stays accepted (the
+    whole name in it added 23 characters, too many near the 255-byte limit)."""
+    digest = hashlib.sha256(path.name.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return f".ibp-{digest}."
+
+
+def _remove_abandoned(path: Path, prefix: str) -> None:
+    """Remove the temporary files of ``path`` left by writers that no longer run (a save
+    killed before its rename); a live writer's file is left alone."""
+    try:
+        candidates = list(path.parent.glob(f"{prefix}*.tmp"))
+    except OSError:
+        return
+    for candidate in candidates:
+        pid = candidate.name[len(prefix):].split(".", 1)[0]
+        if not pid.isdigit() or _process_alive(int(pid)):
+            continue
+        try:
+            candidate.unlink()
+        except OSError:
+            pass
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True  # another thread of this process may be saving now
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
 def write_state(path, state: dict) -> None:
     """Write ``state`` as ``.npz`` to ``path`` atomically: a temporary file, then a rename.
 
     Until the rename, the file at ``path`` (a previous checkpoint) is untouched; if
-    anything fails the temporary file is removed and the error propagates.
+    anything fails the temporary file is removed and the error propagates. A checkpoint
+    replaced keeps its permissions (a file restricted with ``chmod 600`` stays so), and
+    the temporary files of saves that were killed are removed by the next save.
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-    path = Path(path)
+    path = _checked_path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "Is a directory: path must name a file",
+                                os.fspath(path))
     scalars = {key: state[key] for key in SCALAR_KEYS}
     scalars["rng_state"] = encode_rng_state(state["rng_state"])
     arrays = {key: np.asarray(state[key]) for key in ARRAY_KEYS}
     meta = np.array(json.dumps(scalars, allow_nan=False))
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    prefix = _temporary_prefix(path)
+    _remove_abandoned(path, prefix)
+    tmp = path.with_name(f"{prefix}{os.getpid()}.{secrets.token_hex(4)}.tmp")
     # O_EXCL: never write through a file someone else put there; 0o666 lets umask decide
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
+        try:
+            os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))  # the replaced file's mode
+        except FileNotFoundError:
+            pass
         with os.fdopen(fd, "wb") as handle:
             np.savez(handle, meta=meta, **arrays)
             handle.flush()
@@ -651,10 +708,17 @@ def read_state(path) -> dict:
     A missing or unreadable file raises the usual ``OSError``; anything wrong with the
     contents raises one ``ValueError``.
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    path = _checked_path(path)
     source = f"file {os.fspath(path)!r}"
-    with open(path, "rb") as handle:
+    # without blocking (a FIFO would wait for a writer forever), then checked to be a
+    # regular file of bounded size before a byte is read (/dev/zero never ends)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise invalid(source, "not a regular file (a device, FIFO or socket)")
+        if info.st_size > MAX_STATE_BYTES:
+            raise invalid(source, f"larger than {MAX_STATE_BYTES} bytes")
         raw = handle.read(MAX_STATE_BYTES + 1)
     if len(raw) > MAX_STATE_BYTES:
         raise invalid(source, f"larger than {MAX_STATE_BYTES} bytes")

@@ -23,14 +23,14 @@ exactly what the live explorer shows at that setting.
 
 from __future__ import annotations
 
-import math
-
 import base64
+import cmath
 import hashlib
 import html
 import io
 import itertools
 import json
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 
 from ibp_lab._checks import check_count
@@ -58,10 +58,12 @@ def figure_png(fig, *, dpi: int = 72) -> bytes:
 
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    dpi = check_count("dpi", dpi, minimum=1, maximum=MAX_DPI)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
-    plt.close(fig)
+    try:  # closed whatever happens: a refused dpi or a failed save must not leak it
+        dpi = check_count("dpi", dpi, minimum=1, maximum=MAX_DPI)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    finally:
+        plt.close(fig)
     return buffer.getvalue()
 
 
@@ -72,14 +74,22 @@ def _render_png(render: Callable, params: dict, dpi: int) -> bytes:
     its own argument ``fig``: the caller of an explorer passed ``render``, and should
     be told that ``render`` (at these parameters) returned the wrong thing.
     """
+    import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    fig = render(**params)
-    if not isinstance(fig, Figure):
-        raise TypeError(
-            f"render must return a matplotlib Figure, got {type(fig).__name__} "
-            f"for the parameters {params!r:.200}"
-        )
+    before = set(plt.get_fignums())
+    try:
+        fig = render(**params)
+        if not isinstance(fig, Figure):
+            raise TypeError(
+                f"render must return a matplotlib Figure, got {type(fig).__name__} "
+                f"for the parameters {params!r:.200}"
+            )
+    except BaseException:
+        # what render opened before it failed (or beside what it returned) is closed
+        for number in set(plt.get_fignums()) - before:
+            plt.close(number)
+        raise
     return figure_png(fig, dpi=dpi)
 
 
@@ -97,6 +107,13 @@ def _script_json(value) -> str:
     return text
 
 
+def _not_finite(value) -> bool:
+    """A NaN or infinity of any numeric type (NumPy's float32 is not a Python float)."""
+    if isinstance(value, numbers.Integral) or not isinstance(value, numbers.Complex):
+        return False
+    return not cmath.isfinite(complex(value))
+
+
 def _check_grid(grid, what: str = "grid") -> dict[str, list]:
     if not isinstance(grid, Mapping) or not grid:
         raise TypeError(f"{what} must be a non-empty dict mapping parameter names to lists of values")
@@ -106,7 +123,7 @@ def _check_grid(grid, what: str = "grid") -> dict[str, list]:
             raise ValueError(f"{what} keys must be parameter names, got {name!r}")
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
             raise ValueError(f"{what}[{name!r}] must be a non-empty list of values, got {values!r}")
-        if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+        if any(_not_finite(v) for v in values):
             raise ValueError(f"{what}[{name!r}] must hold finite numbers, got {list(values)!r}")
         checked[name] = list(values)
     n_frames = 1
