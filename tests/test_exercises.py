@@ -150,6 +150,26 @@ def test_check_gibbs_sweep_fails_each_mistake_in_words(flags, words):
     assert any(not m.ok for m in result.measurements)
 
 
+def _mirrored_rows(X, Z, alpha, sigma_x, sigma_a, rng):
+    """Each row updated against the other row's data: on two rows the chain samples the
+    posterior of the data with its rows swapped, whose law of K+ is the same (the IBP is
+    exchangeable), so only the class frequencies can tell."""
+    return gibbs.gibbs_sweep(np.asarray(X)[::-1], Z, alpha, sigma_x, sigma_a, rng)
+
+
+# rate: the failure itself is certain (below); the verdict's words need the K+ bins, whose
+# law is right, all to pass, which the check's own 1e-3 false-alarm level bounds
+@pytest.mark.statistical(rate=1e-3)
+def test_check_gibbs_sweep_fails_a_sweep_with_the_right_k_plus_and_the_wrong_classes():
+    """The audit's planted bug (the verdict judged on K+ alone) passed every mistake above,
+    since each also gets K+ wrong. Power: the mirrored chain visits class [11, 10] with
+    frequency near 0.001 against 0.104 (tolerance 0.012), some eight tolerances off."""
+    result = check_gibbs_sweep(_mirrored_rows, stat_rng(143))
+    assert not result.passed, str(result)
+    assert any(not m.ok for m in result.measurements if m.quantity.startswith("class"))
+    assert "which row owns which feature" in result.verdict, result.verdict
+
+
 def _float_output(X, Z, alpha, sigma_x, sigma_a, rng):
     return gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng).astype(float)
 
@@ -345,6 +365,22 @@ def test_check_class_probability_reports_order_dependence_and_errors():
         check_class_probability(prior)
 
 
+def test_check_class_probability_judges_the_empty_column_case():
+    """A function right on every class but off (finitely) when Z has an all-zero column
+    fails, by name. The mistakes above return -inf there (log Gamma(0)) and are caught
+    before any value is compared; this one would pass if that case were not judged (the
+    audit's planted bug)."""
+    from ibp_lab import prior
+
+    def off_with_an_empty_column(Z, alpha, beta=1.0):
+        Z = np.asarray(Z)
+        return prior.log_prior(Z, alpha, beta=beta) + (0.5 if (~Z.any(axis=0)).any() else 0.0)
+
+    result = check_class_probability(off_with_an_empty_column)
+    assert not result.passed
+    assert "counts an all-zero column as a feature" in result.verdict, result.verdict
+
+
 # --------------------------------------------------------------------------------------
 # check_recursive_step: a student's step of eq. 4 with the usual mistakes behind flags
 # --------------------------------------------------------------------------------------
@@ -416,6 +452,19 @@ def test_check_recursive_step_reports_in_place_changes_shapes_and_errors():
     assert "first goes wrong for customer n = 4" in check_recursive_step(other).verdict
     with pytest.raises(TypeError, match="step must be a function"):
         check_recursive_step([1, 2])
+
+
+def test_check_recursive_step_fails_a_step_wrong_on_one_dish_only():
+    """Every dish of every row is judged: a step right on eleven of the twelve dishes
+    fails (the audit's planted bug judged each row by its best dish, and passed it)."""
+    def last_dish_wrong(running_sum, n, alpha, beta):
+        row = student_recursive_step(running_sum, n, alpha, beta)
+        row[-1] += 1e-3
+        return row
+
+    result = check_recursive_step(last_dish_wrong)
+    assert not result.passed
+    assert "k = 12" in result.measurements[0].quantity
 
 
 # --------------------------------------------------------------------------------------

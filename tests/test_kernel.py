@@ -126,6 +126,14 @@ def test_row_out_falls_back_to_scratch_on_nearly_dependent_columns():
     z = Z[0].astype(float)
     assert q == pytest.approx(z @ P @ z, rel=1e-7)
     np.testing.assert_array_equal(b["Zb"][0, :3], Z[0])  # row 0 is restored in Zb
+    # the rest of what row_out hands the sweep, on this branch too (the third audit's
+    # survivor changed the fallback's outputs that this test did not read)
+    assert 1.0 - z @ np.linalg.inv(Z.T @ Z + r * np.eye(3)) @ z < _kernel.MIN_DOWNDATE_DENOMINATOR
+    np.testing.assert_array_equal(b["m"][:3], Z[1:].sum(axis=0))
+    np.testing.assert_allclose(b["Pz"][:3], P @ z, rtol=1e-7)
+    resid = X[0] - z @ mean
+    np.testing.assert_allclose(b["resid"], resid, rtol=1e-6, atol=1e-9)
+    assert rr == pytest.approx(resid @ resid, rel=1e-6)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -60,7 +60,16 @@ def test_log_prior_is_finite_or_refuses(alpha, beta, rows, cols, data):
 @SETTINGS
 @given(Z=anything)
 def test_left_ordered_rejects_non_matrices(Z):
-    clear_error_or(lambda out: None, lambda: prior.left_ordered(Z), names=('Z',))
+    def left_ordered_binary(out):
+        out = np.asarray(out)
+        if out.ndim != 2 or not np.isin(out, (0, 1)).all():
+            return f"not a binary matrix: {out!r:.80}"
+        if not np.array_equal(prior.left_ordered(out), out):
+            return "not in left-ordered form (ordering it again changes it)"
+        return None
+
+    # an accepted input must come back as a binary matrix already in left-ordered form
+    clear_error_or(left_ordered_binary, lambda: prior.left_ordered(Z), names=('Z',))
 
 
 @SETTINGS

@@ -18,13 +18,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import special
+from scipy.special import logsumexp
 
 from ibp_lab.datasets import simulate_four_feature_data
 from ibp_lab.streaming import RecursiveIBP, bp_means_one_pass
 from ibp_lab.streaming import _fast
 from ibp_lab.streaming.filtering import (
     _add_bernoullis,
-    _log_fractions,
     count_law,
     filtering_prior_core,
     log_poisson_tails,
@@ -257,8 +257,16 @@ def numpy_filtering_prior(usage, log_unowned, dish, n, log_count, log_alpha, bet
     top = min(log_count.size, log_pmf.size)
     log_pmf[:top] = log_count[:top]
     log_sf, log_cdf = scipy_poisson_tails(np.arange(1, int(dish.max()) + 1), log_rate_new)
-    log_c, log_1mc = _log_fractions(dish, bound, log_pmf, log_sf, log_cdf,
-                                    int(np.argmax(log_count)))
+    # every term of both sums, with no early stop (the package's _log_fractions stops once
+    # the rest is negligible; this reference must not share that code)
+    log_c, log_1mc = np.empty(dish.size), np.empty(dish.size)
+    for a, (d, e) in enumerate(zip(dish, bound)):
+        j = np.arange(int(e) + 1)
+        log_a = logsumexp(log_pmf[j] + log_sf[d - j - 1])
+        log_b = logsumexp(log_pmf[j] + log_cdf[d - j - 1])
+        if log_a == log_b == -np.inf:  # P(Lambda <= e) = 0: the module's rule, Lambda = e
+            log_a, log_b = log_sf[d - e - 1], log_cdf[d - e - 1]
+        log_c[a], log_1mc[a] = log_a - np.logaddexp(log_a, log_b), log_b - np.logaddexp(log_a, log_b)
     owned = -np.expm1(log_unowned)
     share = usage / denominator
     with np.errstate(divide="ignore"):

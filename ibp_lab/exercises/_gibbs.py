@@ -321,6 +321,12 @@ def _chain_result(states: list, one_row: list) -> ExerciseResult:
             "Your sweep agrees with exact enumeration: the number of new dishes on one row, "
             "and K+ and the class of Z on two rows, within their Monte Carlo error."),
             measurements)
+    if not k_misses:
+        return fail(EXERCISE, _frequency_verdict(misses) + ". The number of features K+ "
+                    "has the right law, but which row owns which feature does not: check "
+                    "that the update of row i scores row i's own data x_i against the "
+                    "other rows' features (an index off by one mirrors the rows).",
+                    measurements)
     more = float(k_plus.mean()) > float(np.arange(len(p_k)) @ p_k)
     hint = ("The number of new dishes passed on one row, so look at the shared features. "
             "Visit them in a fresh random order for every row (rng.permutation) and keep the "
