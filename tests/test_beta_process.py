@@ -86,12 +86,16 @@ def test_threshold_for_rows_inverts_the_mass_below():
 
 # --- draws ------------------------------------------------------------------------------
 
-@pytest.mark.statistical(rate=3e-5)
+@pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("alpha, beta, discount", CASES + [(2.0, 40.0, 0.3)])
 def test_atom_counts_and_weights_have_their_expected_means(alpha, beta, discount):
     """Mean number of atoms, mean total weight and mean of the squared weights above eps.
 
-    False alarm: 3 means at 4.5 estimated SE over 4000 draws, 3 * 6.8e-6 = 2e-5 per case.
+    False alarm: 3 means at 4.5 estimated SE over 4000 draws would be 3 * 6.8e-6 = 2e-5
+    per case if the means were normal. They are not quite: the squared weights are skewed
+    (rare atoms near 1), the normal tail at 4.5 SE is then optimistic, and the test failed
+    once in 600 fresh-seed runs (third audit), which a rate of 2e-5 makes unlikely
+    (p = 0.01) and a rate of 1e-3 does not. The claim is therefore 1e-3 per case.
     The second moment checks the weights' law beyond the first: a density with the
     right mean but the wrong shape fails it.
     """
@@ -142,6 +146,7 @@ def test_pooled_atom_weights_follow_the_normalised_levy_measure(alpha, beta, dis
 @pytest.mark.statistical(rate=2 * TEST_LEVEL)
 @pytest.mark.parametrize("alpha, beta, discount", [(1.5, 1.0, 0.0), (1.2, 2.5, 0.0),
                                                    (1.5, 1.0, 0.4), (1.0, -0.2, 0.5)])
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_rows_through_the_beta_process_reproduce_the_ibp_class_law(alpha, beta, discount):
     """Three rows drawn given a sampled beta process, then left-ordered, against log_prior.
 

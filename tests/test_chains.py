@@ -132,6 +132,7 @@ def test_bad_inputs_of_the_move_objects_and_reports():
     pytest.param([chains.SingletonUpdate(), chains.RandomSplitMerge(n_proposals=1)],
                  id="singletons+random"),
 ])
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_run_chains_at_fixed_hyperparameters_leaves_the_exact_posterior_invariant(moves):
     """The kept states of one run_chains chain through the shared check (tests/exactness.py).
 

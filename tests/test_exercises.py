@@ -114,6 +114,7 @@ def with_flags(**flags):
 
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("name", ["gibbs_sweep", "gibbs_sweep_numpy"])
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_check_gibbs_sweep_passes_the_package_sweeps(name):
     result = check_gibbs_sweep(getattr(gibbs, name), stat_rng(140))
     assert result.passed, str(result)
@@ -122,6 +123,7 @@ def test_check_gibbs_sweep_passes_the_package_sweeps(name):
 
 
 @pytest.mark.statistical(rate=1e-3)
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_check_gibbs_sweep_passes_a_plain_student_sweep():
     result = check_gibbs_sweep(with_flags(), stat_rng(141))
     assert result.passed, str(result)
@@ -142,6 +144,7 @@ MISTAKES = [
 
 @pytest.mark.statistical(rate=1e-6)
 @pytest.mark.parametrize("flags, words", MISTAKES, ids=[str(m[0]) for m in MISTAKES])
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_check_gibbs_sweep_fails_each_mistake_in_words(flags, words):
     result = check_gibbs_sweep(with_flags(**flags), stat_rng(142))
     assert not result.passed, str(result)
@@ -160,6 +163,7 @@ def _mirrored_rows(X, Z, alpha, sigma_x, sigma_a, rng):
 # rate: the failure itself is certain (below); the verdict's words need the K+ bins, whose
 # law is right, all to pass, which the check's own 1e-3 false-alarm level bounds
 @pytest.mark.statistical(rate=1e-3)
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_check_gibbs_sweep_fails_a_sweep_with_the_right_k_plus_and_the_wrong_classes():
     """The audit's planted bug (the verdict judged on K+ alone) passed every mistake above,
     since each also gets K+ wrong. Power: the mirrored chain visits class [11, 10] with
@@ -337,6 +341,7 @@ CLASS_MISTAKES = [
 
 
 @pytest.mark.parametrize("mistake, words", CLASS_MISTAKES, ids=[m[0] for m in CLASS_MISTAKES])
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_check_class_probability_names_each_mistake(mistake, words):
     result = check_class_probability(class_probability_with(mistake))
     assert not result.passed
@@ -543,6 +548,7 @@ SPLIT_MISTAKES = [
 
 
 @pytest.mark.parametrize("mistake, words", SPLIT_MISTAKES, ids=[m[0] for m in SPLIT_MISTAKES])
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_check_split_merge_ratio_names_each_mistake(mistake, words):
     result = check_split_merge_ratio(split_ratio_with(mistake))
     assert not result.passed

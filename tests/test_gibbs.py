@@ -133,6 +133,7 @@ def downdate_denominator(Z, r):
     return 1.0 - rho * z @ Minv @ z
 
 
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_row_update_from_scratch_keeps_m_inverse_and_means_exact():
     """The from-scratch branch of _update_row (denominator < 1e-3) leaves exact M^-1 and Abar.
 
@@ -335,6 +336,7 @@ SWEEPS = {"gibbs_sweep": gibbs.gibbs_sweep, "gibbs_sweep_numpy": gibbs.gibbs_swe
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("sweep", SWEEPS)
 @pytest.mark.parametrize("X, alpha, sigma_x, sigma_a, beta", INVARIANCE_CASES)
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_sweep_leaves_the_class_posterior_invariant(sweep, X, alpha, sigma_x, sigma_a, beta):
     """Both public sweeps against exact enumeration; false alarm <= 1e-3 per case.
 
@@ -350,6 +352,7 @@ def test_sweep_leaves_the_class_posterior_invariant(sweep, X, alpha, sigma_x, si
 
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("wrong", ["beta", "alpha", "sigma_a"])
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_exactness_check_fails_a_sweep_with_a_wrong_parameter(wrong):
     """The shared check can fail: a sweep targeting a slightly different posterior.
 
@@ -495,6 +498,7 @@ def assert_k_plus_matches(k_plus, p_k, n_means):
 
 
 @pytest.mark.statistical(rate=1e-3)
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_alpha_and_sigma_a_updates_match_exact_marginals():
     """Conjugate alpha update (beta = 2, so H is not the harmonic number) and the sigma_a walk.
 
@@ -515,6 +519,7 @@ def test_alpha_and_sigma_a_updates_match_exact_marginals():
 
 
 @pytest.mark.statistical(rate=1e-3)
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_sigma_x_update_matches_exact_marginal():
     """False alarm <= 1e-3: 12 K+ bins and one mean, Bonferroni (as above)."""
     options = dict(alpha=1.3, sigma_a=1.2, beta=1.0)

@@ -176,6 +176,7 @@ def test_ibp_gibbs_heldout_matches_enumeration(beta):
 
 
 @pytest.mark.statistical(rate=6.8e-6)
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_max_new_truncates_and_renormalises_the_new_dish_law():
     """With max_new = 1 the scorer targets the model whose new-dish law stops at one dish.
 

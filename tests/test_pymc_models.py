@@ -162,6 +162,7 @@ def _two_feature_data(rng, n=40, sigma_x=0.2):
 
 
 @pytest.mark.statistical(rate=None)
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_short_nuts_run_recovers_two_known_features():
     """Recovery thresholds, not a computed rate: a NUTS run has no closed-form error law.
 

@@ -302,6 +302,7 @@ CHAIN_CASES = [
 
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("move, companion, beta, n_steps", CHAIN_CASES)
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_chain_with_move_leaves_the_exact_posterior_invariant(move, companion, beta, n_steps):
     """Every class above 0.3% (and the rest as one bin) against enumeration on three rows.
 
@@ -416,6 +417,7 @@ def test_bad_inputs_of_the_helpers(call, error, message):
 
 
 @pytest.mark.statistical(rate=2e-6)
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_random_proposal_tries_splits_as_often_as_its_ratio_assumes():
     """The acceptance ratio counts a split as chosen with probability exp(_log_p_split(K))
     (1 for one feature, else 1/2); the proposal must choose so (mutants of the choice survived

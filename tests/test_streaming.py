@@ -469,6 +469,7 @@ def test_expected_number_of_features_settles_at_the_truth(four_feature_fits):
 
 
 @pytest.mark.statistical(rate=1.3e-3)  # the two claims' rates added
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_factor_analysis_counts_features_of_factor_analysis_data():
     # Measured on 300 fresh data sets: the factor-analysis rate is within one feature of
     # the number the 300 training rows use in 298 (99% lower bound 0.97: 12 sets need >= 9,

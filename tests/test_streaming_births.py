@@ -118,6 +118,7 @@ def test_decomposition_needs_two_owners_and_a_positive_mass():
 # --- recovery at the canonical setting -------------------------------------------------------
 
 @pytest.mark.statistical(rate=1e-3)
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_buffer_recovers_the_canonical_features_where_single_births_do_not():
     # Measured on 30 streams of 100, 1000 and 10000 images (seeds 0-9 each): buffer births
     # recovered 30 of 30, single births 0 of 30, so each recovers with probability >= 0.9

@@ -101,6 +101,7 @@ STREAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(STREAMS))
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_fast_path_matches_the_python_path(name):
     params, data = STREAMS[name]
     X = data()
@@ -119,6 +120,7 @@ def test_fast_path_matches_the_python_path(name):
         assert slow.features_.shape[0] >= 30
 
 
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_halves_through_the_fast_path_equal_the_whole():
     X = linear_gaussian_stream(6, 2000)
     params = dict(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="buffer", rng=0)

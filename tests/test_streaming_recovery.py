@@ -32,6 +32,7 @@ def test_recovered_needs_every_feature_and_about_four(correlations, n_features, 
     assert is_recovered(correlations, n_features) is expected
 
 
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_table_has_one_row_per_run_and_its_flag_agrees_with_its_numbers():
     table = recovery_study([20, 30], [0, 3], n_sweeps=3)
     assert len(table) == 2 * 2 * len(METHODS)

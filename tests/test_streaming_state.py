@@ -532,3 +532,30 @@ def test_load_refuses_a_fifo_and_a_device_without_reading_them(tmp_path):
     for path in (fifo, "/dev/zero"):
         with pytest.raises(ValueError, match="not a regular file"):
             RecursiveIBP.load(path)  # before: the FIFO blocked, /dev/zero read 1 GiB
+
+
+def test_a_copy_continues_its_stream_bit_for_bit_like_the_original(data):
+    """deepcopy, pickle and joblib of a fitted estimator resume partial_fit. The generator
+    parameter was recorded by id(), which a copy does not keep, so every copy refused
+    ("the parameters changed"); a new generator set on purpose is still refused."""
+    import copy
+    import io
+    import pickle
+
+    import joblib
+
+    original = fitted(data, n=30)
+
+    def joblib_copy(model):
+        buffer = io.BytesIO()
+        joblib.dump(model, buffer)
+        buffer.seek(0)
+        return joblib.load(buffer)
+
+    expected = copy.deepcopy(original).partial_fit(data[30:45]).get_state()
+    for make_copy in (copy.deepcopy, lambda m: pickle.loads(pickle.dumps(m)), joblib_copy):
+        resumed = make_copy(original).partial_fit(data[30:45])
+        assert same_state(resumed.get_state(), expected)
+    original.set_params(rng=np.random.default_rng(1))
+    with pytest.raises(ValueError, match="the parameters changed"):
+        original.partial_fit(data[30:45])

@@ -99,6 +99,7 @@ def test_tempered_enumeration_at_one_is_the_posterior_and_at_zero_the_prior():
 
 
 @pytest.mark.parametrize("b, seed", [(0.0, 191), (0.3, 192), (0.7, 193)])
+@pytest.mark.statistical(rate=TEST_LEVEL)
 def test_tempered_sweep_leaves_the_tempered_posterior_invariant(b, seed):
     """Every class's visit frequency in 150,000 tempered sweeps against the enumeration."""
     post = tempered_class_posterior(X3, b, **HYPER, k_max=K_MAX)
@@ -141,6 +142,8 @@ def test_swap_log_ratio_is_the_product_targets_metropolis_ratio():
 
 
 @pytest.mark.parametrize("scheme, seed", [("deo", 194), ("seo", 195)])
+@pytest.mark.slow  # measured over 8 s in all (make test only; see README)
+@pytest.mark.statistical(rate=TEST_LEVEL)
 def test_every_rung_of_a_tempered_run_has_its_exact_k_plus_law(scheme, seed):
     """Cold chain: the posterior; each hotter rung: its tempered posterior (K+ laws)."""
     run = run_tempered(X3, 30_000, stat_rng(seed), **HYPER, n_temperatures=3,
@@ -278,6 +281,7 @@ class _FixedLogLik:
 
 
 @pytest.mark.parametrize("scheme, seed", [("deo", 197), ("seo", 198)])
+@pytest.mark.statistical(rate=TEST_LEVEL)
 def test_swap_statistics_with_a_known_acceptance_probability(scheme, seed):
     """Fixed log-likelihoods: the ratio is exp(-1) every round, so the rejection rate is
     exactly 1 - exp(-1), and accepted swaps and (seo) proposals are binomial counts."""

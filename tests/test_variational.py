@@ -139,6 +139,7 @@ def test_best_weights_make_the_bound_tightest():
     assert np.allclose(vi._stick_terms(tau, y)[1], bound)
 
 
+@pytest.mark.statistical(rate=2e-4)  # 3 one-sided and 1 two-sided 4-SE tests
 def test_stick_bound_is_below_monte_carlo_expectation():
     # E log(1 - v1 v2 v3) by Monte Carlo (200,000 draws: standard error below 0.003);
     # the bound must not exceed it by more than 4 standard errors
@@ -247,6 +248,7 @@ def test_elbo_at_the_empty_matrix_is_the_exact_joint():
     assert vi._elbo(state, problem) == pytest.approx(joint, abs=1e-10)
 
 
+@pytest.mark.statistical(rate=3e-4)  # 4 two-sided 4-SE tests of means
 def test_predictive_draws_follow_q():
     # stick-breaking: pi_k = prod_{m<=k} v_m with independent Beta sticks, so the mean of
     # the draws is prior_probabilities_ (the product of the means); 40,000 draws, each
@@ -260,6 +262,7 @@ def test_predictive_draws_follow_q():
     assert np.array_equal(A[7], fit.features_) and np.array_equal(v[7], fit.feature_variances_)
 
 
+@pytest.mark.statistical(rate=1e-4)  # one one-sided, one two-sided 4-SE test
 def test_cost_beyond_truncation_matches_monte_carlo():
     # N sum_{k>K} log(1 - pi_K w_k), w_k products of Beta(alpha, 1) sticks: 100,000 draws
     # with 200 extra sticks (the rest is below 1e-30); the series is a lower bound that
@@ -277,6 +280,7 @@ def test_cost_beyond_truncation_matches_monte_carlo():
     assert series == pytest.approx(mean, abs=4 * se)
 
 
+@pytest.mark.statistical(rate=1e-3)
 def test_k_plus_law_under_q_sums_to_one_and_matches_simulation():
     X, hyper = TINY[0]
     fit = vi.VariationalIBP(**hyper, n_features=4, rng=np.random.default_rng(0)).fit(X)
@@ -284,9 +288,17 @@ def test_k_plus_law_under_q_sums_to_one_and_matches_simulation():
     rng = stat_rng(13)
     draws = rng.random((50_000,) + fit.feature_probabilities_.shape) < fit.feature_probabilities_
     k_plus = draws.any(axis=1).sum(axis=1)
-    freq = np.bincount(k_plus, minlength=5) / k_plus.size
-    # 50,000 draws: each frequency within 4 binomial standard errors
-    assert np.all(np.abs(freq - p) <= 4 * np.sqrt(p * (1 - p) / k_plus.size) + 1e-12)
+    counts = np.bincount(k_plus, minlength=p.size)
+    # the draws are independent, so each count is exactly Binomial(50,000, p_k): an exact
+    # two-sided binomial test per bin at 1e-3 / bins (Bonferroni). The normal interval of
+    # 4 standard errors used before had a true rate of 3.1e-3 (bins with n p of 1.6 and
+    # 0.0016), ten times the 3e-4 it seemed to claim (third audit).
+    from scipy.stats import binomtest
+
+    level = 1e-3 / p.size
+    pvalues = [binomtest(int(c), k_plus.size, float(q)).pvalue if 0 < q < 1 else float(c == 0)
+               for c, q in zip(counts, p)]
+    assert min(pvalues) >= level, (counts / k_plus.size, p, pvalues)
 
 
 # --------------------------------------------------------------------------------------
@@ -295,7 +307,16 @@ def test_k_plus_law_under_q_sums_to_one_and_matches_simulation():
 
 
 def test_best_of_several_starts_recovers_the_four_features():
-    X, _, A = simulate_four_feature_data(stat_rng(21), n=100, sigma_x=0.5, p_on=0.5)
+    """A regression check on one fixed data set, not a statistical claim (so its seed is a
+    literal, not stat_rng). Measured on 20 fresh data sets of the same kind (seeds
+    21 + k * 1,000,003): a single random start recovers all four features with probability
+    about 0.13 (31 of 240 starts); when any of the 12 starts recovered (14 data sets), the
+    largest ELBO picked a recovering start every time; on 6 data sets none of 12 starts
+    recovered, and on one of them none of 60 (best correlation 0.81). So "the best of 12
+    recovers" holds for about 70% of data sets, too often false for a test of a stated
+    rate."""
+    X, _, A = simulate_four_feature_data(np.random.default_rng(21), n=100, sigma_x=0.5,
+                                         p_on=0.5)
     fits = [vi.VariationalIBP(1.0, 0.5, 1.0, n_features=8, max_iter=1000, tol=1e-8,
                               rng=np.random.default_rng(s)).fit(X) for s in range(12)]
     best = max(fits, key=lambda f: f.elbo_[-1])

@@ -16,6 +16,7 @@ def small_buffet(alpha, beta):
     return buffet_explorer_figure(explorers.buffet(alpha=alpha, beta=beta, n=12, n_draws=30))
 
 
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_static_frame_equals_the_live_computation_at_the_same_setting():
     grid = {"alpha": [1.0, 3.0], "beta": [0.5, 2.0]}
     explorer = static_explorer(small_buffet, grid)
@@ -147,6 +148,7 @@ def test_each_book_explorer_shows_the_live_picture_in_its_static_frame(render, s
     assert explorer.frame_at(**setting) == figure_png(render(**setting))
 
 
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_live_explorer_draws_the_static_frame_of_each_setting():
     """Moving a slider redraws the Image widget with exactly the static frame of that setting."""
     pytest.importorskip("ipywidgets")

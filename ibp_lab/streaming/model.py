@@ -315,9 +315,12 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         )
 
     def _parameter_key(self) -> tuple:
-        """The parameters as they stand (the generator by identity): changed mid-stream?"""
-        return tuple(id(v) if isinstance(v, np.random.Generator) else v
-                     for v in (getattr(self, name) for name in _PARAMETERS))
+        """The parameters as they stand: compared with :func:`_same_parameters` to tell
+        whether they changed mid-stream. A generator is kept as the object itself (and
+        compared by identity), not by its ``id()``: a copy (deepcopy, pickle, joblib)
+        copies it together with this key, so the copy still sees the same generator, and
+        an address reused by a new object cannot pass for the old one."""
+        return tuple(getattr(self, name) for name in _PARAMETERS)
 
     def _start(self, settings: _state.Settings, rng: np.random.Generator) -> None:
         """Begin a new stream (forget any previous one) with checked settings."""
@@ -346,7 +349,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
 
     def _stream_settings(self) -> _state.Settings:
         """The settings of the running stream; refuse parameters changed since it began."""
-        if self._parameter_key() != self._key:
+        if not _same_parameters(self._parameter_key(), self._key):
             raise ValueError(
                 "the parameters changed since this stream started (set_params during "
                 "partial_fit): call fit(X) to start again with the new parameters"
@@ -1147,6 +1150,14 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         obj = cls(None, 1.0, 1.0, 1.0, log_alpha=0.0)  # every parameter is replaced
         _state.restore(obj, valid)
         return obj
+
+
+def _same_parameters(now: tuple, then: tuple) -> bool:
+    """Equal values, and the very same generator object where one is a generator."""
+    return len(now) == len(then) and all(
+        a is b if isinstance(a, np.random.Generator) or isinstance(b, np.random.Generator)
+        else bool(a == b)
+        for a, b in zip(now, then))
 
 
 #: The constructor's parameters, in order.
