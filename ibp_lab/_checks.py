@@ -217,6 +217,21 @@ def check_rng(rng) -> np.random.Generator:
     return rng
 
 
+def copy_generator(rng: np.random.Generator) -> np.random.Generator:
+    """A new generator in the same state as ``rng`` (same bit generator): drawing from it
+    leaves ``rng`` as it was.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> float(copy_generator(rng).random()) == float(rng.random())
+    True
+    """
+    copy = np.random.Generator(type(rng.bit_generator)())
+    copy.bit_generator.state = rng.bit_generator.state
+    return copy
+
+
 def check_binary_matrix(name: str, Z, *, n_rows: int | None = None) -> np.ndarray:
     """Return ``Z`` as a 2-D ``int8`` array of zeros and ones.
 

@@ -222,7 +222,8 @@ def tuned_ladder(inverse_temperatures, rejection) -> np.ndarray:
     r = np.maximum(r, _MIN_REJECTION)
     # only the barrier's shape matters (its levels are equally spaced): scaled to a largest
     # increment of 1, so that huge increments cannot sum to inf (1e308 + 1e308 did)
-    r = r / r.max()
+    if r.size:  # one rung: no pair, nothing to scale
+        r = r / r.max()
     barrier = np.concatenate([[0.0], np.cumsum(r[::-1])])  # at b[::-1], increasing
     levels = np.linspace(0.0, barrier[-1], b.size)
     return np.interp(levels, barrier, b[::-1])[::-1].copy()

@@ -49,6 +49,7 @@ from ibp_lab._checks import (
     check_positive,
     check_rng,
     check_size,
+    copy_generator,
 )
 from ibp_lab._hyper import MAX_FEATURES, check_hyperparameters
 
@@ -443,11 +444,8 @@ class VariationalIBP(BaseEstimator):
     def _generator(self) -> np.random.Generator:
         if self.rng is None:
             return np.random.default_rng()
-        rng = check_rng(self.rng)
         # a copy: fitting twice with the same parameters gives the same fit
-        copy = np.random.Generator(type(rng.bit_generator)())
-        copy.bit_generator.state = rng.bit_generator.state
-        return copy
+        return copy_generator(check_rng(self.rng))
 
     # ------------------------------------------------------------------ fitting
 

@@ -559,3 +559,15 @@ def test_a_copy_continues_its_stream_bit_for_bit_like_the_original(data):
     original.set_params(rng=np.random.default_rng(1))
     with pytest.raises(ValueError, match="the parameters changed"):
         original.partial_fit(data[30:45])
+
+
+def test_scoring_leaves_the_estimator_unchanged_and_repeats_itself(data):
+    """score and predictive_logpdf drew from rng_ itself, so each call advanced the fitted
+    generator: the estimator changed by being scored, and the next partial_fit differed."""
+    model = fitted(data, n=30)
+    before = model.get_state()
+    first = model.score(data[30:40])
+    assert model.score(data[30:40]) == first
+    np.testing.assert_array_equal(model.predictive_logpdf(data[30:35]),
+                                  model.predictive_logpdf(data[30:35]))
+    assert same_state(model.get_state(), before)

@@ -92,6 +92,7 @@ from ibp_lab._checks import (
     check_flag,
     check_real_array,
     check_rng,
+    copy_generator,
 )
 from ibp_lab.streaming import _state, births
 from ibp_lab.streaming._factor_analysis import FactorAnalysisLocal
@@ -964,7 +965,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     def score(self, X_new, y=None, *, n_draws: int = 200) -> float:
         """Mean log predictive density per row of ``X_new`` (:meth:`predictive_logpdf`).
 
-        Draws from :attr:`rng_`. ``y`` is ignored (scikit-learn's signature).
+        Draws from a copy of :attr:`rng_`, so the estimator is left unchanged and the score
+        is deterministic given the fitted state. ``y`` is ignored (scikit-learn's signature).
 
         Examples
         --------
@@ -1003,7 +1005,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         n_draws : int, optional
             Posterior draws, >= 1.
         rng : numpy.random.Generator, optional
-            Source of the draws; the estimator's own :attr:`rng_` by default.
+            Source of the draws; by default a copy of the estimator's :attr:`rng_` (which
+            is not advanced: the same call gives the same numbers).
         return_draws : bool, optional
             Also return the ``(m, n_draws)`` log-densities of the individual draws.
 
@@ -1035,7 +1038,9 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         X_new = self._new_rows(X_new)
         n_draws = check_count("n_draws", n_draws, minimum=1)
         return_draws = check_flag("return_draws", return_draws)
-        rng = self.rng_ if rng is None else check_rng(rng)
+        # by default a copy of rng_: scoring leaves the estimator as it was, and the same
+        # call on the same fitted state gives the same numbers
+        rng = copy_generator(self.rng_) if rng is None else check_rng(rng)
         log_q, _, dish = self._prior_with_fresh(self._n_seen + 1)
         _check_entries("the predictive draws",
                        n_draws * (log_q.size + self._dim + X_new.shape[0]), "lower n_draws")
