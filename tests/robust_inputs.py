@@ -2184,6 +2184,8 @@ def specs_late():
         Spec("variational.finite_log_evidence", variational.finite_log_evidence,
              dict(X=X2, alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2),
              dict(X="matrix", alpha=P, sigma_x=P, sigma_a=P, n_features=C),
+             # the largest size takes about 3 s alone, over 10 s beside a loaded suite
+             time_limit=60,
              extremes=[("five rows", dict(X=np.ones((5, 1))), R),
                        # the largest size the docstring allows: over a minute when each of
                        # its 490,314 classes was scored by a Python call (third audit)

@@ -310,7 +310,7 @@ def test_best_of_several_starts_recovers_the_four_features():
     """A regression check on one fixed data set, not a statistical claim (so its seed is a
     literal, not stat_rng). Measured on 20 fresh data sets of the same kind (seeds
     21 + k * 1,000,003): a single random start recovers all four features with probability
-    about 0.13 (31 of 240 starts); when any of the 12 starts recovered (14 data sets), the
+    about 0.13 (32 of 240 starts); when any of the 12 starts recovered (14 data sets), the
     largest ELBO picked a recovering start every time; on 6 data sets none of 12 starts
     recovered, and on one of them none of 60 (best correlation 0.81). So "the best of 12
     recovers" holds for about 70% of data sets, too often false for a test of a stated
