@@ -367,6 +367,7 @@ def test_stable_log_prior_is_continuous_at_zero_discount():
 
 @pytest.mark.statistical(rate=TEST_LEVEL)
 @pytest.mark.parametrize("alpha, beta, discount", [(1.0, 1.5, 0.4), (1.2, -0.3, 0.6)])
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_stable_buffet_class_frequencies_match_log_prior(alpha, beta, discount):
     """The three-parameter buffet's classes of three rows against log_prior.
 

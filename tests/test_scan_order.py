@@ -131,6 +131,7 @@ def test_the_readable_sweep_is_the_public_one():
         gibbs._sweep_numpy(X, Z0, *args, np.random.default_rng(4)))
 
 
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_the_compiled_fixed_scan_has_the_fixed_stationary_law(design_law):
     """A long compiled fixed-scan run (column order kept from sweep to sweep) settles on
     the computed fixed-scan law, not on the posterior: the reduction to classes holds."""
@@ -164,6 +165,7 @@ def test_bad_arguments_are_refused_by_name():
 
 
 @pytest.mark.parametrize("scale", [1.0, 10.0, 15.0, 40.0])
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_the_dish_tail_bounds_the_share_beyond_the_terms_computed(scale):
     """The bound against the share itself, summed here with 400 more terms (the Poisson
     weight beyond them is below 1e-700 of the rest). Before the third audit the bound

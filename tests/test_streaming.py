@@ -636,6 +636,7 @@ def fitted_arrays(model):
 
 
 @pytest.mark.parametrize("model_name", ["linear_gaussian", "factor_analysis"])
+@pytest.mark.slow  # measured over 4 s (make test only; see README)
 def test_interrupted_stream_resumes_identically(model_name, tmp_path):
     X, _, _ = simulate_four_feature_data(np.random.default_rng(6), n=120, sigma_x=0.2)
     settings = dict(model=model_name, record_posteriors=True)
