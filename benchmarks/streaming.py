@@ -114,7 +114,7 @@ def established_stream(n: int, seed: int = 0, *, k: int = 5, dim: int = 55):
     # warm up on rows that show one feature at a time, so that single births find the
     # k features (rows showing several at once fuse them: issue 18), then on the stream
     teach = np.repeat(np.eye(k), 20, axis=0) @ A + 0.5 * rng.normal(size=(20 * k, dim))
-    model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, n_steps=3, births="single", rng=0,
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, n_steps=3, births="single", rng=0,
                          keep_history=False)
     model.partial_fit(teach).partial_fit(X[:warm])
     return model, X[warm:]
@@ -123,7 +123,7 @@ def established_stream(n: int, seed: int = 0, *, k: int = 5, dim: int = 55):
 def fast_path_cost() -> None:
     """Time per observation of the fast path at D = 55, K = 5, S = 3; flops; speed-up."""
     print("\nfast path (ibp_lab.streaming._fast): D = 55, 5 features each on w.p. 1/2, noise 0.5; "
-          "RecursiveIBP(1, 1, 0.5, 1, n_steps=3, births='single') with its 5 features "
+          "RecursiveIBP(alpha=1, beta=1, sigma_x=0.5, sigma_a=1, n_steps=3, births='single') with its 5 features "
           "established")
     model, X = established_stream(100_000)
     k = model.dish_numbers_.size
@@ -181,7 +181,7 @@ def buffer_births_cost(X: np.ndarray) -> None:
     teach = np.repeat(np.eye(k), 20, axis=0) @ A + 0.5 * rng.normal(size=(20 * k, dim))
     Z = (rng.random((1000 + X.shape[0], k)) < 0.5).astype(float)
     rows = Z @ A + 0.5 * rng.normal(size=Z.shape[:1] + (dim,))
-    model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, births="buffer", rng=0, keep_history=False)
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="buffer", rng=0, keep_history=False)
     model.partial_fit(teach).partial_fit(rows[:1000])
     events, buffers = [], []
     observe, decompose = model._observe, model._decompose_buffer
@@ -219,7 +219,7 @@ def main() -> None:
           f"data noise {noise}, model sigma_x = {sigma_x}; true features in the stream: "
           f"{stream.A.shape[0]} (simulated in {time.perf_counter() - start:.1f} s)\n")
 
-    model = RecursiveIBP(alpha, beta, sigma_x, sigma_a, rng=np.random.default_rng(1),
+    model = RecursiveIBP(alpha=alpha, beta=beta, sigma_x=sigma_x, sigma_a=sigma_a, rng=np.random.default_rng(1),
                          keep_history=False)
     model.partial_fit(stream.X[:20])  # compile (or load) the numba kernels before timing
     last = args.n - 20

@@ -36,6 +36,7 @@ __all__ = [
     "check_positive",
     "check_count",
     "check_rng",
+    "copy_generator",
     "check_binary_matrix",
     "check_data_matrix",
     "check_flag",

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import betaln, digamma, expit, logsumexp, xlogy
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 
 from ibp_lab._checks import (
     NotFittedError,
@@ -49,8 +49,8 @@ from ibp_lab._checks import (
     check_positive,
     check_rng,
     check_size,
-    copy_generator,
 )
+from ibp_lab._estimator import estimator_generator, estimator_rows
 from ibp_lab._hyper import MAX_FEATURES, check_hyperparameters
 
 __all__ = ["FAMILIES", "VariationalIBP", "finite_log_evidence"]
@@ -348,18 +348,19 @@ def _rows_elbo(X_new: np.ndarray, nu: np.ndarray, state: _State, problem: _Probl
 # --------------------------------------------------------------------------------------
 
 
-class VariationalIBP(BaseEstimator):
+class VariationalIBP(TransformerMixin, BaseEstimator):
     """Mean-field variational inference for the linear-Gaussian IBP (``beta = 1``).
 
-    A scikit-learn estimator: ``__init__`` only stores the parameters, :meth:`fit`
-    checks them.
+    A scikit-learn transformer: the parameters are keyword-only, each with a default;
+    ``__init__`` only stores them and :meth:`fit` checks them. It passes scikit-learn's
+    ``check_estimator``.
 
     Parameters
     ----------
-    alpha : float
-        IBP mass, > 0.
-    sigma_x, sigma_a : float
-        Noise and feature standard deviations, > 0.
+    alpha : float, optional
+        IBP mass, > 0 (default 1).
+    sigma_x, sigma_a : float, optional
+        Noise and feature standard deviations, > 0 (default 1).
     n_features : int, optional
         Truncation ``K``: columns of the variational family, 1 to 2500.
     family : {"stick_breaking", "finite"}, optional
@@ -369,10 +370,12 @@ class VariationalIBP(BaseEstimator):
         Most iterations (each updates every block once), >= 1.
     tol : float, optional
         Stop when an iteration raises the ELBO by less than ``tol`` nats, >= 0.
-    rng : numpy.random.Generator, optional
-        Draws the random start of ``q(Z)``; ``None`` takes fresh entropy. The
-        parameter itself is never advanced: :meth:`fit` works on a copy, so the
-        same parameters give the same fit.
+    rng : numpy.random.Generator, int or None, optional
+        Draws the random start of ``q(Z)``, read by
+        :func:`ibp_lab._checks.estimator_generator` as in
+        :class:`~ibp_lab.streaming.RecursiveIBP`: ``None`` takes fresh entropy, an ``int``
+        seeds a new generator, a Generator is copied (the parameter itself never
+        advances, so the same parameters give the same fit).
 
     Attributes
     ----------
@@ -405,7 +408,7 @@ class VariationalIBP(BaseEstimator):
     >>> from ibp_lab.datasets import simulate_four_feature_data
     >>> from ibp_lab.summaries import match_features
     >>> X, Z, A = simulate_four_feature_data(np.random.default_rng(0), sigma_x=0.2)
-    >>> vi = VariationalIBP(1.0, 0.2, 1.0, n_features=6, rng=np.random.default_rng(1))
+    >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.2, sigma_a=1.0, n_features=6, rng=np.random.default_rng(1))
     >>> vi = vi.fit(X)
     >>> vi.features_.shape, vi.feature_probabilities_.shape
     ((6, 36), (100, 6))
@@ -415,9 +418,9 @@ class VariationalIBP(BaseEstimator):
     (6,)
     """
 
-    def __init__(self, alpha: float, sigma_x: float, sigma_a: float, *, n_features: int = 10,
-                 family: str = "stick_breaking", max_iter: int = 200, tol: float = 1e-6,
-                 rng: np.random.Generator | None = None) -> None:
+    def __init__(self, *, alpha: float = 1.0, sigma_x: float = 1.0, sigma_a: float = 1.0,
+                 n_features: int = 10, family: str = "stick_breaking", max_iter: int = 200,
+                 tol: float = 1e-6, rng: np.random.Generator | int | None = None) -> None:
         self.alpha = alpha
         self.sigma_x = sigma_x
         self.sigma_a = sigma_a
@@ -430,7 +433,7 @@ class VariationalIBP(BaseEstimator):
     # ------------------------------------------------------------------ the one door
 
     def _problem(self, X) -> _Problem:
-        X = check_data_matrix("X", X)
+        X = estimator_rows(self, X)
         hyper = check_hyperparameters(X, self.alpha, self.sigma_x, self.sigma_a)
         n_features = check_count("n_features", self.n_features, minimum=1,
                                  maximum=MAX_FEATURES)
@@ -442,10 +445,7 @@ class VariationalIBP(BaseEstimator):
                         self.family)
 
     def _generator(self) -> np.random.Generator:
-        if self.rng is None:
-            return np.random.default_rng()
-        # a copy: fitting twice with the same parameters gives the same fit
-        return copy_generator(check_rng(self.rng))
+        return estimator_generator(self.rng)
 
     # ------------------------------------------------------------------ fitting
 
@@ -542,7 +542,7 @@ class VariationalIBP(BaseEstimator):
 
         Examples
         --------
-        >>> vi = VariationalIBP(1.0, 0.5, 1.0, n_features=3, rng=np.random.default_rng(0))
+        >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=3, rng=np.random.default_rng(0))
         >>> p = vi.fit([[1.0, 0.0], [0.0, 1.0]]).k_plus_distribution()
         >>> p.shape, bool(np.isclose(p.sum(), 1.0))
         ((4,), True)
@@ -600,7 +600,7 @@ class VariationalIBP(BaseEstimator):
 
         Examples
         --------
-        >>> vi = VariationalIBP(1.0, 0.5, 1.0, n_features=2, rng=np.random.default_rng(0))
+        >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, rng=np.random.default_rng(0))
         >>> p, A, v = vi.fit(np.eye(3)).predictive_draws(5, np.random.default_rng(1))
         >>> p.shape, A.shape, v.shape
         ((5, 2), (5, 2, 3), (5, 2))
@@ -610,21 +610,18 @@ class VariationalIBP(BaseEstimator):
         return (probabilities, np.broadcast_to(self._state.phi, shape + self._state.phi.shape),
                 np.broadcast_to(self._state.Phi, shape + self._state.Phi.shape))
 
-    def _new_rows(self, X_new) -> np.ndarray:
-        X_new = check_data_matrix("X_new", X_new)
-        if X_new.shape[1] != self.n_features_in_:
-            raise ValueError(f"X_new must have {self.n_features_in_} columns (the fitted "
-                             f"dimension), got {X_new.shape[1]}")
-        check_hyperparameters(X_new, self._fitted.alpha, np.sqrt(self._fitted.sx2),
-                              np.sqrt(self._fitted.sa2), name="X_new")
-        return X_new
+    def _new_rows(self, X) -> np.ndarray:
+        X = estimator_rows(self, X, n_features=self.n_features_in_)
+        check_hyperparameters(X, self._fitted.alpha, np.sqrt(self._fitted.sx2),
+                              np.sqrt(self._fitted.sa2), name="X")
+        return X
 
-    def transform(self, X_new) -> np.ndarray:
+    def transform(self, X) -> np.ndarray:
         """``q(z_nk = 1)`` of new rows, the fitted ``q(A)`` and ``q(pi)`` held fixed.
 
         Parameters
         ----------
-        X_new : array_like
+        X : array_like
             ``(m, D)`` rows.
 
         Returns
@@ -637,15 +634,15 @@ class VariationalIBP(BaseEstimator):
         A training row gets back (nearly) its fitted probabilities:
 
         >>> X = np.random.default_rng(0).normal(size=(20, 3))
-        >>> vi = VariationalIBP(1.0, 0.5, 1.0, n_features=3, rng=np.random.default_rng(0))
+        >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=3, rng=np.random.default_rng(0))
         >>> nu = vi.fit(X).transform(X[:2])
         >>> bool(np.allclose(nu, vi.feature_probabilities_[:2], atol=0.05))
         True
         """
         self._check_fitted("transform")
-        return _rows_fit(self._new_rows(X_new), self._state, self._fitted)
+        return _rows_fit(self._new_rows(X), self._state, self._fitted)
 
-    def score(self, X_new, y=None) -> float:
+    def score(self, X, y=None) -> float:
         """Mean over rows of each row's local ELBO, given the fitted ``q(A)`` and ``q(pi)``.
 
         Each term bounds ``log E_q[p(x_new | pi, A)]``, the row's log predictive
@@ -656,9 +653,9 @@ class VariationalIBP(BaseEstimator):
         float
         """
         self._check_fitted("score")
-        X_new = self._new_rows(X_new)
-        nu = _rows_fit(X_new, self._state, self._fitted)
-        return float(np.mean(_rows_elbo(X_new, nu, self._state, self._fitted)))
+        X = self._new_rows(X)
+        nu = _rows_fit(X, self._state, self._fitted)
+        return float(np.mean(_rows_elbo(X, nu, self._state, self._fitted)))
 
 
 # --------------------------------------------------------------------------------------

@@ -148,6 +148,20 @@ def _matrix(base):
     ]
 
 
+def _estimator_matrix(base):
+    """Junk for the data of a scikit-learn estimator (ibp_lab._estimator.estimator_rows):
+    as _matrix, except that an object array of numbers is read, as scikit-learn's
+    check_dtype_object requires (one holding None is still refused), and a sparse matrix is
+    refused."""
+    from scipy import sparse
+
+    base = np.asarray(base, dtype=float)
+    holes = base.astype(object)
+    holes[0, 0] = None
+    return [(name, value, A if name == "object" else expect) for name, value, expect in _matrix(base)] + [
+        ("object with None", holes, R), ("sparse", sparse.csr_array(base), R)]
+
+
 def _stack(base):
     """Junk for data of shape (..., N, D): a matrix, or a stack of them (a 3-D array is valid)."""
     return [(name, value, A if name == "3-D" else expect) for name, value, expect in _matrix(base)]
@@ -999,7 +1013,7 @@ def _fitted_check(model):
 def _stream_fit(alpha, beta, sigma_x, sigma_a, model, n_steps, rng, tol, sigma_w, ossify, keep_history,
                 record_posteriors, births, buffer_size, X):
     from ibp_lab.streaming import RecursiveIBP
-    est = RecursiveIBP(alpha, beta, sigma_x, sigma_a, model=model, n_steps=n_steps, rng=rng, tol=tol,
+    est = RecursiveIBP(alpha=alpha, beta=beta, sigma_x=sigma_x, sigma_a=sigma_a, model=model, n_steps=n_steps, rng=rng, tol=tol,
                        sigma_w=sigma_w, ossify=ossify, keep_history=keep_history,
                        record_posteriors=record_posteriors, births=births, buffer_size=buffer_size)
     return est.fit(X)
@@ -1013,14 +1027,14 @@ def _fitted(rng=None, X=None):
     if rng is None and X is None:
         return copy.deepcopy(_default_fit())
     from ibp_lab.streaming import RecursiveIBP
-    est = RecursiveIBP(1.0, 1.0, 0.5, 1.0, rng=rng or fresh_rng(), record_posteriors=True)
+    est = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=rng or fresh_rng(), record_posteriors=True)
     return est.fit(data() if X is None else X)
 
 
 @functools.cache
 def _default_fit():
     from ibp_lab.streaming import RecursiveIBP
-    return RecursiveIBP(1.0, 1.0, 0.5, 1.0, rng=fresh_rng(), record_posteriors=True).fit(data())
+    return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=fresh_rng(), record_posteriors=True).fit(data())
 
 
 def _same_state(a: dict, b: dict) -> bool:
@@ -1118,7 +1132,8 @@ def specs_streaming():
                 record_posteriors=False, births=None, buffer_size=4, X=X)
     kinds = dict(alpha=P, beta=P, sigma_x=P, sigma_a=P, model=_choice(["linear_gaussian", "factor_analysis"]),
                  n_steps=C, rng=_estimator_rng, tol=P, sigma_w=P, ossify="flag", keep_history="flag",
-                 record_posteriors="flag", births=_choice(["buffer", "single", None]), buffer_size=C, X="matrix")
+                 record_posteriors="flag", births=_choice(["buffer", "single", None]), buffer_size=C,
+                 X=_estimator_matrix)
     fit_extremes = [("issue: sigma_x 1e-9, X [[1.0]]", dict(sigma_x=1e-9, X=np.array([[1.0]])), E),
                     ("alpha 1e4", dict(alpha=1e4), E), ("alpha 1e-100", dict(alpha=1e-100), E),
                     ("sigma_a 1e-100", dict(sigma_a=1e-100), E), ("sigma_x 1e6", dict(sigma_x=1e6), E),
@@ -1151,7 +1166,8 @@ def specs_streaming():
                         ("colour",), R))
     state_specs += [(f"not a dict: {label}", functools.partial(_set_state_untouched, v), ("state",), R)
                     for label, v in [("None", None), ("list", [1]), ("str", "state")]]
-    nx = lambda b: [m_ for m_ in _matrix(b) if m_[0] != "1-D row"] + [("wrong width", np.ones((2, 5)), R)]
+    nx = lambda b: [m_ for m_ in _estimator_matrix(b) if m_[0] != "1-D row"] + [
+        ("wrong width", np.ones((2, 5)), R)]
     return [
         Spec("streaming.RecursiveIBP.fit", _stream_fit, base, kinds, _fitted_check, extremes=fit_extremes,
              time_limit=20),
@@ -1174,24 +1190,24 @@ def specs_streaming():
              names=dict(X_new=("X_new", "X"))),
         Spec("streaming.RecursiveIBP.get_state", lambda: fitted.get_state(), {}, {}),
         Spec("streaming.RecursiveIBP.flush", lambda: _fitted().flush(), {}, {}, _fitted_check,
-             junk=[("unfitted", lambda: RecursiveIBP(1.0, 1.0, 0.5, 1.0).flush(), ("fit",), E)]),
+             junk=[("unfitted", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).flush(), ("fit",), E)]),
         Spec("streaming.RecursiveIBP.expected_prior_features",
-             lambda n: RecursiveIBP(2.0, 1.0, 0.5, 1.0).expected_prior_features(n), dict(n=3), dict(n=C),
+             lambda n: RecursiveIBP(alpha=2.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).expected_prior_features(n), dict(n=3), dict(n=C),
              is_nonnegative, extremes=[("alpha 1e6 n 1e12", dict(n=10**12), E)]),
         Spec("streaming.RecursiveIBP.properties", lambda: {
             name: getattr(fitted, name) for name in
             ("alpha", "log_alpha", "features_", "feature_variances_", "feature_usage_", "feature_existence_",
              "dish_numbers_", "n_features_expected_", "poisson_rate_history_", "expected_features_history_",
              "n_slots_history_", "n_seen_", "state_nbytes")}, {}, {}),
-        Spec("streaming.RecursiveIBP.unfitted", lambda: repr(RecursiveIBP(1.0, 1.0, 0.5, 1.0)),
+        Spec("streaming.RecursiveIBP.unfitted", lambda: repr(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0)),
              {}, {}, junk=[(f"unfitted {a}", functools.partial(
-                 lambda a: getattr(RecursiveIBP(1.0, 1.0, 0.5, 1.0), a), a), (a, "fit"), E)
+                 lambda a: getattr(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0), a), a), (a, "fit"), E)
                  for a in ()]  # properties may raise AttributeError before fitting (hasattr works)
-             + [("unfitted next_prior", lambda: RecursiveIBP(1.0, 1.0, 0.5, 1.0).next_prior(), ("fit",), E),
-                ("unfitted predictive_logpdf", lambda: RecursiveIBP(1.0, 1.0, 0.5, 1.0).predictive_logpdf(X),
+             + [("unfitted next_prior", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).next_prior(), ("fit",), E),
+                ("unfitted predictive_logpdf", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).predictive_logpdf(X),
                  ("fit",), E),
-                ("unfitted get_state then set_state", lambda: RecursiveIBP(1.0, 1.0, 0.5, 1.0).set_state(
-                    RecursiveIBP(1.0, 1.0, 0.5, 1.0).get_state()), ("state",), E)]),
+                ("unfitted get_state then set_state", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).set_state(
+                    RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).get_state()), ("state",), E)]),
         Spec("streaming.RecursiveIBP.set_state", lambda: _set_state_untouched(dict(state)), {}, {},
              junk=state_specs),
         Spec("streaming.RecursiveIBP.save", _save_round_trip, dict(kind="PCG64"), {},
@@ -1222,7 +1238,7 @@ def specs_streaming():
         Spec("streaming.RecursiveIBP.score", lambda X_new, n_draws: fitted.score(X_new, n_draws=n_draws),
              dict(X_new=X[:2], n_draws=5), dict(X_new=nx, n_draws=C), names=dict(X_new=("X_new", "X"))),
         Spec("streaming.stream_cost", m.stream_cost,
-             dict(model=RecursiveIBP(1.0, 1.0, 0.5, 1.0), X=np.random.default_rng(0).normal(size=(30, 3)),
+             dict(model=RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0), X=np.random.default_rng(0).normal(size=(30, 3)),
                   checkpoints=[10, 20], n_blocks=2, block_size=2, n_traced=2),
              dict(model=lambda b: [("None", None, R), ("str", "model", R)], X="matrix",
                   checkpoints=lambda b: [("beyond X", [100], R), ("decreasing", [20, 10], R), ("empty", [], E),
@@ -2056,7 +2072,7 @@ def specs_theory():
 
 def _vi_fit(alpha, sigma_x, sigma_a, n_features, family, max_iter, tol, rng, X):
     from ibp_lab.variational import VariationalIBP
-    return VariationalIBP(alpha, sigma_x, sigma_a, n_features=n_features, family=family,
+    return VariationalIBP(alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, n_features=n_features, family=family,
                           max_iter=max_iter, tol=tol, rng=rng).fit(X)
 
 
@@ -2073,12 +2089,12 @@ def _vi_fitted_check(vi):
 @functools.cache
 def _vi_fitted():
     from ibp_lab.variational import VariationalIBP
-    return VariationalIBP(1.0, 0.5, 1.0, n_features=2, max_iter=5, rng=fresh_rng()).fit(data())
+    return VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, max_iter=5, rng=fresh_rng()).fit(data())
 
 
 def _vi_unfitted():
     from ibp_lab.variational import VariationalIBP
-    return VariationalIBP(1.0, 0.5, 1.0, n_features=2, max_iter=5)
+    return VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, max_iter=5)
 
 
 def specs_late():
@@ -2095,7 +2111,8 @@ def specs_late():
     X2 = np.array([[0.9, -0.2], [1.1, 0.1]])
     X = data()
     fitted = _vi_fitted()
-    nx = lambda b: [m_ for m_ in _matrix(b) if m_[0] != "1-D row"] + [("wrong width", np.ones((2, 5)), R)]
+    nx = lambda b: [m_ for m_ in _estimator_matrix(b) if m_[0] != "1-D row"] + [
+        ("wrong width", np.ones((2, 5)), R)]
     ax_kind = lambda b: _axes_junk(b) + [("None", None, A), ("new axes", Figure().subplots(), A)]
 
     # tempering
@@ -2157,7 +2174,7 @@ def specs_late():
                   max_iter=5, tol=1e-6, rng=fresh_rng(), X=X),
              dict(alpha=P, sigma_x=P, sigma_a=P, n_features=C,
                   family=_choice(list(variational.FAMILIES)), max_iter=C, tol="nonneg",
-                  rng="optional_rng", X="matrix"), _vi_fitted_check,
+                  rng=_estimator_rng, X=_estimator_matrix), _vi_fitted_check,
              extremes=[("alpha 1e-100", dict(alpha=1e-100), E), ("alpha 1e6", dict(alpha=1e6), E),
                        ("sigma_x 1e-9", dict(sigma_x=1e-9), E), ("sigma_a 1e-100", dict(sigma_a=1e-100), E),
                        ("finite alpha 1e-100", dict(family="finite", alpha=1e-100), E),

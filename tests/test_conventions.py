@@ -93,10 +93,6 @@ POSITIONAL_HYPERPARAMETERS = {
     "ibp_lab.streaming.filtering_prior": {"alpha", "beta"},
     "ibp_lab.streaming.paper_prior": {"alpha", "beta"},
     "ibp_lab.streaming.filtering.log_filtering_prior": {"beta"},
-    # streaming row: RecursiveIBP(alpha, beta, sigma_x, sigma_a, *, ...); variational row:
-    # VariationalIBP(alpha, sigma_x, sigma_a, *, ...) (scikit-learn estimators).
-    "ibp_lab.streaming.RecursiveIBP": {"alpha", "beta", "sigma_x", "sigma_a"},
-    "ibp_lab.variational.VariationalIBP": {"alpha", "sigma_x", "sigma_a"},
     # The truncated model's densities given its parameters (pi, A, sigma_x): building blocks
     # of the same kind as collapsed_loglik, scales positional after the arrays.
     "ibp_lab.pymc_models.row_log_likelihood": {"sigma_x"},
@@ -104,7 +100,8 @@ POSITIONAL_HYPERPARAMETERS = {
     "ibp_lab.pymc_models.pattern_posterior": {"sigma_x"},
 }
 
-#: scikit-learn estimators store ``rng`` as a constructor parameter, keyword-only (DESIGN).
+#: scikit-learn estimators take every parameter by keyword, ``rng`` included (DESIGN): no
+#: positional hyperparameters for them above.
 KEYWORD_RNG = {"ibp_lab.streaming.RecursiveIBP", "ibp_lab.variational.VariationalIBP"}
 
 #: Violations their owners are fixing now: name -> the owner module and what is wrong.

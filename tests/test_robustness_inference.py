@@ -87,7 +87,7 @@ def test_split_merge_moves_refuse_or_return_binary_matrices(X, alpha, sigma_x, s
        model=st.sampled_from(["linear_gaussian", "factor_analysis", "pca", 3]))
 def test_streaming_refuses_or_stays_finite(X, alpha, sigma_x, sigma_a, model):
     def run():
-        return RecursiveIBP(alpha, 1.0, sigma_x, sigma_a, model=model,
+        return RecursiveIBP(alpha=alpha, beta=1.0, sigma_x=sigma_x, sigma_a=sigma_a, model=model,
                             rng=np.random.default_rng(0)).fit(X)
 
     def check(fitted):

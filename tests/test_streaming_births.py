@@ -74,7 +74,7 @@ def test_noise_rows_are_admitted_at_the_stated_rate():
     # pure noise are admitted with probability ADMIT_LEVEL each, independently.
     n_rows, dim, sigma_x = 5000, 20, 0.5
     X = sigma_x * stat_rng(41).normal(size=(n_rows, dim))
-    model = RecursiveIBP(1e-12, 1.0, sigma_x, 1.0, buffer_size=n_rows).partial_fit(X)
+    model = RecursiveIBP(alpha=1e-12, beta=1.0, sigma_x=sigma_x, sigma_a=1.0, buffer_size=n_rows).partial_fit(X)
     admitted = len(model._buffer_rows)
     assert model.features_.shape[0] == 0
     assert binomial_pvalue(admitted, n_rows, births.ADMIT_LEVEL) > TEST_LEVEL
@@ -129,8 +129,8 @@ def test_buffer_recovers_the_canonical_features_where_single_births_do_not():
     buffer_ok = single_ok = 0
     for seed in range(10):
         X, _, A = canonical(50 + seed, 300)
-        buffer_ok += recovered(RecursiveIBP(1.0, 1.0, 0.5, 1.0).fit(X), A)
-        single_ok += recovered(RecursiveIBP(1.0, 1.0, 0.5, 1.0, births="single").fit(X), A)
+        buffer_ok += recovered(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).fit(X), A)
+        single_ok += recovered(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single").fit(X), A)
     assert buffer_ok >= 5 and single_ok <= 5 and buffer_ok > single_ok
 
 
@@ -149,8 +149,8 @@ def states_equal(a: dict, b: dict) -> bool:
 
 
 def test_halves_then_flush_give_fit(stream):
-    whole = RecursiveIBP(1.0, 1.0, 0.5, 1.0, buffer_size=60, rng=0).fit(stream)
-    halves = RecursiveIBP(1.0, 1.0, 0.5, 1.0, buffer_size=60, rng=0)
+    whole = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60, rng=0).fit(stream)
+    halves = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60, rng=0)
     halves.partial_fit(stream[:131]).partial_fit(stream[131:])
     assert halves._buffer_rows  # something waits, so flush has work to do
     assert states_equal(halves.flush().get_state(), whole.get_state())
@@ -158,7 +158,7 @@ def test_halves_then_flush_give_fit(stream):
 
 
 def test_checkpoint_with_residuals_waiting_resumes_identically(stream, tmp_path):
-    model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, buffer_size=60, rng=0).partial_fit(stream[:40])
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60, rng=0).partial_fit(stream[:40])
     assert 0 < len(model._buffer_rows) < 60
     path = tmp_path / "stream.npz"
     model.save(path)
@@ -170,7 +170,7 @@ def test_checkpoint_with_residuals_waiting_resumes_identically(stream, tmp_path)
 
 
 def test_recorded_posteriors_include_the_buffer_s_births(stream):
-    model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, buffer_size=60, record_posteriors=True,
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60, record_posteriors=True,
                          rng=0).fit(stream[:120])
     history = model.posterior_history_
     assert history.shape == (120, model._next_dish - 1)
@@ -190,24 +190,24 @@ def test_recorded_posteriors_include_the_buffer_s_births(stream):
 ])
 def test_bad_birth_settings_are_refused(kwargs, message):
     with pytest.raises((ValueError, TypeError), match=message):
-        RecursiveIBP(1.0, 1.0, 0.5, 1.0, **kwargs).fit(np.zeros((3, 2)))
+        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, **kwargs).fit(np.zeros((3, 2)))
 
 
 def test_defaults_and_flush_doors():
-    assert RecursiveIBP(1.0, 1.0, 0.5, 1.0)._checked_settings().births == "buffer"
-    fa = RecursiveIBP(1.0, 1.0, 0.5, 1.0, model="factor_analysis")
+    assert RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0)._checked_settings().births == "buffer"
+    fa = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, model="factor_analysis")
     assert fa._checked_settings().births == "single"
     assert RecursiveIBP.bp_means_limit(1.0, 1e-3).births == "single"
     with pytest.raises(ValueError, match="flush is not available before fitting"):
-        RecursiveIBP(1.0, 1.0, 0.5, 1.0).flush()
-    single = RecursiveIBP(1.0, 1.0, 0.5, 1.0, births="single").partial_fit(np.ones((3, 2)))
+        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).flush()
+    single = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single").partial_fit(np.ones((3, 2)))
     before = single.get_state()
     assert states_equal(single.flush().get_state(), before)
 
 
 @pytest.fixture(scope="module")
 def buffered_state(stream):
-    model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, buffer_size=60, rng=0).partial_fit(stream[:40])
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60, rng=0).partial_fit(stream[:40])
     state = model.get_state()
     assert state["buffer_rows"].size >= 3
     return state
@@ -232,7 +232,7 @@ def test_buffer_entries_of_a_state_are_checked(buffered_state, key, change, mess
     bad = dict(buffered_state)
     bad[key] = change(buffered_state) if callable(change) else change
     with pytest.raises(ValueError, match=INVALID + ".*" + message):
-        RecursiveIBP(1.0, 1.0, 0.5, 1.0).set_state(bad)
+        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).set_state(bad)
 
 
 def test_version_two_state_is_refused_with_its_reason(buffered_state):
@@ -240,7 +240,7 @@ def test_version_two_state_is_refused_with_its_reason(buffered_state):
            if k not in ("births", "buffer_size", "buffer_residuals", "buffer_rows")}
     old["version"] = 2
     with pytest.raises(ValueError, match=INVALID + "version must be 3, got 2 .*birth buffer"):
-        RecursiveIBP(1.0, 1.0, 0.5, 1.0).set_state(old)
+        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).set_state(old)
 
 
 @pytest.mark.parametrize("call, message", [

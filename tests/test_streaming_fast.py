@@ -158,7 +158,7 @@ def test_zero_noise_limit_through_the_fast_path(ossify):
 
 def test_an_event_row_is_left_to_the_python_path():
     X = linear_gaussian_stream(8, 600, k=4)
-    model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, births="single", rng=0).fit(X[:500])
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single", rng=0).fit(X[:500])
     settings = model._settings
     before = {name: getattr(model, name).copy() for name in
               ("_mu", "_var", "_usage", "_log_unowned", "_dish")}

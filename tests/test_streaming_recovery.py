@@ -50,7 +50,7 @@ def test_correlations_are_those_of_a_rerun():
 
     row = recovery_study([30], [5], methods=["single"]).iloc[0]
     X, _, A = simulate_four_feature_data(np.random.default_rng(5), n=30)
-    fit = RecursiveIBP(1.0, 1.0, 0.5, 1.0, births="single", rng=0).fit(X)
+    fit = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single", rng=0).fit(X)
     expected = match_features(A, fit.features_).ref_correlation()
     got = row[["r_plus", "r_square", "r_triangle", "r_t"]].to_numpy(dtype=float)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)

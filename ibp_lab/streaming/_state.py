@@ -52,7 +52,6 @@ __all__ = [
     "STATE_VERSION",
     "Settings",
     "capture",
-    "check_generator",
     "check_settings",
     "read_state",
     "restore",
@@ -144,8 +143,8 @@ def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, 
     """The one door of the estimator's parameters: :meth:`RecursiveIBP.fit`, ``partial_fit``
     and a restored state (:func:`validate_state`) all come through it.
 
-    Exactly one of ``alpha`` (> 0) and ``log_alpha`` (finite, at most
-    ``log(MAX_PARAMETER)``) is given; the logarithm reaches masses below the smallest
+    At most one of ``alpha`` (> 0) and ``log_alpha`` (finite, at most
+    ``log(MAX_PARAMETER)``) is given (neither: ``alpha = 1``); the logarithm reaches masses below the smallest
     float (:meth:`RecursiveIBP.bp_means_limit`). ``births`` is ``"buffer"`` or ``"single"``;
     ``None`` chooses ``"buffer"`` for the linear-Gaussian model and ``"single"`` for factor
     analysis, whose weights the buffer's collapsed sampler does not model (so
@@ -160,7 +159,8 @@ def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, 
     (2.0, 3, 'buffer')
     """
     if log_alpha is None:
-        log_alpha = float(np.log(check_positive("alpha", alpha)))
+        # alpha=None (the estimator's default) with no log_alpha is the unit mass
+        log_alpha = float(np.log(check_positive("alpha", 1.0 if alpha is None else alpha)))
     elif alpha is not None:
         raise ValueError(f"give alpha or log_alpha, not both (got alpha={alpha!r} and "
                          f"log_alpha={log_alpha!r}); set alpha=None to use log_alpha")
@@ -199,21 +199,6 @@ def _check_births(births, model: str) -> str:
                          "decomposed by the linear-Gaussian collapsed sampler); use "
                          "births='single' with factor analysis")
     return births
-
-
-def check_generator(rng) -> np.random.Generator:
-    """The estimator's generator for one fit: a copy of ``rng``, so that fitting never
-    advances the parameter and two fits with the same parameters draw the same numbers.
-
-    ``None`` gives fresh entropy (as in scikit-learn), an ``int`` seeds a new generator.
-    """
-    if rng is None:
-        return np.random.default_rng()
-    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-        if rng < 0:
-            raise ValueError(f"rng must be a non-negative seed or a Generator, got {rng}")
-        return np.random.default_rng(int(rng))
-    return copy.deepcopy(check_rng(rng))
 
 
 class InvalidState(Exception):

@@ -88,12 +88,11 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from ibp_lab._checks import (
     NotFittedError,
     check_count,
-    check_data_matrix,
     check_flag,
-    check_real_array,
     check_rng,
     copy_generator,
 )
+from ibp_lab._estimator import estimator_generator, estimator_rows
 from ibp_lab.streaming import _state, births
 from ibp_lab.streaming._factor_analysis import FactorAnalysisLocal
 from ibp_lab.streaming._linear_gaussian import LinearGaussianLocal
@@ -159,21 +158,22 @@ def _local_model(settings: _state.Settings) -> LocalModel:
 class RecursiveIBP(TransformerMixin, BaseEstimator):
     """Streaming Recursive-IBP inference for a linear-Gaussian or factor-analysis model.
 
-    A scikit-learn estimator: the parameters are stored as given and checked by
-    :meth:`fit` and :meth:`partial_fit`, so :meth:`get_params`, :meth:`set_params` and
-    :func:`sklearn.base.clone` work.
+    A scikit-learn estimator: the parameters are keyword-only, each with a default, stored
+    as given and checked by :meth:`fit` and :meth:`partial_fit`, so :meth:`get_params`,
+    :meth:`set_params` and :func:`sklearn.base.clone` work; it passes scikit-learn's
+    ``check_estimator``.
 
     Parameters
     ----------
-    alpha : float or None
-        IBP mass parameter, > 0 (expected number of features per observation); ``None``
-        when ``log_alpha`` is given instead.
-    beta : float
-        IBP concentration, > 0.
-    sigma_x : float
-        Observation noise standard deviation, > 0.
-    sigma_a : float
-        Prior standard deviation of every feature coordinate, > 0 (prior mean 0).
+    alpha : float or None, optional
+        IBP mass parameter, > 0 (expected number of features per observation). ``None``
+        (the default) means 1, or ``exp(log_alpha)`` when ``log_alpha`` is given.
+    beta : float, optional
+        IBP concentration, > 0 (default 1).
+    sigma_x : float, optional
+        Observation noise standard deviation, > 0 (default 1).
+    sigma_a : float, optional
+        Prior standard deviation of every feature coordinate, > 0 (prior mean 0; default 1).
     model : {"linear_gaussian", "factor_analysis"}, optional
         ``o = sum_k z_k A_k + noise``, or ``o = sum_k z_k w_k A_k + noise`` with
         ``w ~ N(0, sigma_w^2 I)`` per observation.
@@ -181,11 +181,11 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         Coordinate-ascent steps per observation (``S``), >= 1.
     rng : numpy.random.Generator, int or None, optional
         Source of the draws of :meth:`predictive_logpdf` and :meth:`score` (fitting is
-        deterministic). Copied at every :meth:`fit` (and at the first
-        :meth:`partial_fit`) into :attr:`rng_`, so that the parameter itself never
-        advances: the same parameters give the same results. An ``int`` seeds a new
-        generator; ``None`` takes fresh entropy. :attr:`rng_`'s state is part of
-        :meth:`get_state`.
+        deterministic). Read by :func:`ibp_lab._checks.estimator_generator` at every
+        :meth:`fit` (and at the first :meth:`partial_fit`) into :attr:`rng_`: a Generator
+        is copied, so that the parameter itself never advances and the same parameters
+        give the same results; an ``int`` seeds a new generator; ``None`` takes fresh
+        entropy. :attr:`rng_`'s state is part of :meth:`get_state`.
     tol : float, optional
         A feature slot is kept while its prior or posterior probability exceeds ``tol``,
         in (0, 0.01].
@@ -249,7 +249,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     >>> from ibp_lab.datasets import simulate_four_feature_data
     >>> from ibp_lab.summaries import match_features
     >>> X, Z, A = simulate_four_feature_data(np.random.default_rng(0), n=300)
-    >>> model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, rng=np.random.default_rng(1)).fit(X)
+    >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=np.random.default_rng(1)).fit(X)
     >>> model.features_.shape, round(model.n_features_expected_, 2)
     ((4, 36), 4.0)
     >>> bool(match_features(A, model.features_).ref_correlation().min() > 0.98)
@@ -257,7 +257,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
 
     Births from single residuals fuse the features the first images show together:
 
-    >>> single = RecursiveIBP(1.0, 1.0, 0.5, 1.0, births="single").fit(X)
+    >>> single = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single").fit(X)
     >>> single.features_.shape[0], bool(
     ...     match_features(A, single.features_).ref_correlation().min() < 0.9)
     (7, True)
@@ -268,11 +268,11 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
 
     def __init__(
         self,
-        alpha: float | None,
-        beta: float,
-        sigma_x: float,
-        sigma_a: float,
         *,
+        alpha: float | None = None,
+        beta: float = 1.0,
+        sigma_x: float = 1.0,
+        sigma_a: float = 1.0,
         model: str = "linear_gaussian",
         n_steps: int = 3,
         rng: np.random.Generator | int | None = None,
@@ -387,10 +387,10 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
 
         gamma = check_positive("gamma", gamma)
         sigma_x = check_positive("sigma_x", sigma_x)
-        model = cls(None, 1.0, sigma_x, sigma_a, model="linear_gaussian", n_steps=n_steps,
-                    rng=0, tol=tol, ossify=ossify, keep_history=True,
-                    record_posteriors=record_posteriors, log_alpha=-gamma**2 / (2 * sigma_x**2),
-                    births="single")
+        model = cls(alpha=None, beta=1.0, sigma_x=sigma_x, sigma_a=sigma_a,
+                    model="linear_gaussian", n_steps=n_steps, rng=0, tol=tol, ossify=ossify,
+                    keep_history=True, record_posteriors=record_posteriors,
+                    log_alpha=-gamma**2 / (2 * sigma_x**2), births="single")
         model._checked_settings()  # refuse bad arguments here, as the other doors do
         return model
 
@@ -450,7 +450,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     def _check_history(self, name: str) -> None:
         self._check_fitted(name)
         if not self._settings.keep_history:
-            raise AttributeError(f"{name} needs RecursiveIBP(..., keep_history=True)")
+            raise AttributeError(f"{name} needs RecursiveIBP(alpha=..., keep_history=True)")
 
     @property
     def poisson_rate_history_(self) -> np.ndarray:
@@ -475,7 +475,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self._check_fitted("posterior_history_")
         if not self._settings.record_posteriors:
             raise AttributeError(
-                "posterior_history_ needs RecursiveIBP(..., record_posteriors=True)"
+                "posterior_history_ needs RecursiveIBP(alpha=..., record_posteriors=True)"
             )
         width = max((int(d.max()) for d, _ in self._posteriors if d.size), default=0)
         _check_entries("posterior_history_", len(self._posteriors) * width,
@@ -520,8 +520,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             ``self``.
         """
         settings = self._checked_settings()
-        rng = _state.check_generator(self.rng)
-        X = check_data_matrix("X", X)
+        rng = estimator_generator(self.rng)
+        X = estimator_rows(self, X)
         self._check_work(settings, X, n_before=0)  # refuse before forgetting the previous fit
         self._start(settings, rng)
         return self._consume(X).flush()
@@ -542,7 +542,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         Examples
         --------
         >>> X = np.repeat(np.eye(3), 10, axis=0)
-        >>> model = RecursiveIBP(1.0, 1.0, 0.1, 1.0).partial_fit(X)
+        >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.1, sigma_a=1.0).partial_fit(X)
         >>> model.features_.shape[0], model.flush().features_.shape[0]
         (0, 3)
         """
@@ -574,8 +574,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         """
         started = hasattr(self, "_settings")
         settings = self._stream_settings() if started else self._checked_settings()
-        rng = None if started else _state.check_generator(self.rng)
-        X = _as_rows("X", X)
+        rng = None if started else estimator_generator(self.rng)
+        X = estimator_rows(self, X, one_row=True)
         self._check_work(settings, X, n_before=self._n_seen if started else 0)
         if not started:
             self._start(settings, rng)
@@ -592,7 +592,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             self._allocate_buffer()
         elif X.shape[1] != self._dim:
             raise ValueError(
-                f"X must have {self._dim} columns (the dimension seen so far), got {X.shape[1]}"
+                f"X has {X.shape[1]} features, but RecursiveIBP is expecting {self._dim} "
+                "features as input (the width of the stream so far)"
             )
         if not self._fast_path_applies():
             for row in X:
@@ -690,7 +691,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
 
         Examples
         --------
-        >>> model = RecursiveIBP(2.0, 1.0, 0.5, 1.0)
+        >>> model = RecursiveIBP(alpha=2.0, beta=1.0, sigma_x=0.5, sigma_a=1.0)
         >>> round(model.expected_prior_features(3), 4)  # 2 (1 + 1/2 + 1/3)
         3.6667
         """
@@ -914,22 +915,18 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         log_q, _, dish = self._prior_with_fresh(self._n_seen + 1)
         return dish, np.exp(log_q)
 
-    def _new_rows(self, X_new) -> np.ndarray:
+    def _new_rows(self, X_new, *, name: str = "X_new", one_row: bool = True) -> np.ndarray:
         """``X_new`` as checked rows of the fitted width, within the data bound."""
-        X_new = _as_rows("X_new", X_new)
-        if X_new.shape[1] != self._dim:
-            raise ValueError(
-                f"X_new must have {self._dim} columns (the fitted dimension), got {X_new.shape[1]}"
-            )
+        X_new = estimator_rows(self, X_new, name=name, one_row=one_row, n_features=self._dim)
         # The same bound as for the data fitted: beyond it squared norms overflow and the
         # log density would come out as -inf (or NaN) instead of a number.
         largest = float(np.max(np.abs(X_new)))
         if largest > MAX_DATA_MAGNITUDE:
-            raise ValueError(f"X_new entries must be at most {MAX_DATA_MAGNITUDE:g} in magnitude "
-                             f"(squared norms overflow), got {largest:g}")
+            raise ValueError(f"{name} entries must be at most {MAX_DATA_MAGNITUDE:g} in "
+                             f"magnitude (squared norms overflow), got {largest:g}")
         return X_new
 
-    def transform(self, X_new) -> np.ndarray:
+    def transform(self, X) -> np.ndarray:
         """Posterior feature probabilities ``b_nk`` of new rows; the model is not updated.
 
         Each row is treated as the next observation of the stream: the same filtering
@@ -938,8 +935,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X_new : array_like
-            ``(m, D)`` or ``(D,)`` observations.
+        X : array_like
+            ``(m, D)`` observations (one row: ``x.reshape(1, -1)``).
 
         Returns
         -------
@@ -949,21 +946,21 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         Examples
         --------
         >>> X = np.repeat(np.eye(2), 20, axis=0)
-        >>> model = RecursiveIBP(1.0, 1.0, 0.1, 1.0).fit(X)
+        >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.1, sigma_a=1.0).fit(X)
         >>> model.transform([[1.0, 0.0], [0.0, 1.0]]).round(3)
         array([[1., 0.],
                [0., 1.]])
         """
         self._check_fitted("transform")
-        X_new = self._new_rows(X_new)
+        X = self._new_rows(X, name="X", one_row=False)
         prior = self._prior_with_fresh(self._n_seen + 1)
-        out = np.empty((X_new.shape[0], self._k))
-        for i, row in enumerate(X_new):
+        out = np.empty((X.shape[0], self._k))
+        for i, row in enumerate(X):
             out[i] = self._local_posterior(row, prior)[2][: self._k]
         return out
 
-    def score(self, X_new, y=None, *, n_draws: int = 200) -> float:
-        """Mean log predictive density per row of ``X_new`` (:meth:`predictive_logpdf`).
+    def score(self, X, y=None, *, n_draws: int = 200) -> float:
+        """Mean log predictive density per row of ``X`` ``(m, D)`` (:meth:`predictive_logpdf`).
 
         Draws from a copy of :attr:`rng_`, so the estimator is left unchanged and the score
         is deterministic given the fitted state. ``y`` is ignored (scikit-learn's signature).
@@ -971,12 +968,14 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         Examples
         --------
         >>> X = np.random.default_rng(0).normal(size=(30, 2))
-        >>> model = RecursiveIBP(1.0, 1.0, 1.0, 1.0, rng=3).fit(X)
+        >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, rng=3).fit(X)
         >>> bool(np.isclose(model.score(X[:4]), model.set_params().fit(X)
         ...                 .predictive_logpdf(X[:4]).mean()))
         True
         """
-        return float(np.mean(self.predictive_logpdf(X_new, n_draws=n_draws)))
+        self._check_fitted("score")
+        X = self._new_rows(X, name="X", one_row=False)
+        return float(np.mean(self.predictive_logpdf(X, n_draws=n_draws)))
 
     def predictive_logpdf(
         self,
@@ -1028,7 +1027,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         --------
         >>> rng = np.random.default_rng(0)
         >>> X = rng.normal(size=(50, 3))
-        >>> model = RecursiveIBP(1.0, 1.0, 1.0, 1.0, rng=np.random.default_rng(1)).fit(X)
+        >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, rng=np.random.default_rng(1)).fit(X)
         >>> logp, draws = model.predictive_logpdf(X[:2], n_draws=10, return_draws=True)
         >>> from scipy.special import logsumexp
         >>> bool(np.allclose(logp, logsumexp(draws, axis=1) - np.log(10)))
@@ -1087,7 +1086,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         if hasattr(self, "_settings"):
             return _state.capture(self)
         empty = type(self)(**self.get_params())
-        empty._start(empty._checked_settings(), _state.check_generator(empty.rng))
+        empty._start(empty._checked_settings(), estimator_generator(empty.rng))
         return _state.capture(empty)
 
     def set_state(self, state: dict) -> RecursiveIBP:
@@ -1133,7 +1132,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         Examples
         --------
         >>> import tempfile, os
-        >>> model = RecursiveIBP(1.0, 1.0, 0.5, 1.0, rng=np.random.default_rng(0))
+        >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=np.random.default_rng(0))
         >>> _ = model.partial_fit(np.ones((3, 2)))
         >>> path = os.path.join(tempfile.mkdtemp(), "stream.npz")
         >>> model.save(path)
@@ -1152,7 +1151,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         file raises ``FileNotFoundError``.
         """
         valid = _state.read_state(path)
-        obj = cls(None, 1.0, 1.0, 1.0, log_alpha=0.0)  # every parameter is replaced
+        obj = cls()  # every parameter is replaced
         _state.restore(obj, valid)
         return obj
 
@@ -1169,12 +1168,6 @@ def _same_parameters(now: tuple, then: tuple) -> bool:
 _PARAMETERS = ("alpha", "beta", "sigma_x", "sigma_a", "model", "n_steps", "rng", "tol",
                "sigma_w", "ossify", "keep_history", "record_posteriors", "log_alpha",
                "births", "buffer_size")
-
-
-def _as_rows(name: str, X) -> np.ndarray:
-    """One observation ``(D,)`` or rows ``(n, D)`` as a checked 2-D array."""
-    arr = check_real_array(name, X)
-    return check_data_matrix(name, arr[None, :] if arr.ndim == 1 else arr)
 
 
 def _expected_prior_features(settings: _state.Settings, n: int) -> float:

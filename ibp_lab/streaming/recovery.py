@@ -70,8 +70,8 @@ def is_recovered(correlations, n_features: float) -> bool:
 
 def _stream(births):
     def run(X, seed, settings):
-        model = RecursiveIBP(settings["alpha"], 1.0, settings["sigma_x"],
-                             settings["sigma_a"], births=births,
+        model = RecursiveIBP(alpha=settings["alpha"], beta=1.0, sigma_x=settings["sigma_x"],
+                             sigma_a=settings["sigma_a"], births=births,
                              buffer_size=settings["buffer_size"], rng=0).fit(X)
         return model.features_, float(model.n_features_expected_)
     return run
