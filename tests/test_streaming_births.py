@@ -7,7 +7,9 @@ What is checked:
 - the buffer's mass ``alpha_B`` makes its IBP expect as many new features as the stream's
   prior expects of the buffered rows;
 - the decomposition finds features that several rows share, and never one that a single
-  row owns, nor any when ``alpha_B`` underflows;
+  row owns, nor any when ``alpha_B`` underflows; except that a row out of the joint
+  decomposition's reach (its residual alone implies more features than the buffer's prior
+  holds) owns one feature of its own, so that huge values and outliers cost a bounded time;
 - one pass with a buffer recovers the four canonical features where single births do not
   (statistical, with the rate derived from the measurements in the docstring);
 - a buffered stream is deterministic: halves plus ``flush`` give exactly ``fit``, and a
@@ -278,3 +280,86 @@ def test_pilot_skips_a_buffer_of_noise_and_leaves_real_buffers_alone():
                                     sigma_a=1.0)
     assert found.n_features == 4
     assert match_features(A, found.means).ref_correlation().min() > 0.9
+
+
+# ---------------------------------------------------------------------------------------
+# bounded cost: rows out of the joint decomposition's reach
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def deadline():
+    """Fail (instead of hanging for minutes) if the block runs past the given seconds."""
+    import signal
+
+    def expired(*_):
+        raise TimeoutError("the decomposition ran past its deadline: its cost is unbounded")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+
+    def start(seconds: float) -> None:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    yield start
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def test_implied_features_average_the_number_each_row_owns():
+    # rows owning m features drawn N(0, sa^2 I) plus noise: the estimate averages m. Its
+    # standard error over 2,000 rows of D = 20 is about sqrt(2 / D) (m + sx^2/sa^2) / sqrt(2000),
+    # under 0.1 for m <= 8; the tolerance 0.5 is five of them.
+    rng = np.random.default_rng(5)
+    sx, sa, dim = 0.5, 2.0, 20
+    for m in (0, 3, 8):
+        R = rng.normal(0, sa, size=(2000, m, dim)).sum(axis=1) + rng.normal(0, sx, (2000, dim))
+        implied = births.implied_features(R, sigma_x=sx, sigma_a=sa)
+        assert abs(implied.mean() - m) < 0.5 + 0.1 * (m == 0)  # the floor at 0 lifts m = 0
+
+
+def test_feature_reach_is_the_poisson_quantile_of_the_buffer_prior():
+    for alpha, rows in [(1.0, 100), (0.3, 2), (5.0, 50)]:
+        expected = alpha * np.sum(1.0 / np.arange(1, rows + 1))
+        reach = births.feature_reach(alpha, rows)
+        assert stats.poisson.sf(reach, expected) <= births.OUT_OF_REACH_TAIL
+        assert stats.poisson.sf(reach - 1, expected) > births.OUT_OF_REACH_TAIL
+
+
+def test_a_buffer_of_huge_values_is_decomposed_in_bounded_time(deadline):
+    # A 2 x 5 buffer of 1e3 with sigma_a = 1 used to settle near 600 features and take
+    # minutes; each row is now out of reach and owns one feature, its posterior image.
+    deadline(20)
+    R = np.full((2, 5), 1e3)
+    found = births.decompose_buffer(R, np.random.default_rng(0), alpha=1.0, sigma_x=1.0,
+                                    sigma_a=1.0)
+    assert found.n_features == 2
+    assert np.array_equal(found.owners, np.eye(2))
+    # one owner: mean r sa^2 / (sa^2 + sx^2), variance sa^2 sx^2 / (sa^2 + sx^2)
+    assert np.allclose(found.means, 500.0) and np.allclose(found.variances, 0.5)
+
+
+def test_rows_within_reach_are_still_decomposed_jointly(deadline):
+    deadline(60)
+    rng = np.random.default_rng(0)
+    A = np.zeros((2, 8))
+    A[0, :4], A[1, 4:] = 1.0, 1.0
+    R = (rng.random((30, 2)) < 0.6) @ A + 0.1 * rng.normal(size=(30, 8))
+    R[[3, 17]] = 1e4  # two rows far out of reach
+    found = births.decompose_buffer(R, np.random.default_rng(30), alpha=1.0, sigma_x=0.1,
+                                    sigma_a=1.0)
+    alone = found.owners[:, found.owners.sum(axis=0) == 1]
+    assert sorted(np.flatnonzero(alone.any(axis=1))) == [3, 17]
+    shared = found.means[found.owners.sum(axis=0) >= births.MIN_OWNERS]
+    assert shared.shape[0] == 2
+    assert np.allclose(np.sort(shared.round(0), axis=0), np.sort(A, axis=0))
+
+
+def test_a_stream_with_outliers_costs_what_a_clean_one_does(deadline):
+    # 200 x 5 rows with ten outliers scaled x1000 took over 120 s (3-5 s clean).
+    from ibp_lab.linear_gaussian import simulate
+
+    X, _, _ = simulate(200, np.random.default_rng(0), alpha=2.0, sigma_x=0.5, sigma_a=1.0, d=5)
+    X[np.random.default_rng(1).choice(200, 10, replace=False)] *= 1000
+    deadline(60)
+    model = RecursiveIBP(sigma_x=0.5, rng=0).fit(X)
+    assert model.n_seen_ == 200 and np.isfinite(model.features_).all()

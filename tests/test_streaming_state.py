@@ -571,3 +571,46 @@ def test_scoring_leaves_the_estimator_unchanged_and_repeats_itself(data):
     np.testing.assert_array_equal(model.predictive_logpdf(data[30:35]),
                                   model.predictive_logpdf(data[30:35]))
     assert same_state(model.get_state(), before)
+
+
+def test_threads_feeding_one_estimator_take_turns(tmp_path):
+    # Four threads each pushing rows one at a time into one estimator used to interleave
+    # inside an update: n_seen_ was 59 after 121 rows and save() wrote a state that load()
+    # refused. Calls now take turns: every row is counted once and the checkpoint loads.
+    import threading
+
+    X = np.random.default_rng(0).normal(size=(124, 3))
+    model = RecursiveIBP(sigma_x=0.5, rng=0).partial_fit(X[:1])
+    start = threading.Barrier(4)
+
+    def feed(rows):
+        start.wait()
+        for row in rows:
+            model.partial_fit(row)
+
+    threads = [threading.Thread(target=feed, args=(X[1 + i::4],)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    saves = 0
+    while any(thread.is_alive() for thread in threads):  # save while they run
+        model.save(tmp_path / "mid.npz")
+        RecursiveIBP.load(tmp_path / "mid.npz")
+        saves += 1
+    for thread in threads:
+        thread.join()
+    assert model.n_seen_ == X.shape[0] and saves >= 1
+    assert len(model.expected_features_history_) == X.shape[0]
+    model.save(tmp_path / "end.npz")
+    assert RecursiveIBP.load(tmp_path / "end.npz").n_seen_ == X.shape[0]
+
+
+def test_a_copy_of_an_estimator_in_use_has_its_own_lock():
+    import copy
+    import pickle
+
+    model = RecursiveIBP(sigma_x=0.5, rng=0).fit(np.eye(3))
+    twin = pickle.loads(pickle.dumps(model))
+    assert "_lock" not in twin.__dict__
+    twin.partial_fit(np.ones(3))
+    assert twin.__dict__["_lock"] is not model.__dict__["_lock"]
+    assert copy.deepcopy(model).n_seen_ == model.n_seen_

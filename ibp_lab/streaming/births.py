@@ -40,6 +40,17 @@ creates ``alpha_B H_B`` in all, so ``alpha_B = sum_i alpha beta / (beta + n_i - 
 (:func:`buffer_alpha`). At the start of a stream (rows ``1 .. B`` all admitted, ``beta =
 1``) this is ``alpha`` itself; later in the stream a feature needs more rows' agreement.
 
+A buffer's decomposition costs a bounded amount whatever its contents. The sampler's cost
+grows with the number of features it holds, and a residual far larger than the features'
+scale ``sigma_a`` would make it hold hundreds (a 2 x 5 buffer of values 1e3 with ``sigma_a =
+1`` settles near 600 features and took minutes). Under the model a row with ``m`` features
+has residual coordinates of variance about ``sigma_x^2 + m sigma_a^2``, so a row whose
+residual alone implies more features than the buffer's IBP holds with probability ``1 -
+OUT_OF_REACH_TAIL`` (:func:`feature_reach`: the Poisson quantile of ``K+ ~ Poisson(alpha_B
+H_B)``) is *out of reach* of the joint decomposition (:func:`implied_features`). Such a row
+is explained alone, as a single birth would: it owns one new feature, the Gaussian posterior
+of an image given that row. The other rows are decomposed jointly as above.
+
 The estimator seeds the sampler's generator with the index of the observation at which the
 buffer is decomposed, so that fitting stays deterministic and a stream resumed from a
 checkpoint gives the same features as one never interrupted.
@@ -68,8 +79,9 @@ from ibp_lab.prior import log_prior
 from ibp_lab.split_merge import sequential_split_merge
 
 __all__ = ["ADMIT_LEVEL", "RESTARTS", "SWEEPS", "SPLIT_MERGE_PROPOSALS", "MIN_OWNERS",
-           "PILOT_SWEEPS",
-           "admission_threshold", "buffer_alpha", "decompose_buffer", "BufferBirths"]
+           "PILOT_SWEEPS", "OUT_OF_REACH_TAIL",
+           "admission_threshold", "buffer_alpha", "decompose_buffer", "feature_reach",
+           "implied_features", "BufferBirths"]
 
 #: A row is admitted when its misfit is this improbable as noise (chi-square upper tail).
 ADMIT_LEVEL = 0.01
@@ -83,6 +95,9 @@ SPLIT_MERGE_PROPOSALS = 3
 MIN_OWNERS = 2
 #: Most Gibbs sweeps of the pilot that tells a buffer of noise from one with features.
 PILOT_SWEEPS = 25
+#: Prior tail beyond which a row's implied number of features is out of the joint
+#: decomposition's reach (module docstring).
+OUT_OF_REACH_TAIL = 1e-12
 
 
 def admission_threshold(dim: int) -> float:
@@ -138,6 +153,43 @@ def buffer_alpha(rows, *, log_alpha: float, beta: float) -> float:
     return float(rate / harmonic)
 
 
+def feature_reach(alpha: float, n_rows: int) -> int:
+    """Most features the buffer's IBP holds but with probability ``OUT_OF_REACH_TAIL``.
+
+    The ``1 - OUT_OF_REACH_TAIL`` quantile of ``K+ ~ Poisson(alpha H_B)``, the number of
+    features of a one-parameter IBP on ``B = n_rows`` rows.
+
+    Examples
+    --------
+    >>> feature_reach(1.0, 100)  # the prior expects H_100 = 5.19 features
+    28
+    """
+    alpha = check_positive("alpha", alpha)
+    n_rows = check_count("n_rows", n_rows, minimum=1)
+    expected = alpha * float(np.sum(1.0 / np.arange(1, n_rows + 1)))
+    return int(stats.poisson.isf(OUT_OF_REACH_TAIL, expected))
+
+
+def implied_features(residuals, *, sigma_x: float, sigma_a: float) -> np.ndarray:
+    """How many features each residual alone implies: ``(|r|^2 / D - sigma_x^2) / sigma_a^2``.
+
+    Under the model a row owning ``m`` features has residual coordinates of mean square
+    about ``sigma_x^2 + m sigma_a^2`` (features drawn from ``N(0, sigma_a^2 I)``); the
+    estimate is floored at 0. Computed in units of ``sigma_a`` so that it does not overflow.
+
+    Examples
+    --------
+    >>> implied_features(np.full((1, 5), 1e3), sigma_x=1.0, sigma_a=1.0)
+    array([999999.])
+    """
+    residuals = check_data_matrix("residuals", residuals)
+    sigma_x = check_positive("sigma_x", sigma_x)
+    sigma_a = check_positive("sigma_a", sigma_a)
+    with np.errstate(over="ignore"):
+        mean_square = np.mean((residuals / sigma_a) ** 2, axis=1)
+    return np.maximum(mean_square - (sigma_x / sigma_a) ** 2, 0.0)
+
+
 class BufferBirths:
     """The features the buffer's rows agree on: what :func:`decompose_buffer` returns.
 
@@ -164,7 +216,8 @@ class BufferBirths:
 
 def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                      sigma_a: float, pilot: bool = True) -> BufferBirths:
-    """Explain buffered residuals jointly; return the features at least two rows own.
+    """Explain buffered residuals jointly; return the features at least two rows own, and
+    one feature for each row out of the joint decomposition's reach (module docstring).
 
     Parameters
     ----------
@@ -213,8 +266,27 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
         raise ValueError(f"residuals are too large for sigma_x = {sigma_x:g}: their squared "
                          "norms over sigma_x^2 overflow")
     n_rows, dim = residuals.shape
+    if alpha < MIN_PARAMETER:
+        return BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
+    alone = implied_features(residuals, sigma_x=sigma_x, sigma_a=sigma_a) \
+        > feature_reach(alpha, n_rows)
+    joint = _joint_births(residuals[~alone], rng, alpha, sigma_x, sigma_a, pilot)
+    if not alone.any():
+        return joint
+    owners = np.zeros((n_rows, joint.n_features + int(alone.sum())))
+    owners[~alone, : joint.n_features] = joint.owners
+    owners[np.flatnonzero(alone), joint.n_features + np.arange(int(alone.sum()))] = 1.0
+    single_means, single_cov = feature_posterior(residuals[alone], np.eye(int(alone.sum())),
+                                                 sigma_x, sigma_a)
+    return BufferBirths(np.vstack([joint.means, single_means]),
+                        np.r_[joint.variances, np.diag(single_cov)], owners)
+
+
+def _joint_births(residuals, rng, alpha, sigma_x, sigma_a, pilot) -> BufferBirths:
+    """The joint decomposition of residuals within reach (module docstring)."""
+    n_rows, dim = residuals.shape
     empty = BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
-    if alpha < MIN_PARAMETER or n_rows < MIN_OWNERS or (pilot and not _shares_a_feature(
+    if n_rows < MIN_OWNERS or (pilot and not _shares_a_feature(
             residuals, copy.deepcopy(rng), alpha, sigma_x, sigma_a)):
         return empty
     best, best_z = -np.inf, np.zeros((n_rows, 0))

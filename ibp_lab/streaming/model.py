@@ -79,6 +79,8 @@ measurements behind each.
 
 from __future__ import annotations
 
+import functools
+import threading
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -153,6 +155,22 @@ def _local_model(settings: _state.Settings) -> LocalModel:
         return FactorAnalysisLocal(settings.sigma_x, settings.sigma_w, settings.n_steps,
                                    settings.ossify)
     return LinearGaussianLocal(settings.sigma_x, settings.n_steps, settings.ossify)
+
+
+def _one_thread_at_a_time(method):
+    """Run ``method`` holding the estimator's lock: calls from several threads take turns.
+
+    A stream is a sequence, so its updates cannot run side by side; four threads feeding
+    one estimator used to interleave inside an update and lose counts (and ``save`` then
+    wrote a state that ``load`` refused). With the lock every call sees, and leaves, a
+    whole state; the order in which the threads' rows arrive is theirs to arrange. The lock
+    is re-entrant (``fit`` calls ``flush``) and is not part of a copy (``__getstate__``).
+    """
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self.__dict__.setdefault("_lock", threading.RLock()):  # setdefault is atomic
+            return method(self, *args, **kwargs)
+    return locked
 
 
 class RecursiveIBP(TransformerMixin, BaseEstimator):
@@ -398,6 +416,12 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     # fitted attributes
     # ------------------------------------------------------------------------------------
 
+    def __getstate__(self) -> dict:
+        # a copy (pickle, deepcopy, joblib) gets its own lock when it is first used
+        state = dict(super().__getstate__())  # (object.__getstate__ gives __dict__ itself)
+        state.pop("_lock", None)
+        return state
+
     def __sklearn_is_fitted__(self) -> bool:
         return getattr(self, "_n_seen", 0) > 0
 
@@ -500,6 +524,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     # fitting
     # ------------------------------------------------------------------------------------
 
+    @_one_thread_at_a_time
     def fit(self, X, y=None) -> RecursiveIBP:
         """Forget any previous fit and make one pass over the rows of ``X``, in order.
 
@@ -526,6 +551,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self._start(settings, rng)
         return self._consume(X).flush()
 
+    @_one_thread_at_a_time
     def flush(self) -> RecursiveIBP:
         """Decompose the residuals waiting in the birth buffer now, and empty it.
 
@@ -551,6 +577,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             self._decompose_buffer(pilot=False)  # the last chance of these rows
         return self
 
+    @_one_thread_at_a_time
     def partial_fit(self, X, y=None) -> RecursiveIBP:
         """Process one observation (``(D,)``) or a batch of them (``(n, D)``), in order.
 
@@ -810,7 +837,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self._mu[new] = found.means
         self._var[new] = found.variances
         self._usage[new] = owned
-        self._log_unowned[new] = -np.inf  # owned by at least MIN_OWNERS rows, for sure
+        self._log_unowned[new] = -np.inf  # owned for sure (b = 1) by the buffer's rows
         dishes = self._next_dish + np.arange(n_new)
         self._dish[new] = dishes
         self._next_dish += n_new
@@ -894,6 +921,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     # prediction
     # ------------------------------------------------------------------------------------
 
+    @_one_thread_at_a_time
     def next_prior(self) -> tuple[np.ndarray, np.ndarray]:
         """The filtering prior of the next observation: dish numbers and probabilities.
 
@@ -926,6 +954,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
                              f"magnitude (squared norms overflow), got {largest:g}")
         return X_new
 
+    @_one_thread_at_a_time
     def transform(self, X) -> np.ndarray:
         """Posterior feature probabilities ``b_nk`` of new rows; the model is not updated.
 
@@ -959,6 +988,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             out[i] = self._local_posterior(row, prior)[2][: self._k]
         return out
 
+    @_one_thread_at_a_time
     def score(self, X, y=None, *, n_draws: int = 200) -> float:
         """Mean log predictive density per row of ``X`` ``(m, D)`` (:meth:`predictive_logpdf`).
 
@@ -977,6 +1007,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         X = self._new_rows(X, name="X", one_row=False)
         return float(np.mean(self.predictive_logpdf(X, n_draws=n_draws)))
 
+    @_one_thread_at_a_time
     def predictive_logpdf(
         self,
         X_new,
@@ -1074,6 +1105,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     # interruption and resumption (ibp_lab.streaming._state does the work)
     # ------------------------------------------------------------------------------------
 
+    @_one_thread_at_a_time
     def get_state(self) -> dict:
         """Everything needed to resume the stream: settings, running state, histories.
 
@@ -1089,6 +1121,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         empty._start(empty._checked_settings(), estimator_generator(empty.rng))
         return _state.capture(empty)
 
+    @_one_thread_at_a_time
     def set_state(self, state: dict) -> RecursiveIBP:
         """Restore a state made by :meth:`get_state` (parameters included).
 
@@ -1119,6 +1152,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         _state.restore(self, _state.validate_state(state))
         return self
 
+    @_one_thread_at_a_time
     def save(self, path) -> None:
         """Write :meth:`get_state` to ``path`` (NumPy's ``.npz`` format, no pickle), as named.
 
@@ -1139,7 +1173,10 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         >>> RecursiveIBP.load(path).n_seen_
         3
         """
-        _state.write_state(path, self.get_state())
+        state = self.get_state()
+        # what is written is what load accepts: the state passes load's own checks first
+        _state.validate_state(state, "the state to save")
+        _state.write_state(path, state)
 
     @classmethod
     def load(cls, path) -> RecursiveIBP:
