@@ -120,7 +120,8 @@ def established_stream(n: int, seed: int = 0, *, k: int = 5, dim: int = 55):
     # warm up on rows that show one feature at a time, so that single births find the
     # k features (rows showing several at once fuse them: issue 18), then on the stream
     teach = np.repeat(np.eye(k), 20, axis=0) @ A + 0.5 * rng.normal(size=(20 * k, dim))
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, n_steps=3, births="single", rng=0,
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, n_steps=3, births="single",
+                         rng=0,
                          keep_history=False)
     model.partial_fit(teach).partial_fit(X[:warm])
     return model, X[warm:]
@@ -180,6 +181,7 @@ def buffer_births_cost(X: np.ndarray) -> None:
     them (ADMIT_LEVEL) are admitted even when the features explain them, and every
     ``buffer_size`` admissions run the buffer's collapsed sampler."""
     from ibp_lab.streaming import births
+    from ibp_lab.streaming._stream import StreamState
 
     rng = np.random.default_rng(1)
     k, dim = 5, X.shape[1]
@@ -187,12 +189,14 @@ def buffer_births_cost(X: np.ndarray) -> None:
     teach = np.repeat(np.eye(k), 20, axis=0) @ A + 0.5 * rng.normal(size=(20 * k, dim))
     Z = (rng.random((1000 + X.shape[0], k)) < 0.5).astype(float)
     rows = Z @ A + 0.5 * rng.normal(size=Z.shape[:1] + (dim,))
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="buffer", rng=0, keep_history=False)
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="buffer", rng=0,
+                         keep_history=False)
     model.partial_fit(teach).partial_fit(rows[:1000])
     events, buffers = [], []
-    observe, decompose = model._observe, model._decompose_buffer
-    model._observe = lambda o: (events.append(1), observe(o))
-    model._decompose_buffer = lambda **kw: (buffers.append(1), decompose(**kw))
+    stream = model._stream
+    observe, decompose = stream.observe, stream.decompose_buffer
+    stream.observe = lambda o: (events.append(1), observe(o))
+    stream.decompose_buffer = lambda **kw: (buffers.append(1), decompose(**kw))
     start, cpu = time.perf_counter(), time.process_time()
     model.partial_fit(rows[1000:])
     elapsed = (time.perf_counter() - start) / X.shape[0]
@@ -212,9 +216,17 @@ class PhaseClock:
         self.seconds: dict[str, float] = {}
         self.calls: dict[str, int] = {}
         self._stack: list[list] = []
+        self._undo: list[tuple] = []
+
+    def unwrap(self) -> None:
+        """Put every wrapped function back."""
+        for owner, attribute, inner in reversed(self._undo):
+            setattr(owner, attribute, inner)
+        self._undo = []
 
     def wrap(self, owner, attribute: str, phase: str) -> None:
         inner = getattr(owner, attribute)
+        self._undo.append((owner, attribute, inner))
 
         def timed(*args, **kwargs):
             frame = [time.process_time(), 0.0]  # start, time spent in timed callees
@@ -238,6 +250,7 @@ def from_empty_cost(n: int = 20_000, seed: int = 0) -> None:
     single births on the same rows; CPU time per observation, births included, and the
     buffer's time per phase."""
     from ibp_lab.streaming import births
+    from ibp_lab.streaming._stream import StreamState
 
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(5, 55))
@@ -249,19 +262,18 @@ def from_empty_cost(n: int = 20_000, seed: int = 0) -> None:
     per_obs = {}
     for rule in ("single", "buffer"):
         model = RecursiveIBP(sigma_x=0.5, births=rule, rng=0, keep_history=False)
-        clock, pilot = PhaseClock(), births._shares_a_feature
+        clock = PhaseClock()
         if rule == "buffer":  # the phases, each charged exclusively
-            clock.wrap(model, "_observe_fast", "fast path")
-            clock.wrap(model, "_observe", "Python events")
-            clock.wrap(model, "_admit", "admissions")
-            clock.wrap(model, "_decompose_buffer", "decompositions")
+            clock.wrap(StreamState, "observe_fast", "fast path")
+            clock.wrap(StreamState, "observe", "Python events")
+            clock.wrap(StreamState, "admit", "admissions")
+            clock.wrap(StreamState, "decompose_buffer", "decompositions")
             clock.wrap(births, "_shares_a_feature", "pilots")
         cpu = time.process_time()
         try:
             model.fit(X)
         finally:
-            if rule == "buffer":
-                births._shares_a_feature = pilot
+            clock.unwrap()
         per_obs[rule] = (time.process_time() - cpu) / n
         print(f"  births={rule!r}: {per_obs[rule] * 1e6:6.1f} us/obs, "
               f"{model.features_.shape[0]} features, n_features_expected_ "
@@ -299,7 +311,8 @@ def main() -> None:
           f"data noise {noise}, model sigma_x = {sigma_x}; true features in the stream: "
           f"{stream.A.shape[0]} (simulated in {time.perf_counter() - start:.1f} s)\n")
 
-    model = RecursiveIBP(alpha=alpha, beta=beta, sigma_x=sigma_x, sigma_a=sigma_a, rng=np.random.default_rng(1),
+    model = RecursiveIBP(alpha=alpha, beta=beta, sigma_x=sigma_x, sigma_a=sigma_a,
+                         rng=np.random.default_rng(1),
                          keep_history=False)
     model.partial_fit(stream.X[:20])  # compile (or load) the numba kernels before timing
     last = args.n - 20

@@ -408,7 +408,8 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
     >>> from ibp_lab.datasets import simulate_four_feature_data
     >>> from ibp_lab.summaries import match_features
     >>> X, Z, A = simulate_four_feature_data(np.random.default_rng(0), sigma_x=0.2)
-    >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.2, sigma_a=1.0, n_features=6, rng=np.random.default_rng(1))
+    >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.2, sigma_a=1.0, n_features=6,
+    ...                     rng=np.random.default_rng(1))
     >>> vi = vi.fit(X)
     >>> vi.features_.shape, vi.feature_probabilities_.shape
     ((6, 36), (100, 6))
@@ -542,7 +543,8 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
 
         Examples
         --------
-        >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=3, rng=np.random.default_rng(0))
+        >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=3,
+        ...                     rng=np.random.default_rng(0))
         >>> p = vi.fit([[1.0, 0.0], [0.0, 1.0]]).k_plus_distribution()
         >>> p.shape, bool(np.isclose(p.sum(), 1.0))
         ((4,), True)
@@ -600,7 +602,8 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
 
         Examples
         --------
-        >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, rng=np.random.default_rng(0))
+        >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2,
+        ...                     rng=np.random.default_rng(0))
         >>> p, A, v = vi.fit(np.eye(3)).predictive_draws(5, np.random.default_rng(1))
         >>> p.shape, A.shape, v.shape
         ((5, 2), (5, 2, 3), (5, 2))
@@ -634,7 +637,8 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
         A training row gets back (nearly) its fitted probabilities:
 
         >>> X = np.random.default_rng(0).normal(size=(20, 3))
-        >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=3, rng=np.random.default_rng(0))
+        >>> vi = VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=3,
+        ...                     rng=np.random.default_rng(0))
         >>> nu = vi.fit(X).transform(X[:2])
         >>> bool(np.allclose(nu, vi.feature_probabilities_[:2], atol=0.05))
         True

@@ -1013,7 +1013,8 @@ def _fitted_check(model):
 def _stream_fit(alpha, beta, sigma_x, sigma_a, model, n_steps, rng, tol, sigma_w, ossify, keep_history,
                 record_posteriors, births, buffer_size, X):
     from ibp_lab.streaming import RecursiveIBP
-    est = RecursiveIBP(alpha=alpha, beta=beta, sigma_x=sigma_x, sigma_a=sigma_a, model=model, n_steps=n_steps, rng=rng, tol=tol,
+    est = RecursiveIBP(alpha=alpha, beta=beta, sigma_x=sigma_x, sigma_a=sigma_a, model=model,
+                       n_steps=n_steps, rng=rng, tol=tol,
                        sigma_w=sigma_w, ossify=ossify, keep_history=keep_history,
                        record_posteriors=record_posteriors, births=births, buffer_size=buffer_size)
     return est.fit(X)
@@ -1027,14 +1028,16 @@ def _fitted(rng=None, X=None):
     if rng is None and X is None:
         return copy.deepcopy(_default_fit())
     from ibp_lab.streaming import RecursiveIBP
-    est = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=rng or fresh_rng(), record_posteriors=True)
+    est = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=rng or fresh_rng(),
+                       record_posteriors=True)
     return est.fit(data() if X is None else X)
 
 
 @functools.cache
 def _default_fit():
     from ibp_lab.streaming import RecursiveIBP
-    return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=fresh_rng(), record_posteriors=True).fit(data())
+    return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=fresh_rng(),
+                        record_posteriors=True).fit(data())
 
 
 def _same_state(a: dict, b: dict) -> bool:
@@ -1190,24 +1193,32 @@ def specs_streaming():
              names=dict(X_new=("X_new", "X"))),
         Spec("streaming.RecursiveIBP.get_state", lambda: fitted.get_state(), {}, {}),
         Spec("streaming.RecursiveIBP.flush", lambda: _fitted().flush(), {}, {}, _fitted_check,
-             junk=[("unfitted", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).flush(), ("fit",), E)]),
+             junk=[("unfitted", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5,
+                                                     sigma_a=1.0).flush(), ("fit",), E)]),
         Spec("streaming.RecursiveIBP.expected_prior_features",
-             lambda n: RecursiveIBP(alpha=2.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).expected_prior_features(n), dict(n=3), dict(n=C),
+             lambda n: RecursiveIBP(alpha=2.0, beta=1.0, sigma_x=0.5,
+                                    sigma_a=1.0).expected_prior_features(n), dict(n=3), dict(n=C),
              is_nonnegative, extremes=[("alpha 1e6 n 1e12", dict(n=10**12), E)]),
         Spec("streaming.RecursiveIBP.properties", lambda: {
             name: getattr(fitted, name) for name in
             ("alpha", "log_alpha", "features_", "feature_variances_", "feature_usage_", "feature_existence_",
              "dish_numbers_", "n_features_expected_", "poisson_rate_history_", "expected_features_history_",
              "n_slots_history_", "n_seen_", "state_nbytes")}, {}, {}),
-        Spec("streaming.RecursiveIBP.unfitted", lambda: repr(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0)),
+        Spec("streaming.RecursiveIBP.unfitted", lambda: repr(RecursiveIBP(alpha=1.0, beta=1.0,
+                                                                          sigma_x=0.5, sigma_a=1.0)),
              {}, {}, junk=[(f"unfitted {a}", functools.partial(
-                 lambda a: getattr(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0), a), a), (a, "fit"), E)
+                 lambda a: getattr(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0),
+                                   a), a), (a, "fit"), E)
                  for a in ()]  # properties may raise AttributeError before fitting (hasattr works)
-             + [("unfitted next_prior", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).next_prior(), ("fit",), E),
-                ("unfitted predictive_logpdf", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).predictive_logpdf(X),
+             + [("unfitted next_prior", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5,
+                                                             sigma_a=1.0).next_prior(), ("fit",), E),
+                ("unfitted predictive_logpdf", lambda: RecursiveIBP(alpha=1.0, beta=1.0,
+                                                                    sigma_x=0.5, sigma_a=1.0).predictive_logpdf(X),
                  ("fit",), E),
-                ("unfitted get_state then set_state", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).set_state(
-                    RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).get_state()), ("state",), E)]),
+                ("unfitted get_state then set_state", lambda: RecursiveIBP(alpha=1.0, beta=1.0,
+                                                                           sigma_x=0.5, sigma_a=1.0).set_state(
+                    RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5,
+                                 sigma_a=1.0).get_state()), ("state",), E)]),
         Spec("streaming.RecursiveIBP.set_state", lambda: _set_state_untouched(dict(state)), {}, {},
              junk=state_specs),
         Spec("streaming.RecursiveIBP.save", _save_round_trip, dict(kind="PCG64"), {},
@@ -1238,7 +1249,8 @@ def specs_streaming():
         Spec("streaming.RecursiveIBP.score", lambda X_new, n_draws: fitted.score(X_new, n_draws=n_draws),
              dict(X_new=X[:2], n_draws=5), dict(X_new=nx, n_draws=C), names=dict(X_new=("X_new", "X"))),
         Spec("streaming.stream_cost", m.stream_cost,
-             dict(model=RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0), X=np.random.default_rng(0).normal(size=(30, 3)),
+             dict(model=RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0),
+                  X=np.random.default_rng(0).normal(size=(30, 3)),
                   checkpoints=[10, 20], n_blocks=2, block_size=2, n_traced=2),
              dict(model=lambda b: [("None", None, R), ("str", "model", R)], X="matrix",
                   checkpoints=lambda b: [("beyond X", [100], R), ("decreasing", [20, 10], R), ("empty", [], E),
@@ -2072,7 +2084,8 @@ def specs_theory():
 
 def _vi_fit(alpha, sigma_x, sigma_a, n_features, family, max_iter, tol, rng, X):
     from ibp_lab.variational import VariationalIBP
-    return VariationalIBP(alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, n_features=n_features, family=family,
+    return VariationalIBP(alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, n_features=n_features,
+                          family=family,
                           max_iter=max_iter, tol=tol, rng=rng).fit(X)
 
 
@@ -2089,7 +2102,8 @@ def _vi_fitted_check(vi):
 @functools.cache
 def _vi_fitted():
     from ibp_lab.variational import VariationalIBP
-    return VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, max_iter=5, rng=fresh_rng()).fit(data())
+    return VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, max_iter=5,
+                          rng=fresh_rng()).fit(data())
 
 
 def _vi_unfitted():
@@ -2298,7 +2312,19 @@ def specs_births():
              dict(residuals="matrix", rng=G, alpha="nonneg", sigma_x=P, sigma_a=P, pilot="flag"),
              found_check, time_limit=30,
              extremes=[("no pilot", dict(pilot=False), A), ("alpha 1e-300", dict(alpha=1e-300), A),
-                       ("sigma_x 1e-9", dict(sigma_x=1e-9), E)]),
+                       ("sigma_x 1e-9", dict(sigma_x=1e-9), E),
+                       # out of the joint decomposition's reach: bounded time (it took minutes)
+                       ("values 1e3", dict(residuals=np.full((2, 5), 1e3)), A),
+                       ("one outlier x1000", dict(residuals=np.r_[R2, 1e3 * R2[:1]]), A)]),
+        Spec("streaming.births.feature_reach", births.feature_reach, dict(n_rows=100, alpha=1.0),
+             dict(n_rows=C, alpha=P), lambda out: None if isinstance(out, int) and out >= 0 else
+             f"expected a count, got {out!r}",
+             extremes=[("alpha 1e-300", dict(alpha=1e-300), R), ("n_rows 1e12", dict(n_rows=10**12), A)]),
+        Spec("streaming.births.implied_features", births.implied_features,
+             dict(residuals=R2, sigma_x=0.5, sigma_a=1.0), dict(residuals="matrix", sigma_x=P, sigma_a=P),
+             lambda out: None if np.all(np.isfinite(out)) and np.all(out >= 0) else
+             f"expected finite non-negative counts, got {out!r}",
+             extremes=[("sigma_a 1e-300", dict(sigma_a=1e-300), E)]),
         Spec("streaming.recovery.is_recovered", recovery.is_recovered,
              dict(correlations=[0.95, 0.97, 0.99, 0.93], n_features=4.0),
              dict(correlations="vector", n_features="nonneg"),

@@ -251,7 +251,8 @@ def _data_calls():
         "split_merge.random_split_merge": lambda X: split_merge.random_split_merge(
             X, _ones(X), 1.0, 0.5, 1.0, rng(), 3),
         "streaming.RecursiveIBP.fit": lambda X: robust_inputs._fitted_check(
-            RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=rng()).fit(X)) or "fitted",
+            RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+                         rng=rng()).fit(X)) or "fitted",
         "streaming.bp_means_one_pass": lambda X: bp_means_one_pass(X, 1.0),
         "heldout.FullGaussian": lambda X: heldout.FullGaussian().fit(X).heldout(
             X, [0], [X.shape[1] - 1]).log_density,

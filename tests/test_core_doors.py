@@ -117,7 +117,8 @@ def test_unfitted_model_raises_not_fitted_error():
 
 def test_predictive_logpdf_refuses_data_whose_density_overflows():
     X = np.random.default_rng(0).normal(size=(20, 3))
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=np.random.default_rng(1)).fit(X)
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+                         rng=np.random.default_rng(1)).fit(X)
     with pytest.raises(ValueError, match="X_new"):
         model.predictive_logpdf(X[:2] * 1e200 + 1e200)
     assert np.all(np.isfinite(model.predictive_logpdf(X[:2] * 1e50, n_draws=5)))

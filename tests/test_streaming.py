@@ -405,7 +405,8 @@ def test_bp_means_objective_penalises_each_feature():
 
 def fit_four_features(seed):
     X, _, A = simulate_four_feature_data(stat_rng(seed), n=400, sigma_x=0.1, p_on=0.3)
-    return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5, rng=np.random.default_rng(0), births="single").fit(X), A
+    return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5,
+                        rng=np.random.default_rng(0), births="single").fit(X), A
 
 
 @pytest.fixture(scope="module")
@@ -440,7 +441,8 @@ def test_number_of_features_and_features_recovered_from_ibp_data():
     n_sets = 15
     for i in range(n_sets):
         stream = simulate(800, stat_rng(2000 + i), alpha=0.5, sigma_x=0.1, sigma_a=1.0, d=36)
-        model = RecursiveIBP(alpha=0.5, beta=1.0, sigma_x=0.2, sigma_a=1.0, rng=np.random.default_rng(1), births="single").fit(stream.X)
+        model = RecursiveIBP(alpha=0.5, beta=1.0, sigma_x=0.2, sigma_a=1.0,
+                             rng=np.random.default_rng(1), births="single").fit(stream.X)
         corr = match_features(stream.A, model.features_).ref_correlation()
         used = stream.Z.sum(axis=0) >= 5
         successes += (abs(model.n_features_expected_ - stream.A.shape[0]) <= 1
@@ -484,9 +486,11 @@ def test_factor_analysis_counts_features_of_factor_analysis_data():
         stream = simulate_factor_analysis(360, stat_rng(3000 + i), alpha=0.5, sigma_x=0.1,
                                           sigma_a=1.0, sigma_w=1.0, d=36)
         train, test = stream.X[:300], stream.X[300:]
-        fa_model = RecursiveIBP(alpha=0.5, beta=1.0, sigma_x=0.2, sigma_a=1.0, model="factor_analysis",
+        fa_model = RecursiveIBP(alpha=0.5, beta=1.0, sigma_x=0.2, sigma_a=1.0,
+                                model="factor_analysis",
                                 rng=np.random.default_rng(0), births="single").fit(train)
-        lg_model = RecursiveIBP(alpha=0.5, beta=1.0, sigma_x=0.2, sigma_a=1.0, rng=np.random.default_rng(0), births="single").fit(train)
+        lg_model = RecursiveIBP(alpha=0.5, beta=1.0, sigma_x=0.2, sigma_a=1.0,
+                                rng=np.random.default_rng(0), births="single").fit(train)
         true_k = int(np.sum(stream.Z[:300].sum(axis=0) > 0))
         counted += abs(fa_model.n_features_expected_ - true_k) <= 1
         better += (fa_model.predictive_logpdf(test, n_draws=300).mean()
@@ -500,7 +504,8 @@ def test_factor_analysis_counts_features_of_factor_analysis_data():
 @pytest.fixture(scope="module")
 def small_model():
     X, _, _ = simulate_four_feature_data(np.random.default_rng(5), n=60, sigma_x=0.1, p_on=0.3)
-    return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5, rng=np.random.default_rng(0), births="single").fit(X), X
+    return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5,
+                        rng=np.random.default_rng(0), births="single").fit(X), X
 
 
 def test_predictive_is_a_log_mean_exp_of_direct_densities(small_model):
@@ -612,7 +617,8 @@ def test_bad_data_are_rejected_with_messages():
     with pytest.raises(ValueError, match="usage entries must be in"):
         filtering_prior([3.0], [0.0], [1], 2, 1.0, 1.0)
     with pytest.raises(ValueError, match="checkpoints must be strictly increasing"):
-        stream_cost(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single"), np.zeros((5, 2)), [3, 2])
+        stream_cost(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single"),
+                    np.zeros((5, 2)), [3, 2])
 
 
 # --- determinism, resumption ------------------------------------------------------------------
@@ -621,7 +627,8 @@ def test_bad_data_are_rejected_with_messages():
 def test_same_seed_same_result(model_name):
     X, _, _ = simulate_four_feature_data(np.random.default_rng(8), n=80, sigma_x=0.2)
     fits = [
-        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.25, sigma_a=0.5, model=model_name, rng=np.random.default_rng(4), births="single").fit(X)
+        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.25, sigma_a=0.5, model=model_name,
+                     rng=np.random.default_rng(4), births="single").fit(X)
         for _ in range(2)
     ]
     assert np.array_equal(fits[0].features_, fits[1].features_)
@@ -639,12 +646,15 @@ def fitted_arrays(model):
 def test_interrupted_stream_resumes_identically(model_name, tmp_path):
     X, _, _ = simulate_four_feature_data(np.random.default_rng(6), n=120, sigma_x=0.2)
     settings = dict(model=model_name, record_posteriors=True)
-    whole = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.25, sigma_a=0.5, rng=np.random.default_rng(11), **settings).fit(X)
-    first = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.25, sigma_a=0.5, rng=np.random.default_rng(11), **settings)
+    whole = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.25, sigma_a=0.5,
+                         rng=np.random.default_rng(11), **settings).fit(X)
+    first = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.25, sigma_a=0.5,
+                         rng=np.random.default_rng(11), **settings)
     first.partial_fit(X[:57])
     first.save(tmp_path / "stream.npz")
     resumed = RecursiveIBP.load(tmp_path / "stream.npz").partial_fit(X[57:])
-    in_memory = RecursiveIBP(alpha=2.0, beta=2.0, sigma_x=1.0, sigma_a=1.0, births="single").set_state(first.get_state())
+    in_memory = RecursiveIBP(alpha=2.0, beta=2.0, sigma_x=1.0, sigma_a=1.0,
+                             births="single").set_state(first.get_state())
     in_memory.partial_fit(X[57:])
     for other in (resumed, in_memory):
         for a, b in zip(fitted_arrays(whole), fitted_arrays(other)):
@@ -669,7 +679,8 @@ def test_one_row_at_a_time_equals_one_batch():
 
 def test_state_is_a_few_numbers_per_slot_whatever_the_stream_length():
     stream = simulate(600, np.random.default_rng(2), alpha=1.0, sigma_x=0.1, sigma_a=1.0, d=10)
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=1.0, keep_history=False, births="single")
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=1.0, keep_history=False,
+                         births="single")
     model.partial_fit(stream.X)
     k = model.features_.shape[0]
     # D means, one variance, usage, log-product, dish number per slot; four scalars; the
@@ -686,7 +697,8 @@ def test_unused_slots_retire_and_keep_counting():
     rng = np.random.default_rng(0)
     a, b = 3 * np.eye(6)[0], 3 * np.eye(6)[1]
     X = np.vstack([np.tile(b, (3, 1)), np.tile(a, (400, 1))]) + 0.05 * rng.normal(size=(403, 6))
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.1, sigma_a=1.0, tol=0.01, births="single").fit(X)
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.1, sigma_a=1.0, tol=0.01,
+                         births="single").fit(X)
     slots = model.n_slots_history_
     # feature b, owned by 3 observations, has prior 3 / n < tol = 0.01 from n = 301 on
     assert slots.max() == 2 and slots[-1] == 1 and np.argmax(slots[3:] == 1) + 4 in range(300, 303)
@@ -704,10 +716,12 @@ def test_tiny_noise_gives_positive_variances(model_name):
     next update then divided by zero; s* = s0 / (1 + b s0 / sigma^2) cannot vanish.
     """
     X = np.array([[1.0, -2.0], [1.0, -2.0], [0.5, 3.0]])
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1e-9, sigma_a=1.0, model=model_name, births="single").fit(X)
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1e-9, sigma_a=1.0, model=model_name,
+                         births="single").fit(X)
     assert np.all(model.feature_variances_ > 0) and np.all(np.isfinite(model.features_))
     if model_name == "linear_gaussian":
-        first = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1e-9, sigma_a=1.0, births="single").fit([[1.0]])
+        first = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1e-9, sigma_a=1.0,
+                             births="single").fit([[1.0]])
         assert first.features_[0, 0] == pytest.approx(1.0, rel=1e-12)
         assert first.feature_variances_[0] == pytest.approx(1e-18, rel=1e-9)
 
@@ -731,16 +745,19 @@ def test_large_alpha_is_refused_before_any_work():
     with pytest.raises(AttributeError, match="call fit"):  # nothing was processed
         model.features_
     # a refused refit leaves the previous fit in place
-    small = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single").fit(np.ones((3, 2)))
+    small = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+                         births="single").fit(np.ones((3, 2)))
     features = small.features_
     with pytest.raises(ValueError, match="X entries must be at most"):
         small.fit(np.full((2, 2), 1e200))
     assert small.n_seen_ == 3 and np.array_equal(small.features_, features)
     # the cap counts the whole stream: a long stream at a moderate alpha is refused too
     with pytest.raises(ValueError, match="model='factor_analysis' supports at most 400"):
-        RecursiveIBP(alpha=150.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, model="factor_analysis", births="single").fit(np.zeros((10, 2)))
+        RecursiveIBP(alpha=150.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, model="factor_analysis",
+                     births="single").fit(np.zeros((10, 2)))
     with pytest.raises(ValueError, match="the features would need"):
-        RecursiveIBP(alpha=1000.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single").fit(np.zeros((1, 100_000)))
+        RecursiveIBP(alpha=1000.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+                     births="single").fit(np.zeros((1, 100_000)))
 
 
 def test_expected_prior_features_is_the_harmonic_sum():
@@ -750,11 +767,13 @@ def test_expected_prior_features_is_the_harmonic_sum():
 
 
 def test_bounded_allocations_are_refused_with_messages():
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single").fit(np.ones((3, 2)))
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+                         births="single").fit(np.ones((3, 2)))
     with pytest.raises(ValueError, match="the predictive draws would need"):
         model.predictive_logpdf(np.zeros(2), n_draws=10**9)
     with pytest.raises(ValueError, match="n_steps must be an integer <= 10000"):
-        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, n_steps=10**9).fit(np.ones((3, 2)))
+        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, n_steps=10**9).fit(np.ones((3,
+                                                                                                2)))
     with pytest.raises(ValueError, match="X entries must be at most 1e\\+100"):
         model.partial_fit([[1e200, 0.0]])
     assert model.n_seen_ == 3
@@ -785,8 +804,10 @@ def test_non_real_data_are_refused(X, error, message):
 @pytest.mark.parametrize("value", ["no", 1, None, np.array([True])])
 def test_flags_must_be_bools(name, value):
     with pytest.raises(TypeError, match=f"{name} must be True or False"):
-        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, **{name: value}).fit(np.ones((2, 2)))
-    fitted = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single").fit(np.ones((2, 2)))
+        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+                     **{name: value}).fit(np.ones((2, 2)))
+    fitted = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+                          births="single").fit(np.ones((2, 2)))
     with pytest.raises(TypeError, match="return_draws must be True or False"):
         fitted.predictive_logpdf(np.ones(2), return_draws=value)
 
@@ -833,8 +854,10 @@ def test_scikit_learn_estimator_checks(check_name):
     from sklearn.utils import estimator_checks
 
     check = getattr(estimator_checks, check_name)
-    for estimator in (RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=3, births="single"),
-                      RecursiveIBP(alpha=0.5, beta=2.0, sigma_x=0.2, sigma_a=1.0, model="factor_analysis",
+    for estimator in (RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=3,
+                                   births="single"),
+                      RecursiveIBP(alpha=0.5, beta=2.0, sigma_x=0.2, sigma_a=1.0,
+                                   model="factor_analysis",
                                    rng=np.random.default_rng(1), births="single"),
                       RecursiveIBP.bp_means_limit(1.0, 1e-3)):
         check("RecursiveIBP", estimator)
@@ -844,10 +867,12 @@ def test_init_stores_parameters_as_given_and_clone_round_trips():
     from sklearn.base import clone
 
     rng = np.random.default_rng(7)
-    model = RecursiveIBP(alpha=-1.0, beta="b", sigma_x=0.5, sigma_a=1.0, model="pca", rng=rng, births="single")  # refused only at fit
+    model = RecursiveIBP(alpha=-1.0, beta="b", sigma_x=0.5, sigma_a=1.0, model="pca", rng=rng,
+                         births="single")  # refused only at fit
     assert model.get_params()["alpha"] == -1.0 and model.get_params()["rng"] is rng
     X, _, _ = simulate_four_feature_data(np.random.default_rng(3), n=60, sigma_x=0.1)
-    fitted = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5, rng=rng, births="single").fit(X)
+    fitted = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5, rng=rng,
+                          births="single").fit(X)
     twin = clone(fitted)
     assert not hasattr(twin, "features_")  # a clone is unfitted, with equal parameters
     params, twin_params = fitted.get_params(), twin.get_params()
@@ -871,12 +896,14 @@ def test_fit_never_advances_the_rng_parameter():
     first = model.fit(X).predictive_logpdf(X[:4])
     second = model.fit(X).predictive_logpdf(X[:4])
     assert np.array_equal(first, second) and rng.bit_generator.state == before
-    seeded = [RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5, rng=5, births="single").fit(X).score(X[:4]) for _ in range(2)]
+    seeded = [RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5, rng=5,
+                           births="single").fit(X).score(X[:4]) for _ in range(2)]
     assert seeded[0] == seeded[1]
 
 
 def test_parameters_changed_mid_stream_are_refused():
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single").partial_fit(np.ones((3, 2)))
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+                         births="single").partial_fit(np.ones((3, 2)))
     model.set_params(sigma_x=0.1)
     with pytest.raises(ValueError, match="parameters changed since this stream started"):
         model.partial_fit(np.ones(2))
@@ -887,7 +914,8 @@ def test_parameters_changed_mid_stream_are_refused():
 @pytest.mark.parametrize("model_name", ["linear_gaussian", "factor_analysis"])
 def test_transform_is_what_partial_fit_would_compute_and_changes_nothing(model_name):
     X, _, _ = simulate_four_feature_data(np.random.default_rng(2), n=80, sigma_x=0.1, p_on=0.3)
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5, model=model_name, record_posteriors=True,
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5, model=model_name,
+                         record_posteriors=True,
                          rng=0, births="single").fit(X[:60])
     before = model.get_state()
     probs = model.transform(X[60:65])
@@ -899,7 +927,8 @@ def test_transform_is_what_partial_fit_would_compute_and_changes_nothing(model_n
     # the direct computation: feed each row as the next observation of a copy of the stream
     dishes = model.dish_numbers_
     for i, x in enumerate(X[60:65]):
-        copy = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, births="single").set_state(before).partial_fit(x)
+        copy = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0,
+                            births="single").set_state(before).partial_fit(x)
         b_row = copy.posterior_history_[-1]
         expected = np.zeros(dishes.size)
         inside = dishes <= b_row.size
@@ -914,7 +943,8 @@ def test_transform_is_what_partial_fit_would_compute_and_changes_nothing(model_n
 def test_score_is_the_mean_exact_predictive_log_density():
     """score against exact enumeration of the predictive mixture over every slot pattern."""
     X, _, _ = simulate_four_feature_data(np.random.default_rng(5), n=60, sigma_x=0.1, p_on=0.3)
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5, rng=stat_rng(11), births="single").fit(X[:50])
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=0.5, rng=stat_rng(11),
+                         births="single").fit(X[:50])
     rows = X[50:53]
     _, prob = model.next_prior()
     k = model.features_.shape[0]
@@ -942,12 +972,13 @@ def test_score_is_the_mean_exact_predictive_log_density():
 
 
 def test_both_local_models_follow_the_one_protocol():
-    from ibp_lab.streaming.model import LocalModel, _local_model
+    from ibp_lab.streaming._stream import local_model
+    from ibp_lab.streaming.model import LocalModel
 
     for name in ("linear_gaussian", "factor_analysis"):
-        model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, model=name, births="single").fit(np.ones((2, 2)))
-        assert isinstance(model._local, LocalModel)
-        assert type(model._local) is type(_local_model(model._checked_settings()))
+        model = RecursiveIBP(model=name, sigma_x=0.5, births="single").fit(np.ones((2, 2)))
+        assert isinstance(model._stream.local, LocalModel)
+        assert type(model._stream.local) is type(local_model(model._checked_settings()))
     assert isinstance(lg.LinearGaussianLocal(0.5, 3, False), LocalModel)
     assert isinstance(fa.FactorAnalysisLocal(0.5, 1.0, 3, False), LocalModel)
 

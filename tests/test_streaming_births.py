@@ -76,8 +76,9 @@ def test_noise_rows_are_admitted_at_the_stated_rate():
     # pure noise are admitted with probability ADMIT_LEVEL each, independently.
     n_rows, dim, sigma_x = 5000, 20, 0.5
     X = sigma_x * stat_rng(41).normal(size=(n_rows, dim))
-    model = RecursiveIBP(alpha=1e-12, beta=1.0, sigma_x=sigma_x, sigma_a=1.0, buffer_size=n_rows).partial_fit(X)
-    admitted = len(model._buffer_rows)
+    model = RecursiveIBP(alpha=1e-12, beta=1.0, sigma_x=sigma_x, sigma_a=1.0,
+                         buffer_size=n_rows).partial_fit(X)
+    admitted = len(model._stream.buffer_rows)
     assert model.features_.shape[0] == 0
     assert binomial_pvalue(admitted, n_rows, births.ADMIT_LEVEL) > TEST_LEVEL
 
@@ -131,8 +132,10 @@ def test_buffer_recovers_the_canonical_features_where_single_births_do_not():
     buffer_ok = single_ok = 0
     for seed in range(10):
         X, _, A = canonical(50 + seed, 300)
-        buffer_ok += recovered(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).fit(X), A)
-        single_ok += recovered(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single").fit(X), A)
+        buffer_ok += recovered(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).fit(X),
+                               A)
+        single_ok += recovered(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+                                            births="single").fit(X), A)
     assert buffer_ok >= 5 and single_ok <= 5 and buffer_ok > single_ok
 
 
@@ -151,17 +154,19 @@ def states_equal(a: dict, b: dict) -> bool:
 
 
 def test_halves_then_flush_give_fit(stream):
-    whole = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60, rng=0).fit(stream)
+    whole = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60,
+                         rng=0).fit(stream)
     halves = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60, rng=0)
     halves.partial_fit(stream[:131]).partial_fit(stream[131:])
-    assert halves._buffer_rows  # something waits, so flush has work to do
+    assert halves._stream.buffer_rows  # something waits, so flush has work to do
     assert states_equal(halves.flush().get_state(), whole.get_state())
     assert whole.features_.shape[0] >= 3
 
 
 def test_checkpoint_with_residuals_waiting_resumes_identically(stream, tmp_path):
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60, rng=0).partial_fit(stream[:40])
-    assert 0 < len(model._buffer_rows) < 60
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60,
+                         rng=0).partial_fit(stream[:40])
+    assert 0 < len(model._stream.buffer_rows) < 60
     path = tmp_path / "stream.npz"
     model.save(path)
     resumed = RecursiveIBP.load(path)
@@ -172,10 +177,11 @@ def test_checkpoint_with_residuals_waiting_resumes_identically(stream, tmp_path)
 
 
 def test_recorded_posteriors_include_the_buffer_s_births(stream):
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60, record_posteriors=True,
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60,
+                         record_posteriors=True,
                          rng=0).fit(stream[:120])
     history = model.posterior_history_
-    assert history.shape == (120, model._next_dish - 1)
+    assert history.shape == (120, model._stream.next_dish - 1)
     # every owner of a buffer-born feature was patched into its row's record
     assert np.allclose(history.sum(axis=0)[model.dish_numbers_ - 1], model.feature_usage_)
 
@@ -196,20 +202,23 @@ def test_bad_birth_settings_are_refused(kwargs, message):
 
 
 def test_defaults_and_flush_doors():
-    assert RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0)._checked_settings().births == "buffer"
+    assert RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5,
+                        sigma_a=1.0)._checked_settings().births == "buffer"
     fa = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, model="factor_analysis")
     assert fa._checked_settings().births == "single"
     assert RecursiveIBP.bp_means_limit(1.0, 1e-3).births == "single"
     with pytest.raises(ValueError, match="flush is not available before fitting"):
         RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0).flush()
-    single = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single").partial_fit(np.ones((3, 2)))
+    single = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+                          births="single").partial_fit(np.ones((3, 2)))
     before = single.get_state()
     assert states_equal(single.flush().get_state(), before)
 
 
 @pytest.fixture(scope="module")
 def buffered_state(stream):
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60, rng=0).partial_fit(stream[:40])
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, buffer_size=60,
+                         rng=0).partial_fit(stream[:40])
     state = model.get_state()
     assert state["buffer_rows"].size >= 3
     return state
@@ -320,7 +329,7 @@ def test_implied_features_average_the_number_each_row_owns():
 def test_feature_reach_is_the_poisson_quantile_of_the_buffer_prior():
     for alpha, rows in [(1.0, 100), (0.3, 2), (5.0, 50)]:
         expected = alpha * np.sum(1.0 / np.arange(1, rows + 1))
-        reach = births.feature_reach(alpha, rows)
+        reach = births.feature_reach(rows, alpha=alpha)
         assert stats.poisson.sf(reach, expected) <= births.OUT_OF_REACH_TAIL
         assert stats.poisson.sf(reach - 1, expected) > births.OUT_OF_REACH_TAIL
 

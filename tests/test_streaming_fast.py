@@ -23,6 +23,7 @@ from scipy.special import logsumexp
 from ibp_lab.datasets import simulate_four_feature_data
 from ibp_lab.streaming import RecursiveIBP, bp_means_one_pass
 from ibp_lab.streaming import _fast
+from ibp_lab.streaming._stream import StreamState
 from ibp_lab.streaming.filtering import (
     _add_bernoullis,
     count_law,
@@ -52,16 +53,18 @@ def linear_gaussian_stream(seed, n, *, k=5, d=55, p_on=0.3, noise=0.1):
     return Z @ A + noise * rng.normal(size=(n, d))
 
 
-def counting_observe(model):
-    """Count the rows the Python path's ``_observe`` handles (the events)."""
+def counting_observe(monkeypatch, model):
+    """Count the rows the Python path (``StreamState.observe``) handles for ``model`` (the
+    events); its stream starts at fit, so the count is kept on the class, for it only."""
     calls = []
-    original = model._observe
+    original = StreamState.observe
 
-    def observe(o):
-        calls.append(1)
-        original(o)
+    def observe(stream, o):
+        if stream is model.__dict__.get("_stream"):
+            calls.append(1)
+        original(stream, o)
 
-    model._observe = observe
+    monkeypatch.setattr(StreamState, "observe", observe)
     return calls
 
 
@@ -102,20 +105,20 @@ STREAMS = {
 
 @pytest.mark.parametrize("name", sorted(STREAMS))
 @pytest.mark.slow  # measured over 8 s in all (make test only; see README)
-def test_fast_path_matches_the_python_path(name):
+def test_fast_path_matches_the_python_path(name, monkeypatch):
     params, data = STREAMS[name]
     X = data()
     slow = RecursiveIBP(**params, rng=0)
     slow._fast_path = False
     slow.fit(X)
     fast = RecursiveIBP(**params, rng=0)
-    events = counting_observe(fast)
+    events = counting_observe(monkeypatch, fast)
     fast.fit(X)
     assert_same_state(fast, slow)
     # the kernel carries the steady state: the reference sees only a small share of rows
     assert 0 < len(events) < 0.2 * X.shape[0], len(events)
     if name == "retirement":
-        assert slow.dish_numbers_.size < slow._next_dish - 1  # slots were retired
+        assert slow.dish_numbers_.size < slow._stream.next_dish - 1  # slots were retired
     if name == "many features":
         assert slow.features_.shape[0] >= 30
 
@@ -134,14 +137,14 @@ def test_halves_through_the_fast_path_equal_the_whole():
 
 
 @pytest.mark.parametrize("ossify", [False, True])
-def test_zero_noise_limit_through_the_fast_path(ossify):
+def test_zero_noise_limit_through_the_fast_path(ossify, monkeypatch):
     """BP-means (log_alpha = -5e5): the fast path takes the same 0/1 decisions."""
     X, _, _ = simulate_four_feature_data(np.random.default_rng(7), n=400, sigma_x=0.05,
                                          p_on=0.4)
     Z, A = bp_means_one_pass(X, 1.5, n_steps=3, ossify=ossify)
     fast = RecursiveIBP.bp_means_limit(1.5, 1e-3, ossify=ossify, record_posteriors=False)
     assert fast.log_alpha == -1.125e6
-    events = counting_observe(fast)
+    events = counting_observe(monkeypatch, fast)
     fast.fit(X)
     slow = RecursiveIBP.bp_means_limit(1.5, 1e-3, ossify=ossify)  # records: Python path
     slow.fit(X)
@@ -158,30 +161,26 @@ def test_zero_noise_limit_through_the_fast_path(ossify):
 
 def test_an_event_row_is_left_to_the_python_path():
     X = linear_gaussian_stream(8, 600, k=4)
-    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single", rng=0).fit(X[:500])
-    settings = model._settings
-    before = {name: getattr(model, name).copy() for name in
-              ("_mu", "_var", "_usage", "_log_unowned", "_dish")}
+    model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, births="single",
+                         rng=0).fit(X[:500])
+    stream = model._stream
+    before = {name: getattr(stream, name).copy() for name in
+              ("mu", "var", "usage", "log_unowned", "dish")}
     new_feature = 3.0 * np.random.default_rng(9).normal(size=X.shape[1])
     rows = np.ascontiguousarray(np.r_[X[500:510], (X[510] + new_feature)[None], X[511:]])
     rates = np.empty(rows.shape[0])
     slots = np.empty(rows.shape[0], dtype=np.int64)
 
-    def run(start, k):
-        return _fast.observe_rows(
-            rows, start, model._mu, model._var, model._usage, model._log_unowned,
-            model._dish, k, model._retired_log_pmf, model._n_seen, model._next_dish,
-            model._retired_rate, settings.log_alpha, settings.beta, settings.sigma_a**2,
-            settings.sigma_x**2, settings.n_steps, settings.ossify, settings.tol,
-            float(np.log(settings.tol)), 4, 1 << 16, _fast.BIRTHS_SINGLE, 0.0, rates, slots)
+    def run(start):
+        return _fast.observe_rows(rows, start, *stream.kernel_view(), rates, slots)
 
-    stop, _ = run(10, model._k)  # the row with a feature nobody has: a birth
+    stop, _ = run(10)  # the row with a feature nobody has: a birth
     assert stop == 10
     for name, value in before.items():
-        assert np.array_equal(getattr(model, name), value), name
-    stop, rate = run(0, model._k)  # ten ordinary rows, then that row again
-    assert stop == 10 and rate == pytest.approx(model._k)
-    assert not np.array_equal(model._mu, before["_mu"])
+        assert np.array_equal(getattr(stream, name), value), name
+    stop, rate = run(0)  # ten ordinary rows, then that row again
+    assert stop == 10 and rate == pytest.approx(stream.k)
+    assert not np.array_equal(stream.mu, before["mu"])
 
 
 # --- the compiled primitives of the filtering prior -----------------------------------------

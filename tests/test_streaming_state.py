@@ -41,7 +41,8 @@ def data():
 
 def fitted(X, model="linear_gaussian", bit_generator="PCG64", n=40):
     rng = np.random.Generator(getattr(np.random, bit_generator)(11))  # the test's choice
-    return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.25, sigma_a=0.5, model=model, record_posteriors=True,
+    return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.25, sigma_a=0.5, model=model,
+                        record_posteriors=True,
                         rng=rng, births="single").partial_fit(X[:n])
 
 
@@ -92,7 +93,8 @@ def test_saved_rng_kind_never_chooses_a_function(good_state, tmp_path):
     for kind in ("seed", "default_rng", "__class__", "RandomState", "Generator"):
         state = dict(good_state, rng_kind=kind)
         with pytest.raises(ValueError, match=INVALID + "rng_kind must be one of"):
-            RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, births="single").set_state(state)
+            RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0,
+                         births="single").set_state(state)
         _state.write_state(tmp_path / "s.npz", state)
         with pytest.raises(ValueError, match="rng_kind must be one of"):
             RecursiveIBP.load(tmp_path / "s.npz")
@@ -290,12 +292,14 @@ def test_missing_field_is_refused(key, good_state):
     state = dict(good_state)
     del state[key]
     with pytest.raises(ValueError, match=INVALID + rf"missing \['{key}'\]"):
-        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, births="single").set_state(state)
+        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0,
+                     births="single").set_state(state)
 
 
 def test_extra_field_is_refused(good_state):
     with pytest.raises(ValueError, match=INVALID + r"unexpected \['colour'\]"):
-        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, births="single").set_state(dict(good_state, colour="red"))
+        RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0,
+                     births="single").set_state(dict(good_state, colour="red"))
 
 
 def test_malformed_retired_count_law_is_refused():
@@ -304,9 +308,11 @@ def test_malformed_retired_count_law_is_refused():
     e = 3 * np.eye(8)
     X = np.vstack([np.tile(e[1], (3, 1)), np.tile(e[2], (3, 1)), np.tile(e[3], (3, 1)),
                    np.tile(e[0], (400, 1))])
-    state = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.1, sigma_a=1.0, tol=0.01, rng=0, births="single").fit(X).get_state()
+    state = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.1, sigma_a=1.0, tol=0.01, rng=0,
+                         births="single").fit(X).get_state()
     assert np.array_equal(state["retired_log_pmf"], [-np.inf, -np.inf, -np.inf, 0.0])
-    assert same_state(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, births="single").set_state(state).get_state(), state)
+    assert same_state(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0,
+                                   births="single").set_state(state).get_state(), state)
     for law, message in [
         ([0.5, 0.0, 0.0, 0.5], "no zero probabilities between"),  # gap in the support
         ([0.4, 0.1, 0.1, 0.4], "log-concave"),  # bimodal
@@ -317,7 +323,8 @@ def test_malformed_retired_count_law_is_refused():
         with np.errstate(divide="ignore"):
             bad = dict(state, retired_log_pmf=np.log(np.array(law)))
         with pytest.raises(ValueError, match=INVALID + ".*" + message):
-            RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, births="single").set_state(bad)
+            RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0,
+                         births="single").set_state(bad)
 
 
 def test_version_one_state_is_refused_with_its_reason(good_state):
@@ -332,17 +339,22 @@ def test_valid_state_is_accepted_and_copied(good_state, data):
     """The checks refuse no state that the estimator itself produced (fresh, fitted, retired)."""
     # a seed: with rng=None every unfitted get_state() draws fresh entropy (scikit-learn's rule)
     fresh = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, rng=0, births="single")
-    assert same_state(RecursiveIBP(alpha=2.0, beta=2.0, sigma_x=2.0, sigma_a=2.0, births="single").set_state(fresh.get_state()).get_state(),
+    assert same_state(RecursiveIBP(alpha=2.0, beta=2.0, sigma_x=2.0, sigma_a=2.0,
+                                   births="single").set_state(fresh.get_state()).get_state(),
                       fresh.get_state())
     # a slot retired (tol = 0.01 drops a feature 3 of 403 observations own) and b = 1 exactly
     a, b = 3 * np.eye(6)[0], 3 * np.eye(6)[1]
     X = np.vstack([np.tile(b, (3, 1)), np.tile(a, (400, 1))])
-    for model in (RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.1, sigma_a=1.0, tol=0.01, record_posteriors=True, births="single").fit(X),
+    for model in (RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.1, sigma_a=1.0, tol=0.01,
+                               record_posteriors=True, births="single").fit(X),
                   RecursiveIBP.bp_means_limit(1.5, 1e-3).fit(data),
-                  RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.3, sigma_a=1.0, keep_history=False, ossify=True, births="single").fit(data)):
+                  RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.3, sigma_a=1.0, keep_history=False,
+                               ossify=True, births="single").fit(data)):
         state = model.get_state()
-        assert same_state(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, births="single").set_state(state).get_state(), state)
-    restored = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, births="single").set_state(good_state)
+        assert same_state(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0,
+                                       births="single").set_state(state).get_state(), state)
+    restored = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0,
+                            births="single").set_state(good_state)
     restored.partial_fit(data[40:45])  # fitting does not write into the caller's arrays
     assert same_state(good_state, fitted(data).get_state())
 

@@ -317,7 +317,8 @@ def test_best_of_several_starts_recovers_the_four_features():
     rate."""
     X, _, A = simulate_four_feature_data(np.random.default_rng(21), n=100, sigma_x=0.5,
                                          p_on=0.5)
-    fits = [vi.VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=8, max_iter=1000, tol=1e-8,
+    fits = [vi.VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=8, max_iter=1000,
+                              tol=1e-8,
                               rng=np.random.default_rng(s)).fit(X) for s in range(12)]
     best = max(fits, key=lambda f: f.elbo_[-1])
     # each feature pools about 50 images with noise 0.5 (a pixel's error about 0.07):
@@ -327,7 +328,8 @@ def test_best_of_several_starts_recovers_the_four_features():
 
 def test_transform_and_score_on_new_rows():
     X, _, A = simulate_four_feature_data(np.random.default_rng(3), n=80, sigma_x=0.3)
-    fit = vi.VariationalIBP(alpha=1.0, sigma_x=0.3, sigma_a=1.0, n_features=5, rng=np.random.default_rng(0)).fit(X)
+    fit = vi.VariationalIBP(alpha=1.0, sigma_x=0.3, sigma_a=1.0, n_features=5,
+                            rng=np.random.default_rng(0)).fit(X)
     nu = fit.transform(X[:5])
     assert nu.shape == (5, 5) and np.all((nu >= 0) & (nu <= 1))
     assert np.allclose(nu, fit.feature_probabilities_[:5], atol=0.05)
@@ -365,7 +367,8 @@ def test_bad_data_and_unfitted_use_are_refused():
         vi.VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, rng=3.0).fit(np.eye(2))
     with pytest.raises(ValueError, match="call fit"):
         vi.VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0).features_
-    fit = vi.VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, family="finite").fit(np.eye(3))
+    fit = vi.VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2,
+                            family="finite").fit(np.eye(3))
     with pytest.raises(ValueError, match="X has 2 features, but VariationalIBP is expecting 3"):
         fit.transform(np.eye(2))
     with pytest.raises(ValueError, match="ibp_elbo_ needs family='stick_breaking'"):

@@ -2,12 +2,12 @@
 
 One observation of the linear-Gaussian R-IBP costs ``O(S K D)`` arithmetic, a few thousand
 flops at ``K = 5``, ``D = 55``, ``S = 3``: about a microsecond. Done row by row in Python
-(``RecursiveIBP._observe``) it costs nearly a hundred times that, almost all of it the
+(``StreamState.observe``, ``ibp_lab.streaming._stream``) it costs nearly a hundred times that, almost all of it the
 overhead of Python and NumPy calls. :func:`observe_rows` does the same work for a run of
-rows in one compiled call, on the estimator's running arrays in place.
+rows in one compiled call, on the stream's running arrays in place.
 
 It covers the steady state only. A row is an *event*, left to the Python path
-(``RecursiveIBP._observe``, the reference), when anything but the usual update would
+(``StreamState.observe``, the reference), when anything but the usual update would
 happen:
 
 - a fresh slot would be kept (its posterior probability exceeds ``tol``, or the birth
@@ -28,8 +28,9 @@ The mathematics is not repeated here: the filtering prior is the compiled core t
 Python path also calls (:func:`ibp_lab.streaming.filtering.filtering_prior_core` and
 :func:`~ibp_lab.streaming.filtering.count_law`), and the local fit and the birth proposal
 are the compiled functions of ``ibp_lab.streaming._linear_gaussian``. What this module
-repeats is bookkeeping: the choice of fresh slots (``RecursiveIBP._prior_with_fresh``) and
-the update of the running sums (``RecursiveIBP._store``), checked against the Python path
+repeats is bookkeeping: the choice of fresh slots (``StreamState.prior_with_fresh``) and
+the update of the running sums (``StreamState.store`` without births or retirements, the
+only case it meets), checked against the Python path
 in ``tests/test_streaming_fast.py``. The results of the two paths agree to rounding, not
 bit for bit: the Python path's NumPy ``exp`` and ``log1p`` (vectorised) and BLAS dot
 products round differently, in the last bit, from their scalar counterparts here.
@@ -65,7 +66,7 @@ _birth_gain = (lg.birth_gain if isinstance(lg.birth_gain, CPUDispatcher)
 @njit(cache=True)
 def _fresh_prior(usage, log_unowned, dish, k, n, log_count, log_alpha, beta, next_dish,
                  log_tol, fresh_block, max_fresh):
-    """``RecursiveIBP._prior_with_fresh``: kept slots, then fresh ones while their prior
+    """``StreamState.prior_with_fresh``: kept slots, then fresh ones while their prior
     exceeds ``tol`` (at least one), in blocks that double. Returns ``log_q``, ``log_1mq``
     (all slots examined) and the number of fresh slots kept."""
     n_fresh = fresh_block
@@ -125,7 +126,7 @@ def _birth_would_be_kept(o, k, mu, s, b, logit_q, log_q, log_1mq, mu0, s0, usage
 @njit(cache=True)
 def _row_posterior(o, mu, var, usage, k, log_q, log_1mq, total, s_prior, sigma2, n_steps,
                    ossify):
-    """``RecursiveIBP._local_posterior`` without the birth proposal: the local fit on the
+    """``StreamState.local_posterior`` without the birth proposal: the local fit on the
     kept slots and ``total - k`` fresh ones. Returns the posteriors, the residual and what
     the fit started from."""
     D = o.shape[0]
@@ -169,10 +170,7 @@ def _is_event(o, k, total, n_examined, log_q_all, post, tol, log_tol, sigma2, n_
 
 
 @njit(cache=True)
-def observe_rows(X, start, mu, var, usage, log_unowned, dish, k, retired_log_pmf, n_seen,
-                 next_dish, retired_rate, log_alpha, beta, s_prior, sigma2, n_steps, ossify,
-                 tol, log_tol, fresh_block, max_fresh, births, threshold, rate_out,
-                 slots_out):
+def observe_rows(X, start, slots, counts, params, rate_out, slots_out):
     """Process rows ``X[start], X[start + 1], ...`` in place until the first event.
 
     Parameters
@@ -181,30 +179,19 @@ def observe_rows(X, start, mu, var, usage, log_unowned, dish, k, retired_log_pmf
         ``(N, D)`` C-contiguous float64 observations.
     start : int
         First row to process.
-    mu, var, usage, log_unowned, dish : numpy.ndarray
-        The estimator's running slot arrays (capacity ``>= k``), changed in place.
-    k : int
-        Number of kept slots.
-    retired_log_pmf : numpy.ndarray
-        Log pmf of the retired slots' count.
-    n_seen, next_dish : int
-        Observations seen before row ``start``; the next dish number.
-    retired_rate : float
-        Existence probability of the retired slots, summed.
-    log_alpha, beta, s_prior, sigma2 : float
-        ``log alpha``, ``beta``, ``sigma_a^2`` and ``sigma_x^2``.
-    n_steps : int
-        Coordinate-ascent steps per observation.
-    ossify : bool
-        The "ossify" average.
-    tol, log_tol : float
-        The slot threshold and its logarithm (as the Python path computes it).
-    fresh_block, max_fresh : int
-        The first block of fresh slots and the most examined.
-    births : int
-        :data:`BIRTHS_SINGLE` or :data:`BIRTHS_BUFFER`.
-    threshold : float
-        Buffer admission threshold on ``misfit / sigma_x^2`` (``births="buffer"``).
+    slots : ibp_lab.streaming._stream.KernelSlots
+        The stream's slot arrays ``mu, var, usage, log_unowned, dish`` (capacity ``>= k``,
+        changed in place) and the retired slots' count law
+        (:meth:`~ibp_lab.streaming._stream.StreamState.kernel_view`).
+    counts : ibp_lab.streaming._stream.KernelCounts
+        ``k`` kept slots, ``n_seen`` observations before row ``start``, the next dish
+        number, the retired slots' summed existence probability.
+    params : ibp_lab.streaming._stream.KernelParams
+        ``log alpha``, ``beta``, ``sigma_a^2``, ``sigma_x^2``, the coordinate-ascent steps,
+        the "ossify" average, ``tol`` and its logarithm (as the Python path computes it),
+        the first block of fresh slots and the most examined, :data:`BIRTHS_SINGLE` or
+        :data:`BIRTHS_BUFFER`, and the buffer's admission threshold on ``misfit /
+        sigma_x^2``.
     rate_out, slots_out : numpy.ndarray
         ``(N,)`` float64 and int64: the expected number of features and the number of kept
         slots after row ``i`` go to index ``i``.
@@ -220,15 +207,22 @@ def observe_rows(X, start, mu, var, usage, log_unowned, dish, k, retired_log_pmf
     --------
     Before any feature exists the first row is always an event (a birth or a fresh slot):
 
-    >>> X = np.ones((2, 3))
-    >>> stop, rate = observe_rows(
-    ...     X, 0, np.zeros((8, 3)), np.zeros(8), np.zeros(8), np.zeros(8),
-    ...     np.zeros(8, dtype=np.int64), 0, np.zeros(1), 0, 1, 0.0, 0.0, 1.0, 1.0, 0.25, 3,
-    ...     False, 1e-6, np.log(1e-6), 4, 1 << 16, BIRTHS_SINGLE, 0.0, np.zeros(2),
-    ...     np.zeros(2, dtype=np.int64))
+    >>> from ibp_lab.streaming._stream import StreamState
+    >>> from ibp_lab.streaming._state import check_settings
+    >>> stream = StreamState(check_settings(
+    ...     alpha=1.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0, sigma_w=1.0,
+    ...     model="linear_gaussian", n_steps=3, tol=1e-6, ossify=False, keep_history=True,
+    ...     record_posteriors=False, births="single"))
+    >>> stream.begin(3)
+    >>> stop, rate = observe_rows(np.ones((2, 3)), 0, *stream.kernel_view(), np.zeros(2),
+    ...                           np.zeros(2, dtype=np.int64))
     >>> stop
     0
     """
+    mu, var, usage, log_unowned, dish, retired_log_pmf = slots
+    k, n_seen, next_dish, retired_rate = counts
+    (log_alpha, beta, s_prior, sigma2, n_steps, ossify, tol, log_tol, fresh_block, max_fresh,
+     births, threshold) = params
     N = X.shape[0]
     rate = np.nan
     for i in range(start, N):
@@ -246,7 +240,7 @@ def observe_rows(X, start, mu, var, usage, log_unowned, dish, k, retired_log_pmf
             return i, rate
         m1, s1, b = post[0], post[1], post[2]
         rate = 0.0
-        for j in range(k):  # RecursiveIBP._store without births or retirements
+        for j in range(k):  # StreamState.store without births or retirements
             mu[j] = m1[j]
             var[j] = s1[j]
             usage[j] += b[j]

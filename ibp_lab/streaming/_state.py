@@ -42,7 +42,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ibp_lab._checks import MAX_PARAMETER, check_count, check_flag, check_positive, check_rng
+from ibp_lab._checks import MAX_PARAMETER, check_count, check_flag, check_positive
+from ibp_lab.streaming._limits import MAX_RECORDED_ROWS
+from ibp_lab.streaming._stream import StreamState
 
 __all__ = [
     "BIT_GENERATORS",
@@ -87,9 +89,6 @@ BIRTHS = ("buffer", "single")
 MAX_STATE_BYTES = 1 << 30
 #: Largest number of coordinate-ascent steps per observation.
 MAX_STEPS = 10_000
-#: Largest stream whose posteriors are recorded (``record_posteriors=True`` keeps one entry
-#: per observation).
-MAX_RECORDED_ROWS = 10_000_000
 MODELS = ("linear_gaussian", "factor_analysis")
 #: State entries stored as arrays; the others are JSON scalars (and the generator's state).
 ARRAY_KEYS = ("features", "variances", "usage", "log_unowned", "dish", "rate_history",
@@ -723,36 +722,12 @@ def read_state(path) -> dict:
 def capture(estimator) -> dict:
     """The state of a started :class:`~ibp_lab.streaming.RecursiveIBP` stream, as copies."""
     settings = estimator._settings
-    k = estimator._k
-    rows, dishes, values = [], [], []
-    for i, (d, v) in enumerate(estimator._posteriors):
-        rows.append(np.full(d.size, i))
-        dishes.append(d)
-        values.append(v)
     return {
         "version": STATE_VERSION,
         **{name: getattr(settings, name) for name in SETTING_KEYS},
         "rng_state": estimator.rng_.bit_generator.state,
         "rng_kind": type(estimator.rng_.bit_generator).__name__,
-        "dim": estimator._dim,
-        "n_seen": estimator._n_seen,
-        "retired_rate": estimator._retired_rate,
-        "retired_log_pmf": estimator._retired_log_pmf.copy(),
-        "next_dish": estimator._next_dish,
-        "rate": estimator._rate,
-        "features": estimator._mu[:k].copy(),
-        "variances": estimator._var[:k].copy(),
-        "usage": estimator._usage[:k].copy(),
-        "log_unowned": estimator._log_unowned[:k].copy(),
-        "dish": estimator._dish[:k].copy(),
-        "rate_history": np.array(estimator._rate_history, dtype=float),
-        "slots_history": np.array(estimator._slots_history, dtype=np.int64),
-        "posterior_rows": np.concatenate(rows) if rows else np.zeros(0, np.int64),
-        "posterior_dishes": np.concatenate(dishes) if dishes else np.zeros(0, np.int64),
-        "posterior_values": np.concatenate(values) if values else np.zeros(0),
-        "buffer_residuals": estimator._buffer_residuals[: len(estimator._buffer_rows)]
-        .reshape(len(estimator._buffer_rows), estimator._dim or 0).copy(),
-        "buffer_rows": np.array(estimator._buffer_rows, dtype=np.int64),
+        **estimator._stream.to_dict(),
     }
 
 
@@ -780,33 +755,6 @@ def restore(estimator, valid: dict) -> None:
     settings, rng = valid["settings"], valid["rng"]
     fresh = type(estimator)(**_parameters_of(settings, copy.deepcopy(rng)))
     fresh._start(settings, rng)
-    fresh._dim = valid["dim"]
-    if fresh._dim is not None:
-        fresh._mu = valid["features"]
-        fresh._var = valid["variances"]
-        fresh._usage = valid["usage"]
-        fresh._log_unowned = valid["log_unowned"]
-        fresh._dish = valid["dish"]
-        fresh._k = fresh._mu.shape[0]
-        fresh._ensure_capacity(max(fresh._k, 8))
-    fresh._n_seen = valid["n_seen"]
-    fresh._retired_rate = valid["retired_rate"]
-    fresh._retired_log_pmf = valid["retired_log_pmf"]
-    fresh._next_dish = valid["next_dish"]
-    fresh._rate = valid["rate"]
-    fresh._rate_history = [float(v) for v in valid["rate_history"]]
-    fresh._slots_history = [int(v) for v in valid["slots_history"]]
-    if fresh._dim is not None:
-        fresh._allocate_buffer()
-        m = valid["buffer_rows"].size
-        if m:  # only a buffer-births stream allocates (and may fill) a buffer
-            fresh._buffer_residuals[:m] = valid["buffer_residuals"]
-        fresh._buffer_rows = [int(v) for v in valid["buffer_rows"]]
-    if settings.record_posteriors:
-        rows = valid["posterior_rows"]
-        bounds = np.searchsorted(rows, np.arange(fresh._n_seen + 1))
-        dishes, values = valid["posterior_dishes"], valid["posterior_values"]
-        fresh._posteriors = [(dishes[lo:hi], values[lo:hi])
-                             for lo, hi in zip(bounds[:-1], bounds[1:])]
+    fresh._stream = StreamState.from_dict(valid)
     estimator.__dict__.clear()
     estimator.__dict__.update(fresh.__dict__)

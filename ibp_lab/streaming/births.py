@@ -73,6 +73,7 @@ from ibp_lab._checks import (
     check_real_array,
     check_rng,
 )
+from ibp_lab._hyper import harmonic
 from ibp_lab.gibbs import gibbs_sweep
 from ibp_lab.linear_gaussian import collapsed_loglik, feature_posterior
 from ibp_lab.prior import log_prior
@@ -153,7 +154,7 @@ def buffer_alpha(rows, *, log_alpha: float, beta: float) -> float:
     return float(rate / harmonic)
 
 
-def feature_reach(alpha: float, n_rows: int) -> int:
+def feature_reach(n_rows: int, *, alpha: float) -> int:
     """Most features the buffer's IBP holds but with probability ``OUT_OF_REACH_TAIL``.
 
     The ``1 - OUT_OF_REACH_TAIL`` quantile of ``K+ ~ Poisson(alpha H_B)``, the number of
@@ -161,13 +162,12 @@ def feature_reach(alpha: float, n_rows: int) -> int:
 
     Examples
     --------
-    >>> feature_reach(1.0, 100)  # the prior expects H_100 = 5.19 features
+    >>> feature_reach(100, alpha=1.0)  # the prior expects H_100 = 5.19 features
     28
     """
-    alpha = check_positive("alpha", alpha)
     n_rows = check_count("n_rows", n_rows, minimum=1)
-    expected = alpha * float(np.sum(1.0 / np.arange(1, n_rows + 1)))
-    return int(stats.poisson.isf(OUT_OF_REACH_TAIL, expected))
+    alpha = check_positive("alpha", alpha)
+    return int(stats.poisson.isf(OUT_OF_REACH_TAIL, alpha * harmonic(n_rows, 1.0)))
 
 
 def implied_features(residuals, *, sigma_x: float, sigma_a: float) -> np.ndarray:
@@ -187,7 +187,11 @@ def implied_features(residuals, *, sigma_x: float, sigma_a: float) -> np.ndarray
     sigma_a = check_positive("sigma_a", sigma_a)
     with np.errstate(over="ignore"):
         mean_square = np.mean((residuals / sigma_a) ** 2, axis=1)
-    return np.maximum(mean_square - (sigma_x / sigma_a) ** 2, 0.0)
+        implied = np.maximum(mean_square - (sigma_x / sigma_a) ** 2, 0.0)
+    if not np.all(np.isfinite(implied)):
+        raise ValueError(f"residuals are too large for sigma_a = {sigma_a:g} (and sigma_x = "
+                         f"{sigma_x:g}): their squares over sigma_a^2 overflow")
+    return implied
 
 
 class BufferBirths:
@@ -269,7 +273,7 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
     if alpha < MIN_PARAMETER:
         return BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
     alone = implied_features(residuals, sigma_x=sigma_x, sigma_a=sigma_a) \
-        > feature_reach(alpha, n_rows)
+        > feature_reach(n_rows, alpha=alpha)
     joint = _joint_births(residuals[~alone], rng, alpha, sigma_x, sigma_a, pilot)
     if not alone.any():
         return joint

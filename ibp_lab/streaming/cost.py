@@ -63,7 +63,8 @@ def stream_cost(
     >>> from ibp_lab.linear_gaussian import simulate
     >>> from ibp_lab.streaming import RecursiveIBP
     >>> X = simulate(400, np.random.default_rng(0), alpha=1.0, sigma_x=0.1, sigma_a=1.0, d=5).X
-    >>> cost = stream_cost(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=1.0), X, [100, 300], n_blocks=3,
+    >>> cost = stream_cost(RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.2, sigma_a=1.0), X, [100,
+    ...                                                                                     300], n_blocks=3,
     ...                    block_size=10, n_traced=5)
     >>> cost.n.tolist(), bool(np.all(cost.seconds_per_obs > 0))
     ([100, 300], True)

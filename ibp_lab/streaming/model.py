@@ -84,7 +84,6 @@ import threading
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-from scipy import special
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ibp_lab._checks import (
@@ -95,37 +94,20 @@ from ibp_lab._checks import (
     copy_generator,
 )
 from ibp_lab._estimator import estimator_generator, estimator_rows
-from ibp_lab.streaming import _state, births
-from ibp_lab.streaming._factor_analysis import FactorAnalysisLocal
-from ibp_lab.streaming._linear_gaussian import LinearGaussianLocal
-from ibp_lab.streaming.filtering import _count_log_pmf, _log_filtering_prior
+from ibp_lab.streaming import _state
+from ibp_lab.streaming._limits import (
+    MAX_DATA_MAGNITUDE,
+    MAX_ENTRIES,
+    MAX_EXPECTED_FEATURES,
+    check_entries,
+    check_work,
+    expected_prior_features,
+)
+from ibp_lab.streaming._stream import StreamState
 
 __all__ = ["RecursiveIBP", "LocalModel", "MAX_EXPECTED_FEATURES", "MAX_ENTRIES",
            "MAX_DATA_MAGNITUDE"]
 
-# Fresh slots are examined in blocks of this many (their prior probabilities decrease).
-_FRESH_BLOCK = 4
-# Fresh slots examined at most: a Poisson(10^4) variable exceeds 4 * 10^4 with a
-# probability far below the smallest tol (1e-100).
-_MAX_FRESH = 1 << 16
-
-#: Largest expected number of features, ``alpha beta (digamma(beta + n) - digamma(beta))``
-#: under the IBP prior after ``n`` observations, that a stream may reach: each feature
-#: costs ``D`` numbers of memory and ``O(n_steps D)`` work per observation (factor analysis
-#: also a ``K x K`` weight covariance, factored at every step, hence its smaller cap).
-#: :meth:`RecursiveIBP.partial_fit` refuses, before any work, a batch that would exceed it.
-MAX_EXPECTED_FEATURES = {"linear_gaussian": 10_000, "factor_analysis": 400}
-#: Largest number of entries of an array the estimator allocates (2**26 float64s: 512 MiB):
-#: the expected number of features times ``D``, the draws of :meth:`predictive_logpdf`,
-#: the dense :attr:`posterior_history_`.
-MAX_ENTRIES = 2**26
-#: Largest magnitude of a data entry: squared norms of larger entries, divided by a small
-#: noise variance, overflow.
-MAX_DATA_MAGNITUDE = 1e100
-#: Largest stream kept with ``record_posteriors=True`` (one list entry per observation).
-MAX_RECORDED_ROWS = _state.MAX_RECORDED_ROWS
-# The per-slot arrays of the running state (grown together, compacted together).
-_SLOT_ARRAYS = ("_mu", "_var", "_usage", "_log_unowned", "_dish")
 
 
 @runtime_checkable
@@ -147,14 +129,6 @@ class LocalModel(Protocol):
                         usage) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
     def predictive_weights(self, z, rng) -> tuple[np.ndarray, np.ndarray]: ...
-
-
-def _local_model(settings: _state.Settings) -> LocalModel:
-    """The one place that chooses the local model."""
-    if settings.model == "factor_analysis":
-        return FactorAnalysisLocal(settings.sigma_x, settings.sigma_w, settings.n_steps,
-                                   settings.ossify)
-    return LinearGaussianLocal(settings.sigma_x, settings.n_steps, settings.ossify)
 
 
 def _one_thread_at_a_time(method):
@@ -267,7 +241,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     >>> from ibp_lab.datasets import simulate_four_feature_data
     >>> from ibp_lab.summaries import match_features
     >>> X, Z, A = simulate_four_feature_data(np.random.default_rng(0), n=300)
-    >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=np.random.default_rng(1)).fit(X)
+    >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+    ...                      rng=np.random.default_rng(1)).fit(X)
     >>> model.features_.shape, round(model.n_features_expected_, 2)
     ((4, 36), 4.0)
     >>> bool(match_features(A, model.features_).ref_correlation().min() > 0.98)
@@ -344,27 +319,9 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     def _start(self, settings: _state.Settings, rng: np.random.Generator) -> None:
         """Begin a new stream (forget any previous one) with checked settings."""
         self._settings = settings
-        self._local = _local_model(settings)
         self._key = self._parameter_key()
         self.rng_ = rng
-        self._dim = None
-        self._k = 0
-        self._mu = np.zeros((0, 0))
-        self._var = np.zeros(0)
-        self._usage = np.zeros(0)
-        self._log_unowned = np.zeros(0)
-        self._dish = np.zeros(0, dtype=np.int64)
-        self._n_seen = 0
-        self._retired_rate = 0.0
-        self._retired_log_pmf = np.zeros(1)
-        self._next_dish = 1
-        self._rate = 0.0
-        self._rate_history: list[float] = []
-        self._slots_history: list[int] = []
-        self._posteriors: list[tuple[np.ndarray, np.ndarray]] = []
-        self._buffer_residuals = np.zeros((0, 0))
-        self._buffer_rows: list[int] = []
-        self._admit_threshold = np.inf
+        self._stream = StreamState(settings)
 
     def _stream_settings(self) -> _state.Settings:
         """The settings of the running stream; refuse parameters changed since it began."""
@@ -416,6 +373,10 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     # fitted attributes
     # ------------------------------------------------------------------------------------
 
+    #: Private switch: ``False`` sends every row through the Python reference path
+    #: (``StreamState.observe``); tests and benchmarks compare the two paths.
+    _fast_path = True
+
     def __getstate__(self) -> dict:
         # a copy (pickle, deepcopy, joblib) gets its own lock when it is first used
         state = dict(super().__getstate__())  # (object.__getstate__ gives __dict__ itself)
@@ -423,7 +384,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         return state
 
     def __sklearn_is_fitted__(self) -> bool:
-        return getattr(self, "_n_seen", 0) > 0
+        stream = self.__dict__.get("_stream")
+        return stream is not None and stream.n_seen > 0
 
     def _check_fitted(self, name: str) -> None:
         """Raise :class:`~ibp_lab._checks.NotFittedError` if nothing has been seen yet.
@@ -439,37 +401,37 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     @property
     def features_(self) -> np.ndarray:
         self._check_fitted("features_")
-        return self._mu[: self._k].copy()
+        return self._stream.mu[: self._stream.k].copy()
 
     @property
     def feature_variances_(self) -> np.ndarray:
         self._check_fitted("feature_variances_")
-        return self._var[: self._k].copy()
+        return self._stream.var[: self._stream.k].copy()
 
     @property
     def feature_usage_(self) -> np.ndarray:
         self._check_fitted("feature_usage_")
-        return self._usage[: self._k].copy()
+        return self._stream.usage[: self._stream.k].copy()
 
     @property
     def feature_existence_(self) -> np.ndarray:
         self._check_fitted("feature_existence_")
-        return -np.expm1(self._log_unowned[: self._k])
+        return -np.expm1(self._stream.log_unowned[: self._stream.k])
 
     @property
     def dish_numbers_(self) -> np.ndarray:
         self._check_fitted("dish_numbers_")
-        return self._dish[: self._k].copy()
+        return self._stream.dish[: self._stream.k].copy()
 
     @property
     def n_features_expected_(self) -> float:
         self._check_fitted("n_features_expected_")
-        return self._rate
+        return self._stream.rate
 
     @property
     def n_features_in_(self) -> int:
         self._check_fitted("n_features_in_")
-        return self._dim
+        return self._stream.dim
 
     def _check_history(self, name: str) -> None:
         self._check_fitted(name)
@@ -479,19 +441,19 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     @property
     def poisson_rate_history_(self) -> np.ndarray:
         self._check_history("poisson_rate_history_")
-        return np.array(self._rate_history)
+        return np.array(self._stream.rate_history)
 
     expected_features_history_ = poisson_rate_history_
 
     @property
     def n_slots_history_(self) -> np.ndarray:
         self._check_history("n_slots_history_")
-        return np.array(self._slots_history, dtype=np.int64)
+        return np.array(self._stream.slots_history, dtype=np.int64)
 
     @property
     def n_seen_(self) -> int:
         self._check_fitted("n_seen_")
-        return self._n_seen
+        return self._stream.n_seen
 
     @property
     def posterior_history_(self) -> np.ndarray:
@@ -501,11 +463,12 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             raise AttributeError(
                 "posterior_history_ needs RecursiveIBP(alpha=..., record_posteriors=True)"
             )
-        width = max((int(d.max()) for d, _ in self._posteriors if d.size), default=0)
-        _check_entries("posterior_history_", len(self._posteriors) * width,
+        posteriors = self._stream.posteriors
+        width = max((int(d.max()) for d, _ in posteriors if d.size), default=0)
+        check_entries("posterior_history_", len(posteriors) * width,
                        "read the sparse rows of get_state() instead")
-        out = np.zeros((len(self._posteriors), width))
-        for i, (dishes, values) in enumerate(self._posteriors):
+        out = np.zeros((len(posteriors), width))
+        for i, (dishes, values) in enumerate(posteriors):
             out[i, dishes - 1] = values
         return out
 
@@ -513,12 +476,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     def state_nbytes(self) -> int:
         """Bytes of what the stream needs to continue (the histories excluded)."""
         self._check_fitted("state_nbytes")
-        k = self._k
-        per_slot = sum(getattr(self, name)[:k].nbytes for name in _SLOT_ARRAYS)
-        # n_seen, retired rate, next dish number, rate; the retired slots' count law; the
-        # birth buffer (its capacity: buffer_size rows, allocated once)
-        return (int(per_slot) + 4 * 8 + int(self._retired_log_pmf.nbytes)
-                + int(self._buffer_residuals.nbytes) + 8 * len(self._buffer_rows))
+        return self._stream.nbytes
 
     # ------------------------------------------------------------------------------------
     # fitting
@@ -547,9 +505,11 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         settings = self._checked_settings()
         rng = estimator_generator(self.rng)
         X = estimator_rows(self, X)
-        self._check_work(settings, X, n_before=0)  # refuse before forgetting the previous fit
+        check_work(settings, X, n_before=0)  # refuse before forgetting the previous fit
         self._start(settings, rng)
-        return self._consume(X).flush()
+        self._stream.consume(X, fast=self._fast_path)
+        self._stream.flush()
+        return self
 
     @_one_thread_at_a_time
     def flush(self) -> RecursiveIBP:
@@ -573,8 +533,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         (0, 3)
         """
         self._check_fitted("flush")
-        if self._buffer_rows:
-            self._decompose_buffer(pilot=False)  # the last chance of these rows
+        self._stream.flush()
         return self
 
     @_one_thread_at_a_time
@@ -603,112 +562,16 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         settings = self._stream_settings() if started else self._checked_settings()
         rng = None if started else estimator_generator(self.rng)
         X = estimator_rows(self, X, one_row=True)
-        self._check_work(settings, X, n_before=self._n_seen if started else 0)
+        check_work(settings, X, n_before=self._stream.n_seen if started else 0)
         if not started:
             self._start(settings, rng)
-        return self._consume(X)
-
-    def _consume(self, X: np.ndarray) -> RecursiveIBP:
-        if self._dim is None:
-            self._dim = X.shape[1]
-            self._mu = np.zeros((8, self._dim))
-            self._var = np.zeros(8)
-            self._usage = np.zeros(8)
-            self._log_unowned = np.zeros(8)
-            self._dish = np.zeros(8, dtype=np.int64)
-            self._allocate_buffer()
-        elif X.shape[1] != self._dim:
+        elif self._stream.dim is not None and X.shape[1] != self._stream.dim:
             raise ValueError(
-                f"X has {X.shape[1]} features, but RecursiveIBP is expecting {self._dim} "
-                "features as input (the width of the stream so far)"
+                f"X has {X.shape[1]} features, but RecursiveIBP is expecting "
+                f"{self._stream.dim} features as input (the width of the stream so far)"
             )
-        if not self._fast_path_applies():
-            for row in X:
-                self._observe(row)
-            return self
-        # the compiled fast path takes the rows up to the first event, the reference
-        # (_observe) that row, and so on (ibp_lab.streaming._fast)
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        rates = np.empty(X.shape[0])
-        slots = np.empty(X.shape[0], dtype=np.int64)
-        i = 0
-        while i < X.shape[0]:
-            i = self._observe_fast(X, i, rates, slots)
-            if i < X.shape[0]:
-                self._observe(X[i])
-                i += 1
+        self._stream.consume(X, fast=self._fast_path)
         return self
-
-    def _fast_path_applies(self) -> bool:
-        """Whether rows may go through the compiled fast path (``ibp_lab.streaming._fast``).
-
-        Linear-Gaussian streams that do not record posteriors. Setting the private
-        attribute ``_fast_path = False`` forces the Python reference path (tests and
-        benchmarks compare the two).
-        """
-        settings = self._settings
-        return (getattr(self, "_fast_path", True) and settings.model == "linear_gaussian"
-                and not settings.record_posteriors)
-
-    def _observe_fast(self, X: np.ndarray, start: int, rates: np.ndarray,
-                      slots: np.ndarray) -> int:
-        """Rows ``X[start:]`` through the compiled kernel up to the first event.
-
-        Returns the index of the first row not processed (``len(X)`` or an event row, which
-        the caller hands to :meth:`_observe`); ``rates`` and ``slots`` are scratch space
-        for the histories, one entry per row of ``X``.
-        """
-        from ibp_lab.streaming import _fast  # compiled on first use, not at import
-
-        settings = self._settings
-        for name in _SLOT_ARRAYS:  # the kernel needs contiguous arrays of one dtype
-            arr = getattr(self, name)
-            dtype = np.int64 if name == "_dish" else np.float64
-            if arr.dtype != dtype or not arr.flags.c_contiguous:
-                setattr(self, name, np.ascontiguousarray(arr, dtype=dtype))
-        rule = _fast.BIRTHS_SINGLE if settings.births == "single" else _fast.BIRTHS_BUFFER
-        stop, rate = _fast.observe_rows(
-            X, start, self._mu, self._var, self._usage, self._log_unowned, self._dish,
-            self._k, np.ascontiguousarray(self._retired_log_pmf, dtype=np.float64),
-            self._n_seen, self._next_dish, float(self._retired_rate), settings.log_alpha,
-            settings.beta, settings.sigma_a**2, self._local.sigma2, settings.n_steps,
-            settings.ossify, settings.tol, float(np.log(settings.tol)), _FRESH_BLOCK,
-            _MAX_FRESH, rule, float(self._admit_threshold), rates, slots,
-        )
-        if stop > start:
-            self._n_seen += stop - start
-            self._rate = rate
-            if settings.keep_history:
-                self._rate_history.extend(rates[start:stop].tolist())
-                self._slots_history.extend(slots[start:stop].tolist())
-        return stop
-
-    def _check_work(self, settings: _state.Settings, X: np.ndarray, n_before: int) -> None:
-        """Refuse, before any work, a batch whose memory or work would be out of bounds.
-
-        ``n_before``: observations already seen when the batch starts.
-        """
-        largest = float(np.max(np.abs(X)))
-        if largest > MAX_DATA_MAGNITUDE:
-            raise ValueError(f"X entries must be at most {MAX_DATA_MAGNITUDE:g} in magnitude "
-                             f"(squared norms overflow), got {largest:g}")
-        n_total = n_before + X.shape[0]
-        if settings.record_posteriors and n_total > MAX_RECORDED_ROWS:
-            raise ValueError(f"record_posteriors=True keeps one entry per observation: at most "
-                             f"{MAX_RECORDED_ROWS} observations, got {n_total}")
-        expected = _expected_prior_features(settings, n_total)
-        cap = MAX_EXPECTED_FEATURES[settings.model]
-        if expected > cap:
-            raise ValueError(
-                f"alpha = {settings.alpha:.4g} and beta = {settings.beta:g} expect "
-                f"{expected:.4g} features after {n_total} observations (alpha beta "
-                f"(digamma(beta + n) - digamma(beta))); model={settings.model!r} supports at "
-                f"most {cap}: lower alpha or beta"
-            )
-        _check_entries("the features", expected * X.shape[1], "lower alpha, or reduce D")
-        if settings.births == "buffer":
-            _check_entries("the birth buffer", settings.buffer_size * X.shape[1],
-                           "lower buffer_size")
 
     def expected_prior_features(self, n: int) -> float:
         """Expected number of features of the IBP prior after ``n`` observations.
@@ -723,199 +586,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         3.6667
         """
         n = check_count("n", n)
-        return _expected_prior_features(self._checked_settings(), n)
-
-    def _count_log_pmf(self):
-        """Log pmf of the number of features now: every kept slot and the retired ones."""
-        return _count_log_pmf(self._log_unowned[: self._k], self._retired_log_pmf)
-
-    def _prior(self, n: int, n_fresh: int, log_count):
-        """Log prior of the kept slots and of ``n_fresh`` fresh ones for observation ``n``."""
-        k = self._k
-        fresh_dish = self._next_dish + np.arange(n_fresh)
-        usage = np.concatenate([self._usage[:k], np.zeros(n_fresh)])
-        log_unowned = np.concatenate([self._log_unowned[:k], np.zeros(n_fresh)])
-        dish = np.concatenate([self._dish[:k], fresh_dish])
-        log_q, log_1mq = _log_filtering_prior(
-            usage, log_unowned, dish, n, log_count, self._settings.log_alpha,
-            self._settings.beta, last_used=self._next_dish - 1,
-        )
-        return log_q, log_1mq, dish
-
-    def _prior_with_fresh(self, n: int):
-        """The prior, with fresh slots while their probability exceeds ``tol`` (at least 1)."""
-        log_tol = np.log(self._settings.tol)
-        n_fresh = _FRESH_BLOCK
-        log_count = self._count_log_pmf()
-        while True:
-            log_q, log_1mq, dish = self._prior(n, n_fresh, log_count)
-            fresh = log_q[self._k:]
-            # the cap on the expected number of features (checked in partial_fit) keeps
-            # the Poisson tail above tol well inside this bound
-            if fresh[-1] <= log_tol or n_fresh >= _MAX_FRESH:
-                # fresh probabilities decrease with the dish number: keep the leading ones
-                keep = max(1, int(np.sum(fresh > log_tol)))
-                end = self._k + keep
-                return log_q[:end], log_1mq[:end], dish[:end]
-            n_fresh *= 2
-
-    def _local_posterior(self, o: np.ndarray, prior, *, birth: bool = True):
-        """Observation ``o``'s posteriors ``(mu, s, b)`` of every slot, as the next one.
-
-        With ``birth=False`` (the buffer's step, linear-Gaussian only) no birth is
-        proposed, and the residual and the misfit over ``sigma_x^2`` are returned too.
-        """
-        log_q, log_1mq, _ = prior
-        k = self._k
-        total = log_q.size
-        mu0 = np.zeros((total, o.size))
-        mu0[:k] = self._mu[:k]
-        s0 = np.full(total, self._settings.sigma_a**2)
-        s0[:k] = self._var[:k]
-        usage = np.zeros(total)
-        usage[:k] = self._usage[:k]
-        if not birth:
-            return self._local.fit_without_birth(o, mu0.copy(), s0.copy(), np.exp(log_q),
-                                                 log_q, log_1mq, mu0, s0, usage)
-        return self._local.fit_observation(o, k, mu0.copy(), s0.copy(), np.exp(log_q), log_q,
-                                           log_1mq, mu0, s0, usage)
-
-    def _observe(self, o: np.ndarray) -> None:
-        """One observation, start to end: the reference that any faster path must match."""
-        n = self._n_seen + 1
-        prior = self._prior_with_fresh(n)
-        if self._settings.births == "single":
-            mu, s, b = self._local_posterior(o, prior)
-            self._store(n, mu, s, b, prior[0])
-            return
-        mu, s, b, residual, misfit = self._local_posterior(o, prior, birth=False)
-        self._store(n, mu, s, b, prior[0])
-        if misfit > self._admit_threshold:
-            self._admit(residual, n)
-
-    # ------------------------------------------------------------------------------------
-    # the birth buffer (ibp_lab.streaming.births)
-    # ------------------------------------------------------------------------------------
-
-    def _allocate_buffer(self) -> None:
-        """Room for ``buffer_size`` residuals, and the admission threshold for this ``D``."""
-        settings = self._settings
-        if settings.births == "buffer":
-            self._buffer_residuals = np.zeros((settings.buffer_size, self._dim))
-            self._admit_threshold = births.admission_threshold(self._dim)
-
-    def _admit(self, residual: np.ndarray, n: int) -> None:
-        """Keep observation ``n``'s residual; decompose the buffer once it is full."""
-        m = len(self._buffer_rows)
-        self._buffer_residuals[m] = residual
-        self._buffer_rows.append(n)
-        if m + 1 == self._settings.buffer_size:
-            self._decompose_buffer(pilot=True)
-
-    def _decompose_buffer(self, *, pilot: bool) -> None:
-        """Births from the buffer's residuals (:func:`ibp_lab.streaming.births.decompose_buffer`).
-
-        ``pilot``: run the pilot first (full buffers; not the last buffer of :meth:`flush`).
-        """
-        settings = self._settings
-        rows = np.array(self._buffer_rows, dtype=np.int64)
-        residuals = self._buffer_residuals[: rows.size].copy()
-        self._buffer_rows = []
-        alpha = births.buffer_alpha(rows, log_alpha=settings.log_alpha, beta=settings.beta)
-        found = births.decompose_buffer(residuals, np.random.default_rng(self._n_seen),
-                                        alpha=alpha, sigma_x=settings.sigma_x,
-                                        sigma_a=settings.sigma_a, pilot=pilot)
-        if found.n_features:
-            self._add_features(found, rows)
-
-    def _add_features(self, found: births.BufferBirths, rows: np.ndarray) -> None:
-        """Append the buffer's features; their owners are the buffered rows (``b`` 0 or 1)."""
-        k, n_new = self._k, found.n_features
-        self._ensure_capacity(k + n_new)
-        new = slice(k, k + n_new)
-        owned = found.owners.sum(axis=0)
-        self._mu[new] = found.means
-        self._var[new] = found.variances
-        self._usage[new] = owned
-        self._log_unowned[new] = -np.inf  # owned for sure (b = 1) by the buffer's rows
-        dishes = self._next_dish + np.arange(n_new)
-        self._dish[new] = dishes
-        self._next_dish += n_new
-        self._k = k + n_new
-        self._rate = self._expected_features()
-        if self._settings.keep_history:  # the observation that filled the buffer
-            self._rate_history[-1] = self._rate
-            self._slots_history[-1] = self._k
-        if self._settings.record_posteriors:
-            for i, row in enumerate(rows):
-                on = found.owners[i] > 0
-                if on.any():
-                    old_dishes, old_values = self._posteriors[row - 1]
-                    self._posteriors[row - 1] = (np.r_[old_dishes, dishes[on]],
-                                                 np.r_[old_values, np.ones(int(on.sum()))])
-
-    def _store(self, n, mu, s, b, log_q) -> None:
-        """Fold observation ``n``'s posterior into the running state; manage the slots."""
-        settings = self._settings
-        k = self._k
-        log_tol = np.log(settings.tol)
-        with np.errstate(divide="ignore"):
-            log_not_b = np.log1p(-b)
-        # an old slot stays while its prior or posterior probability exceeds tol; a fresh
-        # slot becomes a feature only if its posterior probability does
-        keep = b > settings.tol
-        keep[:k] |= log_q[:k] > log_tol
-        n_born = int(keep[k:].sum())
-        self._ensure_capacity(k + n_born)
-        if n_born:  # fresh slots are born in order, at the end
-            born = k + np.flatnonzero(keep[k:])
-            new = slice(k, k + n_born)
-            self._mu[new] = mu[born]
-            self._var[new] = s[born]
-            self._usage[new] = b[born]
-            self._log_unowned[new] = log_not_b[born]
-            self._dish[new] = self._next_dish + np.arange(n_born)
-            self._next_dish += n_born
-        old = slice(0, k)
-        self._mu[old] = mu[:k]
-        self._var[old] = s[:k]
-        self._usage[old] += b[:k]
-        self._log_unowned[old] += log_not_b[:k]
-        if settings.record_posteriors:
-            shown = np.flatnonzero(keep & (b > settings.tol))
-            self._posteriors.append((self._dish[shown].copy(), b[shown].copy()))
-        if not keep[:k].all():  # retire: the slot's existence stays in the rate
-            retired = np.flatnonzero(~keep[:k])
-            gone = self._log_unowned[retired]
-            self._retired_rate += float(np.sum(-np.expm1(gone)))
-            self._retired_log_pmf = _count_log_pmf(gone, self._retired_log_pmf)
-            kept = np.flatnonzero(np.r_[keep[:k], np.ones(n_born, bool)])
-            for name in _SLOT_ARRAYS:
-                arr = getattr(self, name)
-                arr[: kept.size] = arr[kept]
-            self._k = kept.size
-        else:
-            self._k = k + n_born
-        self._n_seen = n
-        self._rate = self._expected_features()
-        if settings.keep_history:
-            self._rate_history.append(self._rate)
-            self._slots_history.append(self._k)
-
-    def _expected_features(self) -> float:
-        """``sum_k (1 - Pi_k)`` over the kept slots, plus the retired slots' mean."""
-        return float(np.sum(-np.expm1(self._log_unowned[: self._k]))) + self._retired_rate
-
-    def _ensure_capacity(self, needed: int) -> None:
-        cap = self._mu.shape[0]
-        if needed <= cap:
-            return
-        new = max(2 * cap, needed)
-        for name in _SLOT_ARRAYS:
-            arr = getattr(self, name)
-            grown = np.zeros((new,) + arr.shape[1:], dtype=arr.dtype)
-            grown[:cap] = arr
-            setattr(self, name, grown)
+        return expected_prior_features(self._checked_settings(), n)
 
     # ------------------------------------------------------------------------------------
     # prediction
@@ -940,12 +611,13 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             Before :meth:`fit` or :meth:`partial_fit` (a ``ValueError``).
         """
         self._check_fitted("next_prior")
-        log_q, _, dish = self._prior_with_fresh(self._n_seen + 1)
+        log_q, _, dish = self._stream.prior_with_fresh(self._stream.n_seen + 1)
         return dish, np.exp(log_q)
 
     def _new_rows(self, X_new, *, name: str = "X_new", one_row: bool = True) -> np.ndarray:
         """``X_new`` as checked rows of the fitted width, within the data bound."""
-        X_new = estimator_rows(self, X_new, name=name, one_row=one_row, n_features=self._dim)
+        X_new = estimator_rows(self, X_new, name=name, one_row=one_row,
+                               n_features=self._stream.dim)
         # The same bound as for the data fitted: beyond it squared norms overflow and the
         # log density would come out as -inf (or NaN) instead of a number.
         largest = float(np.max(np.abs(X_new)))
@@ -982,10 +654,11 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         """
         self._check_fitted("transform")
         X = self._new_rows(X, name="X", one_row=False)
-        prior = self._prior_with_fresh(self._n_seen + 1)
-        out = np.empty((X.shape[0], self._k))
+        stream = self._stream
+        prior = stream.prior_with_fresh(stream.n_seen + 1)
+        out = np.empty((X.shape[0], stream.k))
         for i, row in enumerate(X):
-            out[i] = self._local_posterior(row, prior)[2][: self._k]
+            out[i] = stream.local_posterior(row, prior)[2][: stream.k]
         return out
 
     @_one_thread_at_a_time
@@ -1058,7 +731,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         --------
         >>> rng = np.random.default_rng(0)
         >>> X = rng.normal(size=(50, 3))
-        >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0, rng=np.random.default_rng(1)).fit(X)
+        >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=1.0, sigma_a=1.0,
+        ...                      rng=np.random.default_rng(1)).fit(X)
         >>> logp, draws = model.predictive_logpdf(X[:2], n_draws=10, return_draws=True)
         >>> from scipy.special import logsumexp
         >>> bool(np.allclose(logp, logsumexp(draws, axis=1) - np.log(10)))
@@ -1071,34 +745,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         # by default a copy of rng_: scoring leaves the estimator as it was, and the same
         # call on the same fitted state gives the same numbers
         rng = copy_generator(self.rng_) if rng is None else check_rng(rng)
-        log_q, _, dish = self._prior_with_fresh(self._n_seen + 1)
-        _check_entries("the predictive draws",
-                       n_draws * (log_q.size + self._dim + X_new.shape[0]), "lower n_draws")
-        k = self._k
-        total = log_q.size
-        sigma_x = self._settings.sigma_x
-        mu = np.zeros((total, self._dim))
-        mu[:k] = self._mu[:k]
-        s = np.full(total, self._settings.sigma_a**2)
-        s[:k] = self._var[:k]
-        z = (rng.random((n_draws, total)) < np.exp(log_q)).astype(float)
-        coef, var_coef = self._local.predictive_weights(z, rng)
-        means = coef @ mu  # (n_draws, D)
-        variances = sigma_x**2 + var_coef @ s  # (n_draws,)
-        sq = (
-            np.einsum("md,md->m", X_new, X_new)[:, None]
-            - 2 * X_new @ means.T
-            + np.einsum("sd,sd->s", means, means)[None, :]
-        )
-        draws = -0.5 * self._dim * np.log(2 * np.pi * variances)[None, :] - 0.5 * sq / variances
-        logp = special.logsumexp(draws, axis=1) - np.log(n_draws)
-        if not np.all(np.isfinite(logp)):
-            # Entries within the bound can still overflow against a tiny sigma_x: refuse
-            # rather than return -inf, which no log density is.
-            raise ValueError(
-                "X_new is too far from the fitted features for its log predictive density to "
-                f"be represented (squared distances over sigma_x^2 = {sigma_x**2:g} overflow)"
-            )
+        logp, draws = self._stream.predictive_draws(X_new, n_draws, rng)
         return (logp, draws) if return_draws else logp
 
     # ------------------------------------------------------------------------------------
@@ -1166,7 +813,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         Examples
         --------
         >>> import tempfile, os
-        >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=np.random.default_rng(0))
+        >>> model = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+        ...                      rng=np.random.default_rng(0))
         >>> _ = model.partial_fit(np.ones((3, 2)))
         >>> path = os.path.join(tempfile.mkdtemp(), "stream.npz")
         >>> model.save(path)
@@ -1205,16 +853,3 @@ def _same_parameters(now: tuple, then: tuple) -> bool:
 _PARAMETERS = ("alpha", "beta", "sigma_x", "sigma_a", "model", "n_steps", "rng", "tol",
                "sigma_w", "ossify", "keep_history", "record_posteriors", "log_alpha",
                "births", "buffer_size")
-
-
-def _expected_prior_features(settings: _state.Settings, n: int) -> float:
-    """``alpha beta (digamma(beta + n) - digamma(beta))`` from checked settings."""
-    harmonic = special.digamma(settings.beta + n) - special.digamma(settings.beta)
-    return float(np.exp(settings.log_alpha + np.log(settings.beta)) * harmonic)
-
-
-def _check_entries(what: str, n_entries: float, advice: str) -> None:
-    """Refuse an allocation of more than :data:`MAX_ENTRIES` numbers, before making it."""
-    if n_entries > MAX_ENTRIES:
-        raise ValueError(f"{what} would need {n_entries:.3g} numbers, more than the "
-                         f"{MAX_ENTRIES} allowed (MAX_ENTRIES): {advice}")
