@@ -13,6 +13,8 @@ Free of labels by construction:
   and ArviZ's R-hat and effective sample size of scalar traces (``K+``, the
   log-likelihood, the log joint, ``alpha``, ...), which are unchanged when the
   features are relabelled.
+- :func:`count_law_moments`: the mean and standard deviation of a law of ``K+``, from the
+  whole law only.
 - :func:`k_plus_frequencies`, :func:`total_variation`,
   :func:`total_variation_noise` and :func:`indicator_ess`: a sampler's
   histogram of ``K+`` against an exact posterior, and how large a distance
@@ -68,6 +70,7 @@ __all__ = [
     "k_plus_frequencies",
     "total_variation",
     "total_variation_noise",
+    "count_law_moments",
     "indicator_ess",
     "class_ownership",
 ]
@@ -402,6 +405,50 @@ def k_plus_frequencies(k_plus, k_max: int) -> np.ndarray:
     k = _check_counts("k_plus", k_plus)
     k_max = check_count("k_max", k_max, maximum=_MAX_K_BINS)
     return np.bincount(np.minimum(k, k_max), minlength=k_max + 1) / k.size
+
+
+#: How far from 1 the total mass of a law given to :func:`count_law_moments` may be.
+LAW_MASS_TOLERANCE = 1e-9
+
+
+def count_law_moments(pmf) -> tuple[float, float]:
+    """Mean and standard deviation of a law on ``0, 1, 2, ...`` given as its pmf.
+
+    Both moments come from the same, whole law: a pmf whose mass differs from 1 by more
+    than ``LAW_MASS_TOLERANCE`` is refused, since a slice of a law (say ``K+ <= 5`` for a
+    plot) gives a second moment that misses the tail while the mean may not (the error
+    this function was written to make impossible).
+
+    Parameters
+    ----------
+    pmf : array_like
+        Probabilities of ``0, 1, ..., len(pmf) - 1``, non-negative, summing to 1.
+
+    Returns
+    -------
+    mean, sd : float
+
+    Examples
+    --------
+    >>> count_law_moments([0.25, 0.5, 0.25])
+    (1.0, 0.7071067811865476)
+    >>> count_law_moments([0.25, 0.5])
+    Traceback (most recent call last):
+    ...
+    ValueError: pmf must be a whole law (total mass 1, within 1e-09), got mass 0.75: moments of a slice of a law are wrong
+    """
+    pmf = check_real_array("pmf", pmf)
+    if pmf.ndim != 1 or pmf.size == 0 or not np.all(np.isfinite(pmf)) or np.any(pmf < 0):
+        raise ValueError("pmf must be a non-empty 1-D array of finite probabilities >= 0")
+    mass = float(pmf.sum())
+    if abs(mass - 1.0) > LAW_MASS_TOLERANCE:
+        raise ValueError(f"pmf must be a whole law (total mass 1, within "
+                         f"{LAW_MASS_TOLERANCE:g}), got mass {mass:.6g}: moments of a slice "
+                         "of a law are wrong")
+    values = np.arange(pmf.size, dtype=np.float64)
+    mean = float(values @ pmf)
+    variance = float(((values - mean) ** 2) @ pmf)  # centred: no cancellation
+    return mean, math.sqrt(variance)
 
 
 def total_variation(p, q) -> float:

@@ -568,6 +568,12 @@ def test_a_copy_continues_its_stream_bit_for_bit_like_the_original(data):
     for make_copy in (copy.deepcopy, lambda m: pickle.loads(pickle.dumps(m)), joblib_copy):
         resumed = make_copy(original).partial_fit(data[30:45])
         assert same_state(resumed.get_state(), expected)
+    # clone copies the parameters only (scikit-learn's contract): refitted on the same rows
+    # it is the original, bit for bit
+    from sklearn.base import clone
+
+    refitted = clone(original).partial_fit(data[:30]).partial_fit(data[30:45])
+    assert same_state(refitted.get_state(), expected)
     original.set_params(rng=np.random.default_rng(1))
     with pytest.raises(ValueError, match="the parameters changed"):
         original.partial_fit(data[30:45])

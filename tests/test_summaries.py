@@ -365,3 +365,19 @@ def test_indicator_ess_of_independent_and_sticky_traces():
     assert np.all(ess_independent > 3500)
     assert np.all(ess_sticky < 600)  # about 250 blocks of 20 draws
     assert np.isnan(summaries.indicator_ess(independent, [5])[0])
+
+
+def test_count_law_moments_come_from_the_whole_law():
+    # Direct computation against a law with a tail: a Poisson(2.5) truncated far out.
+    from scipy import stats
+
+    from ibp_lab.summaries import count_law_moments
+
+    pmf = stats.poisson.pmf(np.arange(60), 2.5)
+    mean, sd = count_law_moments(pmf / pmf.sum())
+    assert mean == pytest.approx(2.5, rel=1e-12) and sd == pytest.approx(np.sqrt(2.5), rel=1e-12)
+    # a slice (the first six terms, as a plot shows) is refused, not summarised
+    with pytest.raises(ValueError, match="whole law"):
+        count_law_moments(pmf[:6])
+    with pytest.raises(ValueError, match="probabilities >= 0"):
+        count_law_moments([1.5, -0.5])
