@@ -81,23 +81,21 @@ def estimator_rows(estimator, X, *, name: str = "X", one_row: bool = False,
     if hasattr(X, "tocsr") or hasattr(X, "nnz"):  # scipy.sparse, without importing it
         raise TypeError(f"{name} is a sparse matrix: sparse input is not supported by {who}; "
                         f"pass a dense array ({name}.toarray())")
-    if not isinstance(X, np.ndarray):
-        X = as_array(name, X, "an array of real numbers")
-    if isinstance(X, np.ndarray):
-        if X.dtype.kind == "c":
-            raise ValueError(f"Complex data not supported: {name} must hold real numbers, "
-                             f"got dtype {X.dtype}")
-        if X.dtype.kind == "O":
-            X = _numbers_of(name, X)
-        if X.ndim == 1 and one_row:
-            X = X[None, :]
-        elif X.ndim == 1:
-            raise ValueError(f"{name} must be 2-D (rows x features), got a 1-D array. Reshape "
-                             f"your data with {name}.reshape(1, -1) if it is one row")
-        if X.ndim == 2 and 0 in X.shape:
-            what = "sample(s)" if X.shape[0] == 0 else "feature(s)"
-            raise ValueError(f"{name} has 0 {what} (shape={X.shape}) while a minimum of 1 "
-                             f"is required.")
+    X = as_array(name, X, "an array of real numbers")
+    if X.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} must hold real numbers, "
+                         f"got dtype {X.dtype}")
+    if X.dtype.kind == "O":
+        X = _numbers_of(name, X)
+    if X.ndim == 1 and one_row:
+        X = X[None, :]
+    elif X.ndim == 1:
+        raise ValueError(f"{name} must be 2-D (rows x features), got a 1-D array. Reshape "
+                         f"your data with {name}.reshape(1, -1) if it is one row")
+    if X.ndim == 2 and 0 in X.shape:
+        what = "sample(s)" if X.shape[0] == 0 else "feature(s)"
+        raise ValueError(f"{name} has 0 {what} (shape={X.shape}) while a minimum of 1 "
+                         f"is required.")
     X = check_data_matrix(name, X)
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"{name} has {X.shape[1]} features, but {who} is expecting "

@@ -26,7 +26,6 @@ arrays and counters through :meth:`~StreamState.kernel_view`.
 
 from __future__ import annotations
 
-import copy
 from collections import namedtuple
 
 import numpy as np
@@ -153,10 +152,6 @@ class StreamState:
         # birth buffer (its capacity: buffer_size rows, allocated once)
         return (int(per_slot) + 4 * 8 + int(self.retired_log_pmf.nbytes)
                 + int(self.buffer_residuals.nbytes) + 8 * len(self.buffer_rows))
-
-    def copy(self) -> StreamState:
-        """An independent copy that continues exactly as this state would."""
-        return copy.deepcopy(self)
 
     # ------------------------------------------------------------------ the prior
 
