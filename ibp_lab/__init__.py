@@ -14,6 +14,8 @@ One module per idea (see the book's API reference):
 - :mod:`ibp_lab.scan_order`: the exact stationary laws of the fixed and random scan orders.
 - :mod:`ibp_lab.tempering`: replica exchange over likelihood temperatures (parallel
   tempering) for the collapsed Gibbs sampler.
+- :mod:`ibp_lab.smc`: sequential Monte Carlo and annealed importance sampling from the
+  prior to the posterior, and the log evidence they estimate.
 - :mod:`ibp_lab.chains`, :mod:`ibp_lab.split_merge`, :mod:`ibp_lab.summaries`: chains,
   moves on columns and label-free summaries.
 - :mod:`ibp_lab.variational`: mean-field variational inference (Doshi-Velez et al. 2009)

@@ -2345,6 +2345,58 @@ def specs_births():
     ]
 
 
+def specs_smc():
+    """Sequential Monte Carlo and annealed importance sampling (issue 28)."""
+    from ibp_lab import smc
+
+    X2 = np.array([[0.9, -0.2], [1.1, 0.1]])
+    base = dict(X=X2, n_particles=4, rng=fresh_rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0,
+                n_temperatures=3, n_sweeps=1)
+    kinds = dict(X="matrix", n_particles=C, rng=G, alpha=P, sigma_x=P, sigma_a=P,
+                 n_temperatures=C, n_sweeps=C)
+
+    def run_check(run):
+        return first_problem(is_nonnegative(run.k_plus, "K+"),
+                             None if np.isfinite(run.log_evidence) else "log evidence not finite",
+                             is_distribution(np.exp(run.log_weights)))
+
+    ladder_junk = [("decreasing", dict(inverse_temperatures=[1.0, 0.5, 0.0]), R),
+                   ("not from 0", dict(inverse_temperatures=[0.1, 1.0]), R),
+                   ("not to 1", dict(inverse_temperatures=[0.0, 0.9]), R),
+                   ("repeated rung", dict(inverse_temperatures=[0.0, 0.5, 0.5, 1.0]), R),
+                   ("nan rung", dict(inverse_temperatures=[0.0, np.nan, 1.0]), R),
+                   ("one rung", dict(inverse_temperatures=[1.0]), R),
+                   ("2-D", dict(inverse_temperatures=[[0.0, 1.0]]), R),
+                   ("str", dict(inverse_temperatures="ladder"), R),
+                   ("two rungs", dict(inverse_temperatures=[0.0, 1.0]), A),
+                   ("huge run", dict(n_particles=10**5, n_temperatures=10**4), R)]
+    run = smc.run_smc(X2, 5, fresh_rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_temperatures=3)
+    return [
+        Spec("smc.run_smc", smc.run_smc, dict(base, ess_threshold=0.5),
+             dict(kinds, ess_threshold="probability"), run_check,
+             extremes=ladder_junk + [("always resample", dict(ess_threshold=1.0), A),
+                                     ("one particle", dict(n_particles=1), A),
+                                     ("unknown option", dict(colour="red"), R)]),
+        Spec("smc.run_ais", smc.run_ais, base, kinds, run_check,
+             extremes=[("ess_threshold given", dict(ess_threshold=0.5), R),
+                       ("unknown option", dict(colour="red"), R)]),
+        Spec("smc.power_ladder", smc.power_ladder, dict(n_temperatures=4, power=2.0),
+             dict(n_temperatures=C, power=P),
+             lambda b: None if b[0] == 0 and b[-1] == 1 and np.all(np.diff(b) > 0) else f"bad {b}"),
+        Spec("smc.harmonic_mean_log_evidence", smc.harmonic_mean_log_evidence,
+             dict(log_likelihoods=np.array([-3.0, -2.5, -4.0])), dict(log_likelihoods="vector"),
+             lambda v: None if np.isfinite(v) else "not finite",
+             extremes=[("one draw", dict(log_likelihoods=[-1.0]), A),
+                       ("empty", dict(log_likelihoods=[]), R),
+                       ("-inf draw", dict(log_likelihoods=[-1.0, -np.inf]), R)]),
+        Spec("smc.SMCResult.mean", run.mean, dict(values=run.k_plus), dict(values="vector"),
+             lambda v: None if np.isfinite(v) else "not finite",
+             extremes=[("wrong length", dict(values=np.ones(3)), R)]),
+        Spec("smc.SMCResult.k_plus_pmf", run.k_plus_pmf, dict(k_max=4), dict(k_max=C),
+             lambda p: None if np.all(p >= 0) and p.sum() <= 1 + 1e-12 else f"bad {p}"),
+    ]
+
+
 GROUPS = {
     "theory": specs_theory,
     "prior": specs_prior, "recursive": specs_recursive, "datasets": specs_datasets,
@@ -2352,7 +2404,7 @@ GROUPS = {
     "predictive": specs_predictive, "pymc": specs_pymc, "streaming": specs_streaming,
     "plotting": specs_plotting, "widgets": specs_widgets, "explorers": specs_explorers,
     "plotting_submodules": specs_plotting_submodules, "exercises": specs_exercises,
-    "late": specs_late, "births": specs_births,
+    "late": specs_late, "births": specs_births, "smc": specs_smc,
 }
 
 

@@ -1,0 +1,186 @@
+"""Tests of ibp_lab.smc: sequential Monte Carlo and annealed importance sampling.
+
+Exactness, on data small enough to enumerate (:mod:`ibp_lab.exact`):
+
+- the evidence: ``Z_hat / p(X)`` has mean 1 when the resampling times are fixed
+  (never: AIS; always), so the mean of ``R`` independent runs' ratios lies within
+  ``z`` standard errors of 1, the standard error estimated from the same runs and
+  ``z`` the two-sided normal quantile at TEST_LEVEL (CLT over independent runs;
+  the ratio is bounded, since ``p(X | Z)`` is, so its variance is finite);
+- the adaptive rule (resample when the ESS halves) is consistent, not unbiased:
+  the same check, which says that its bias is below what ``R`` runs resolve;
+- the K+ law: ``sum_r Z_hat_r sum_i W_ri 1[K_ri = k] / sum_r Z_hat_r`` is a ratio
+  of unbiased estimates of ``p(X) P(K+ = k | X)`` and ``p(X)``; its standard error is
+  the delta method's from the same runs; each k with exact probability above
+  MIN_PROBABILITY is checked at TEST_LEVEL / (number of k) (Bonferroni).
+
+The exact evidence is enumerated to K_MAX features; the mass beyond (the
+enumeration's tail bound, asserted below 1e-3 of the total) moves the exact values
+by less than a tenth of the smallest tolerance here (about 3 x 0.01).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from ibp_lab import exact, smc
+from ibp_lab._kernel import loglik_from_stats, sufficient_stats
+from ibp_lab.prior import sample_ibp
+from tests.seeds import stat_rng
+from tests.stats_checks import TEST_LEVEL, normal_two_sided_z
+
+#: The variational chapter's tiny rows, and three rows in three dimensions with beta != 1
+#: and a sharper likelihood (the adaptive rule resamples there).
+DATA = {
+    "tiny": (np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]]),
+             dict(alpha=1.3, sigma_x=0.6, sigma_a=1.2, beta=1.0)),
+    "beta 0.6": (np.array([[1.1, -0.6, 0.3], [0.9, -0.4, 0.4], [0.2, 1.0, -0.8]]),
+                 dict(alpha=1.0, sigma_x=0.3, sigma_a=1.0, beta=0.6)),
+}
+K_MAX = 12
+MIN_PROBABILITY = 0.01
+N_RUNS, N_PARTICLES, N_STEPS = 200, 30, 10
+#: Thresholds: never (AIS), always (fixed times: unbiased), adaptive (the default).
+THRESHOLDS = (0.0, 1.0, 0.5)
+#: Every data set with every threshold; make check (not slow) keeps the tiny rows, always
+#: resampling (each case's 200 runs take about 3 s).
+CASES = [pytest.param(name, t, marks=() if (name, t) == ("tiny", 1.0) else pytest.mark.slow,
+                      id=f"{name}-{t}") for name in DATA for t in THRESHOLDS]
+
+
+@functools.cache
+def _exact(name):
+    X, hyper = DATA[name]
+    post = exact.class_posterior(X, **hyper, k_max=K_MAX)
+    assert post.tail_bound < 1e-3
+    return (exact.log_evidence(X, **hyper, k_max=K_MAX),
+            exact.k_plus_posterior(X, **hyper, k_max=K_MAX))
+
+
+@functools.cache
+def _runs(name, threshold):
+    X, hyper = DATA[name]
+    rng = stat_rng(2800 + 10 * list(DATA).index(name) + int(10 * threshold))
+    return tuple(smc.run_smc(X, N_PARTICLES, rng, **hyper, n_temperatures=N_STEPS,
+                             ess_threshold=threshold) for _ in range(N_RUNS))
+
+
+@pytest.mark.parametrize("name, threshold", CASES)
+def test_the_evidence_estimate_has_mean_p_of_x(name, threshold):
+    log_p, _ = _exact(name)
+    ratio = np.exp([run.log_evidence - log_p for run in _runs(name, threshold)])
+    se = ratio.std(ddof=1) / np.sqrt(ratio.size)
+    z = normal_two_sided_z(TEST_LEVEL)
+    assert abs(ratio.mean() - 1.0) <= z * se, (
+        f"mean Z_hat / p(X) = {ratio.mean():.4f} +- {se:.4f} over {ratio.size} runs")
+
+
+@pytest.mark.slow
+def test_the_adaptive_rule_does_resample_on_the_sharper_data():
+    """Otherwise the adaptive case above would only repeat the AIS one."""
+    assert np.mean([run.resampled.any() for run in _runs("beta 0.6", 0.5)]) > 0.5
+
+
+@pytest.mark.parametrize("name, threshold", CASES)
+def test_the_weighted_particles_have_the_exact_k_plus_law(name, threshold):
+    _, p_k = _exact(name)
+    runs = _runs(name, threshold)
+    log_z = np.array([run.log_evidence for run in runs])
+    z = np.exp(log_z - log_z.max())  # a common factor: the ratio does not see it
+    pmf = np.array([run.k_plus_pmf(K_MAX) for run in runs])  # (runs, k)
+    estimate = z @ pmf / z.sum()
+    # delta method for the ratio of means A / B: var = var(A - est B) / (R mean(B)^2)
+    residual = z[:, None] * (pmf - estimate)
+    se = residual.std(axis=0, ddof=1) / (np.sqrt(len(runs)) * z.mean())
+    checked = np.flatnonzero(p_k[: K_MAX + 1] > MIN_PROBABILITY)
+    limit = normal_two_sided_z(TEST_LEVEL, checked.size)
+    off = np.abs(estimate[checked] - p_k[checked]) > limit * se[checked]
+    assert not off.any(), (f"K+ = {checked[off]}: estimated {estimate[checked].round(4)}, "
+                           f"exact {p_k[checked].round(4)}, se {se[checked].round(4)}")
+
+
+def test_one_step_is_importance_sampling_from_the_prior():
+    """T = 1: Z_hat is the mean likelihood of n prior draws (the same draws, same seed)."""
+    X, hyper = DATA["tiny"]
+    run = smc.run_smc(X, 40, np.random.default_rng(5), **hyper,
+                      inverse_temperatures=[0.0, 1.0], ess_threshold=0.0)
+    rng = np.random.default_rng(5)
+    draws = [sample_ibp(hyper["alpha"], 3, rng, beta=hyper["beta"]) for _ in range(40)]
+    log_lik = np.array([loglik_from_stats(*sufficient_stats(X, Z.astype(np.int8)),
+                                          float(np.sum(X * X)), 3, 2, hyper["sigma_x"],
+                                          hyper["sigma_a"]) for Z in draws])
+    assert np.isclose(run.log_evidence, logsumexp(log_lik) - np.log(40))
+    assert np.allclose(run.log_weights, log_lik - logsumexp(log_lik))
+
+
+def test_the_spread_of_the_estimate_falls_with_the_particles():
+    """sd(log Z_hat) falls like n^-1/2: 8 times the particles, about 2.8 times less spread.
+
+    With 40 runs each sd is estimated to within about 11% (1 / sqrt(2 (R - 1))), so a
+    ratio of at least 2 is far inside what a correct sampler gives.
+    """
+    X, hyper = DATA["beta 0.6"]
+    rng = stat_rng(2850)
+    sd = [np.std([smc.run_smc(X, n, rng, **hyper, n_temperatures=N_STEPS).log_evidence
+                  for _ in range(40)], ddof=1) for n in (8, 64)]
+    assert sd[0] / sd[1] > 2.0, sd
+
+
+def test_runs_are_reproducible_and_ais_is_smc_without_resampling():
+    X, hyper = DATA["beta 0.6"]
+    a = smc.run_ais(X, 20, np.random.default_rng(3), **hyper, n_temperatures=6)
+    b = smc.run_smc(X, 20, np.random.default_rng(3), **hyper, n_temperatures=6,
+                    ess_threshold=0.0)
+    c = smc.run_smc(X, 20, np.random.default_rng(3), **hyper, n_temperatures=6,
+                    ess_threshold=0.0)
+    assert a.log_evidence == b.log_evidence == c.log_evidence
+    assert np.array_equal(a.k_plus, b.k_plus) and not a.resampled.any()
+
+
+def test_the_result_is_consistent_with_itself():
+    X, hyper = DATA["beta 0.6"]
+    run = smc.run_smc(X, 25, np.random.default_rng(9), **hyper, n_temperatures=8,
+                      ess_threshold=1.0)
+    assert np.isclose(run.log_evidence_increments.sum(), run.log_evidence)
+    assert np.isclose(logsumexp(run.log_weights), 0.0)
+    assert run.resampled.all() and np.all((run.ess > 0) & (run.ess <= 25 + 1e-9))
+    assert [Z.shape[1] for Z in run.states] == list(run.k_plus)
+    assert np.all(run.k_plus_pmf(K_MAX) >= 0) and np.isclose(run.k_plus_pmf(K_MAX).sum(), 1)
+    assert run.inverse_temperatures[0] == 0 and run.inverse_temperatures[-1] == 1
+
+
+def test_one_over_the_harmonic_mean_is_unbiased_for_one_over_the_evidence():
+    """The identity the estimator rests on, E_post[1 / p(X | Z)] = 1 / p(X), checked with
+    draws from the exact class posterior: 400 sets of 20 draws, the mean of 1 / HM
+    within z standard errors of 1 / p(X)."""
+    X, hyper = DATA["tiny"]
+    post = exact.class_posterior(X, **hyper, k_max=K_MAX)
+    log_p, _ = _exact("tiny")
+    sum_sq = float(np.sum(X * X))
+    class_loglik = np.array([loglik_from_stats(*sufficient_stats(X, Z), sum_sq, 3, 2,
+                                               hyper["sigma_x"], hyper["sigma_a"])
+                             for Z in post.classes()])
+    draws = stat_rng(2860).choice(class_loglik.size, size=(400, 20), p=post.probabilities)
+    scaled = np.exp(log_p - np.array([smc.harmonic_mean_log_evidence(class_loglik[d])
+                                      for d in draws]))  # p(X) / HM, mean 1
+    se = scaled.std(ddof=1) / np.sqrt(scaled.size)
+    assert abs(scaled.mean() - 1.0) <= normal_two_sided_z(TEST_LEVEL) * se, scaled.mean()
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(inverse_temperatures=[0.0, 0.5, 0.4, 1.0]), "increase strictly"),
+    (dict(inverse_temperatures=[0.2, 1.0]), "from 0 to 1"),
+    (dict(ess_threshold=1.5), "ess_threshold"),
+    (dict(n_particles=0), "n_particles"),
+    (dict(n_sweeps=0), "n_sweeps"),
+    (dict(n_particles=10**5, n_temperatures=10**4), "n_particles, n_temperatures and n_sweeps"),
+])
+def test_bad_options_are_refused_with_a_message_naming_them(options, message):
+    X, hyper = DATA["tiny"]
+    kwargs = dict(n_particles=5, n_temperatures=3) | options
+    with pytest.raises(ValueError, match=message):
+        smc.run_smc(X, kwargs.pop("n_particles"), np.random.default_rng(0), **hyper, **kwargs)
