@@ -24,6 +24,7 @@ from ibp_lab.exercises import (
     check_gibbs_sweep,
     check_recursive_step,
     check_split_merge_ratio,
+    check_ais,
 )
 
 # --------------------------------------------------------------------------------------
@@ -570,6 +571,69 @@ def test_check_split_merge_ratio_reports_errors_and_refuses_non_functions():
 
 
 # --------------------------------------------------------------------------------------
+# check_ais: a student's annealed importance sampler, with mistakes behind flags
+# --------------------------------------------------------------------------------------
+
+
+def ais_with(mistake):
+    """A plain AIS as a student writes it (the package's public pieces), or a mistake."""
+    from scipy.special import logsumexp
+
+    from ibp_lab import gibbs, linear_gaussian, prior
+
+    def ais(X, n_particles, rng, alpha, sigma_x, sigma_a, ladder):
+        log_w = np.zeros(n_particles)
+        for i in range(n_particles):
+            Z = prior.sample_ibp(alpha, X.shape[0], rng)
+            for b_old, b_new in zip(ladder[:-1], ladder[1:]):
+                if mistake == "move first":
+                    Z = gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng,
+                                          inverse_temperature=b_new)
+                step = b_new if mistake == "b_t" else b_new - b_old
+                log_w[i] += step * linear_gaussian.collapsed_loglik(X, Z, sigma_x, sigma_a)
+                if mistake != "move first":
+                    Z = gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng,
+                                          inverse_temperature=b_new)
+        if mistake == "mean of logs":
+            return float(log_w.mean())
+        return float(logsumexp(log_w) - np.log(n_particles))
+
+    return ais
+
+
+@pytest.mark.statistical(rate=1e-3)
+def test_check_ais_passes_a_plain_student_sampler_and_the_package():
+    assert check_ais(ais_with(None))
+    from ibp_lab import smc
+    assert check_ais(lambda X, n, rng, alpha, sigma_x, sigma_a, ladder: smc.run_ais(
+        X, n, rng, alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a,
+        inverse_temperatures=ladder).log_evidence)
+
+
+@pytest.mark.parametrize("mistake", ["b_t", "move first", "mean of logs"])
+@pytest.mark.slow  # about 4 s each (make test only; see README)
+def test_check_ais_fails_each_mistake_and_says_which_way(mistake):
+    result = check_ais(ais_with(mistake))
+    assert not result.passed
+    assert "p(X | Z)^(b_t - b_{t-1})" in result.verdict
+    assert ("mean of the log weights" in result.verdict) == (mistake != "move first" or
+                                                             "below" in result.verdict)
+
+
+def test_check_ais_fails_a_constant_and_reports_errors():
+    from ibp_lab import exact
+    from ibp_lab.exercises._ais import HYPER, X_TINY
+    value = exact.log_evidence(X_TINY, **HYPER, k_max=12)
+    assert "same number on every run" in check_ais(lambda *a, **k: value).verdict
+
+    def not_written(*args, **kwargs):
+        raise NotImplementedError
+    assert "not written yet" in check_ais(not_written).verdict
+    with pytest.raises(TypeError, match="fn"):
+        check_ais(1.0)
+
+
+# --------------------------------------------------------------------------------------
 # whatever the student's function does, the checker answers (third audit)
 # --------------------------------------------------------------------------------------
 
@@ -588,6 +652,7 @@ CHECKERS = [
     ("split-merge ratio", check_split_merge_ratio),
     ("recursive step", check_recursive_step),
     ("gibbs sweep", check_gibbs_sweep),
+    ("ais", check_ais),
 ]
 
 

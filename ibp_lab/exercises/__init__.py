@@ -14,11 +14,14 @@ notebook shows the result as a short report; a teacher can grade with ``passed``
   against :func:`ibp_lab.recursive.marginals`.
 - :func:`check_split_merge_ratio`: the log acceptance ratio of a random split (chapter 7)
   on every split of every small class.
+- :func:`check_ais`: an annealed importance sampler's estimate of the log evidence
+  (chapter 8) against enumeration, over independent runs.
 
 A function that raises ``NotImplementedError`` is reported as "not written yet"; any
 other exception is reported in the verdict with its message (an interrupt is not caught).
 """
 
+from ibp_lab.exercises._ais import check_ais
 from ibp_lab.exercises._class_probability import check_class_probability
 from ibp_lab.exercises._gibbs import check_gibbs_sweep
 from ibp_lab.exercises._recursive import check_recursive_step
@@ -26,4 +29,4 @@ from ibp_lab.exercises._result import ExerciseResult, Measurement
 from ibp_lab.exercises._split_merge import check_split_merge_ratio
 
 __all__ = ["ExerciseResult", "Measurement", "check_gibbs_sweep", "check_class_probability",
-           "check_recursive_step", "check_split_merge_ratio"]
+           "check_recursive_step", "check_split_merge_ratio", "check_ais"]
