@@ -1584,6 +1584,9 @@ def specs_exercises():
         Spec("exercises.check_split_merge_ratio", m.check_split_merge_ratio,
              dict(fn=_not_written), dict(fn=fn, time_limit=P), _exercise_ok, time_limit=30,
              extremes=_student_extremes("fn")),
+        Spec("exercises.check_ais", m.check_ais,
+             dict(fn=_not_written), dict(fn=fn, time_limit=P), _exercise_ok, time_limit=30,
+             extremes=_student_extremes("fn")),
     ]
 
 
