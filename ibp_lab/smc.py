@@ -103,6 +103,12 @@ class SMCResult:
         any resampling).
     resampled : numpy.ndarray
         ``(T,)`` bool: whether the particles were resampled at that step.
+    local_barrier : numpy.ndarray
+        ``(T + 1,)`` the weighted particles' estimate, at each rung (after its
+        move), of ``lambda(b) = E|log p(X | Z) - log p(X | Z')| / 2`` for ``Z, Z'``
+        independent from ``pi_b``: Syed et al. (2021)'s local communication barrier,
+        whose integral over a stretch of ladder is the barrier that replica exchange
+        meets there (:meth:`communication_barrier`).
     cpu_seconds : float
         CPU time of the run (:func:`time.process_time`).
     """
@@ -116,6 +122,7 @@ class SMCResult:
     log_evidence_increments: np.ndarray
     ess: np.ndarray
     resampled: np.ndarray
+    local_barrier: np.ndarray
     cpu_seconds: float
 
     @property
@@ -140,6 +147,27 @@ class SMCResult:
             raise ValueError(f"values must have one entry per particle ({self.log_weights.size}), "
                              f"got shape {values.shape}")
         return float(np.sum(self.weights * values))
+
+    def communication_barrier(self, min_inverse_temperature: float = 0.0) -> float:
+        """``Lambda = integral of lambda(b) db`` from ``min_inverse_temperature`` to 1.
+
+        The trapezoid rule over the ladder's rungs in that stretch (the first rung at
+        or above ``min_inverse_temperature``); a prediction of
+        :attr:`ibp_lab.tempering.TemperedResult.communication_barrier` for a ladder
+        over the same stretch, as good as the particles' picture of each ``pi_b``.
+
+        Examples
+        --------
+        >>> run = run_smc([[1.0, 0.2], [0.9, -0.1]], 50, np.random.default_rng(0),
+        ...               alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_temperatures=10)
+        >>> bool(0 <= run.communication_barrier(0.3) <= run.communication_barrier())
+        True
+        """
+        low = check_positive("min_inverse_temperature", min_inverse_temperature,
+                             allow_zero=True, upper=1.0)
+        keep = self.inverse_temperatures >= low
+        b, lam = self.inverse_temperatures[keep], self.local_barrier[keep]
+        return float(np.sum(np.diff(b) * (lam[1:] + lam[:-1]) / 2))
 
     def k_plus_pmf(self, k_max: int) -> np.ndarray:
         """Weighted law of ``K+`` at ``b = 1`` on ``0 .. k_max`` (mass above ``k_max`` dropped)."""
@@ -189,6 +217,23 @@ def _systematic_resample(log_weights: np.ndarray, rng: np.random.Generator) -> n
     cumulative[-1] = 1.0  # rounding must not leave the last point past the end
     points = (rng.random() + np.arange(n)) / n
     return np.searchsorted(cumulative, points, side="right")
+
+
+def _half_mean_abs_difference(values: np.ndarray, log_weights: np.ndarray) -> float:
+    """``E|V - V'| / 2`` for ``V, V'`` independent from the weighted values (O(n log n)).
+
+    With the values sorted, ``sum_{i<j} W_i W_j (v_j - v_i)`` is
+    ``sum_j W_j (v_j S_{j-1} - T_{j-1})`` (``S``, ``T`` the running sums of ``W`` and
+    ``W v``), and ``E|V - V'|`` is twice it.
+
+    >>> _half_mean_abs_difference(np.array([0.0, 2.0]), np.log([0.5, 0.5]))
+    0.5
+    """
+    order = np.argsort(values)
+    v, w = values[order], np.exp(log_weights[order])
+    s_before = np.cumsum(w) - w
+    t_before = np.cumsum(w * v) - w * v
+    return float(np.sum(w * (v * s_before - t_before)))
 
 
 def _ess(log_weights: np.ndarray) -> float:
@@ -298,6 +343,8 @@ def run_smc(X, n_particles: int, rng: np.random.Generator, *, alpha: float, sigm
     log_w = np.full(n, -np.log(n))
     T = ladder.size - 1
     increments, ess, resampled = np.zeros(T), np.zeros(T), np.zeros(T, bool)
+    barrier = np.zeros(T + 1)
+    barrier[0] = _half_mean_abs_difference(particles.log_lik, log_w)
     for t in range(T):
         log_w = log_w + (ladder[t + 1] - ladder[t]) * particles.log_lik
         increments[t] = logsumexp(log_w)
@@ -308,13 +355,14 @@ def run_smc(X, n_particles: int, rng: np.random.Generator, *, alpha: float, sigm
             log_w = np.full(n, -np.log(n))
             resampled[t] = True
         particles.move(ladder[t + 1], n_sweeps, rng)
+        barrier[t + 1] = _half_mean_abs_difference(particles.log_lik, log_w)
     states = [np.ascontiguousarray(Z) for Z in particles.states]
     return SMCResult(
         log_evidence=float(increments.sum()), log_weights=log_w,
         k_plus=np.array([Z.shape[1] for Z in states], dtype=np.int64),
         log_likelihood=particles.log_lik.copy(), states=states, inverse_temperatures=ladder,
         log_evidence_increments=increments, ess=ess, resampled=resampled,
-        cpu_seconds=time.process_time() - start)
+        local_barrier=barrier, cpu_seconds=time.process_time() - start)
 
 
 def run_ais(X, n_particles: int, rng: np.random.Generator, **options) -> SMCResult:
