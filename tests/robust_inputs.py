@@ -2439,7 +2439,8 @@ def all_cases(function: str | None = None, groups=None) -> list[Case]:
 
 #: Functions whose first call compiles numba kernels: run once in the parent, so that no
 #: child compiles against its time limit.
-_WARM = ("gibbs.", "split_merge.", "streaming.", "exact.", "heldout.ibp_gibbs", "linear_gaussian.")
+_WARM = ("gibbs.", "split_merge.", "streaming.", "exact.", "heldout.ibp_gibbs", "linear_gaussian.",
+         "tempering.", "smc.", "chains.")
 
 
 def warm_up(cases) -> None:
