@@ -124,6 +124,15 @@ def spoken(minutes: int) -> str:
     return " ".join(parts)
 
 
+def counted(n: int, noun: str) -> str:
+    """``"1 displayed equation"``, ``"2 displayed equations"``, ``"1,636 words"``.
+
+    >>> counted(1, "code cell"), counted(0, "exercise"), counted(1636, "word")
+    ('1 code cell', '0 exercises', '1,636 words')
+    """
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def time_line(chapter: str) -> str:
     """The chapter's "**Time.**" paragraph, from its counts (and the last build's run time).
 
@@ -133,12 +142,14 @@ def time_line(chapter: str) -> str:
     reading, exercises = round_up(counts.reading_minutes()), round_up(counts.exercise_minutes())
     coding = (f", {counts.coding_exercises} of them writing code that a check grades"
               if counts.coding_exercises else "")
+    the_exercises = ("the exercise" if counts.exercises == 1
+                     else f"the {counted(counts.exercises, 'exercise')}")
     run = run_seconds(chapter)
     run_text = (f" The code runs in about {spoken(max(1, math.ceil(run / 60)))}." if run else "")
     return (f"**Time.** About {spoken(reading + exercises)}: {spoken(reading)} to study "
-            f"{counts.words:,} words, {counts.equations} displayed equations and "
-            f"{counts.code_cells} code cells, and {spoken(exercises)} for the "
-            f"{counts.exercises} exercises{coding} (estimated from the chapter's length, "
+            f"{counted(counts.words, 'word')}, {counted(counts.equations, 'displayed equation')}"
+            f" and {counted(counts.code_cells, 'code cell')}, and {spoken(exercises)} for "
+            f"{the_exercises}{coding} (estimated from the chapter's length, "
             f"{{ref}}`study-time`).{run_text}")
 
 
