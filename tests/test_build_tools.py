@@ -59,3 +59,14 @@ def test_a_files_tests_reach_the_scheduler_as_one_group(request):
     if not getattr(request.config.option, "loadgroup", False):
         pytest.skip("not run under pytest-xdist's --dist loadgroup")
     assert request.node.nodeid.endswith("@tests/test_build_tools.py"), request.node.nodeid
+
+
+def test_the_shipped_lab_settings_ask_nothing_of_the_network():
+    """No news pop-up on a student's first open, and no request to a website (offline)."""
+    import json
+    from pathlib import Path
+
+    overrides = json.loads((Path(__file__).resolve().parent.parent / "binder"
+                            / "jupyterlab-overrides.json").read_text())
+    notification = overrides["@jupyterlab/apputils-extension:notification"]
+    assert notification == {"fetchNews": "false", "checkForUpdates": False}
