@@ -2,10 +2,18 @@
 
 Usage::
 
-    .venv/bin/python experiments/smc_digits.py            # the full runs (about 20 CPU minutes)
+    .venv/bin/python experiments/smc_digits.py            # the full runs (about 35 CPU minutes)
     .venv/bin/python experiments/smc_digits.py --quick    # the reduced runs only (seconds)
+    .venv/bin/python experiments/smc_digits.py --part sigma_x &   # share the work between
+    .venv/bin/python experiments/smc_digits.py --part budget      # processes, then the first
+                                                                  # command assembles the record
 
-Writes ``book/data/smc_digits.json`` (``--out`` to write elsewhere): for each run its
+Finished runs are kept in ``_build/experiment-cache/`` (a stopped run resumes there);
+the record's ``cpu_seconds`` is then the assembling run's, and each run's own CPU time
+is in its row.
+
+Writes ``ibp_lab/data/experiments/smc_digits.json`` (read by
+:func:`ibp_lab.datasets.load_experiment`) (``--out`` to write elsewhere): for each run its
 settings, seed, log evidence, weighted mean K+ and log-likelihood, smallest ESS,
 resampling count, CPU seconds and the particles' communication barrier
 (its local values along the ladder and its integral from 0 and from 0.3); and the command, the stack (Python, NumPy, SciPy,
@@ -19,8 +27,8 @@ The runs (hyperparameters as in the chapter: alpha = 1, sigma_A = 0.3 on the dig
 
 - ``budget``: the 300 training digits at sigma_X = 0.25, 32 particles, ladders of
   T = 250, 1000 and 4000 steps, three independent runs each;
-- ``sigma_x``: the same digits at sigma_X = 0.2, 0.25, 0.3 and 0.35, T = 2000, three
-  runs each: the evidence's verdict on sigma_X;
+- ``sigma_x``: the same digits at sigma_X = 0.1, 0.15, 0.2, 0.25 and 0.3, T = 2000,
+  three runs each: the evidence's verdict on sigma_X;
 - ``rows``: the first 38, 75 and 150 of the 300 digits (in a fixed shuffled order) at
   sigma_X = 0.25, T = 1000, three runs each: how the barrier grows with N (with the
   300 of ``budget``);
@@ -31,6 +39,7 @@ The runs (hyperparameters as in the chapter: alpha = 1, sigma_A = 0.3 on the dig
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -49,17 +58,36 @@ from ibp_lab.linear_gaussian import collapsed_loglik  # noqa: E402
 from ibp_lab.prior import log_prior  # noqa: E402
 
 SEED = 2028
-OUT = ROOT / "book" / "data" / "smc_digits.json"
+OUT = ROOT / "ibp_lab" / "data" / "experiments" / "smc_digits.json"
 DIGITS = dict(alpha=1.0, sigma_a=0.3)
 TRAP = dict(alpha=1.0, sigma_x=0.1, sigma_a=1.0)
 FULL = dict(particles=32, runs=3, budget_steps=(250, 1000, 4000), sigma_steps=2000,
-            sigmas=(0.2, 0.25, 0.3, 0.35), trap_steps=1000, row_counts=(38, 75, 150),
+            sigmas=(0.1, 0.15, 0.2, 0.25, 0.3), trap_steps=1000, row_counts=(38, 75, 150),
             rows_steps=1000)
 QUICK = dict(particles=8, runs=2, budget_steps=(20, 40), sigma_steps=30,
              sigmas=(0.25, 0.35), trap_steps=30, row_counts=(38,), rows_steps=20)
 
 
-def _run(X, n_particles, n_steps, seed, hyper, Z_true=None) -> dict:
+CACHE = ROOT / "_build" / "experiment-cache" / "smc_digits"
+
+
+def _run(X, n_particles, n_steps, seed, hyper, Z_true=None, *, cache=True) -> dict:
+    """One run's row; a finished row is kept in CACHE, so a stopped script resumes."""
+    if not cache:
+        return _fresh_run(X, n_particles, n_steps, seed, hyper, Z_true)
+    key = "-".join(map(str, seed)) + f"-{n_particles}-{n_steps}-{X.shape[0]}"
+    cached = CACHE / f"{key}.json"
+    if cached.exists():
+        return json.loads(cached.read_text())
+    row = _fresh_run(X, n_particles, n_steps, seed, hyper, Z_true)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(".tmp")
+    tmp.write_text(json.dumps(row))
+    os.replace(tmp, cached)
+    return row
+
+
+def _fresh_run(X, n_particles, n_steps, seed, hyper, Z_true=None) -> dict:
     rng = np.random.default_rng(seed)
     run = smc.run_smc(X, n_particles, rng, **hyper, n_temperatures=n_steps)
     row = dict(seed=list(seed), n_particles=n_particles, n_steps=n_steps, **hyper,
@@ -82,26 +110,36 @@ def _run(X, n_particles, n_steps, seed, hyper, Z_true=None) -> dict:
     return row
 
 
-def runs(plan: dict, tag: int) -> dict:
-    """Every run of ``plan``; seeds ``(SEED, tag, part, setting, run)``."""
+PARTS = ("budget", "sigma_x", "rows", "trap")
+
+
+def runs(plan: dict, tag: int, parts=PARTS, *, cache: bool = True, reverse: bool = False,
+         only_runs=None) -> dict:
+    """Every run of ``plan`` in ``parts``; seeds ``(SEED, tag, part, setting, run)``, the
+    setting a number of steps, a sigma_X in thousandths or a number of rows. ``cache=False``
+    runs everything afresh (the test that reruns the reduced plan)."""
+    run = functools.partial(_run, cache=cache)
     X = datasets.load_digit_sets().train
     out = {"budget": [], "sigma_x": [], "trap": [], "rows": []}
-    for s, steps in enumerate(plan["budget_steps"]):
+    # (reverse only changes the order of work; the record is assembled in plan order)
+    for steps in plan["budget_steps"] if "budget" in parts else ():
         for r in range(plan["runs"]):
-            out["budget"].append(_run(X, plan["particles"], steps, (SEED, tag, 0, s, r),
+            out["budget"].append(run(X, plan["particles"], steps, (SEED, tag, 0, steps, r),
                                       dict(DIGITS, sigma_x=0.25)))
-    for s, sigma in enumerate(plan["sigmas"]):
-        for r in range(plan["runs"]):
-            out["sigma_x"].append(_run(X, plan["particles"], plan["sigma_steps"],
-                                       (SEED, tag, 1, s, r), dict(DIGITS, sigma_x=sigma)))
-    for s, n_rows in enumerate(plan["row_counts"]):  # the first n_rows of the 300 (shuffled)
+    sigmas = plan["sigmas"][::-1] if reverse else plan["sigmas"]
+    for sigma in sigmas if "sigma_x" in parts else ():
+        for r in only_runs or range(plan["runs"]):
+            out["sigma_x"].append(run(X, plan["particles"], plan["sigma_steps"],
+                                       (SEED, tag, 1, round(1000 * sigma), r),
+                                       dict(DIGITS, sigma_x=sigma)))
+    for n_rows in plan["row_counts"] if "rows" in parts else ():  # the first n_rows (shuffled)
         rows = np.random.default_rng((SEED, 3)).permutation(X.shape[0])[:n_rows]
         for r in range(plan["runs"]):
-            out["rows"].append(_run(X[rows], plan["particles"], plan["rows_steps"],
-                                    (SEED, tag, 3, s, r), dict(DIGITS, sigma_x=0.25)))
+            out["rows"].append(run(X[rows], plan["particles"], plan["rows_steps"],
+                                    (SEED, tag, 3, n_rows, r), dict(DIGITS, sigma_x=0.25)))
     Xg, Z_true, _ = datasets.simulate_four_feature_data(np.random.default_rng(1), sigma_x=0.1)
-    for r in range(plan["runs"]):
-        out["trap"].append(_run(Xg, plan["particles"], plan["trap_steps"], (SEED, tag, 2, 0, r),
+    for r in range(plan["runs"]) if "trap" in parts else ():
+        out["trap"].append(run(Xg, plan["particles"], plan["trap_steps"], (SEED, tag, 2, 0, r),
                                 TRAP, Z_true=Z_true))
     return out
 
@@ -119,7 +157,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the reduced runs only; print them")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--part", choices=PARTS, action="append",
+                        help="run only these parts into the cache (two processes can share "
+                             "the work); the record is written when no --part is given")
+    parser.add_argument("--reverse", action="store_true",
+                        help="with --part sigma_x: the sigmas from the largest (a second process)")
+    parser.add_argument("--run", type=int, action="append",
+                        help="with --part sigma_x: only these run indices (more processes)")
     args = parser.parse_args(argv)
+    if args.part:
+        runs(FULL, tag=0, parts=args.part, reverse=args.reverse, only_runs=args.run)
+        return 0
     print("reduced runs", flush=True)
     quick = runs(QUICK, tag=1)
     if args.quick:

@@ -26,6 +26,8 @@ import numpy as np
 from ibp_lab._checks import check_count, check_positive, check_rng, check_size
 
 __all__ = [
+    "load_experiment",
+    "EXPERIMENTS",
     "DigitSets",
     "DIGIT_SHAPE",
     "load_optdigits",
@@ -250,3 +252,56 @@ def simulate_four_feature_data(
     Z = (rng.random((n, 4)) < p_on).astype(np.int8)
     X = Z @ A + sigma_x * rng.standard_normal((n, 36))
     return X, Z, A
+
+
+#: The precomputed experiments bundled with the package (``experiments/<name>.py`` writes each).
+EXPERIMENTS = ("smc_digits", "tempering_digits")
+#: What every experiment record holds.
+_RECORD_KEYS = {"command", "seed", "stack", "date", "cpu_seconds", "plan", "quick_plan", "runs",
+                "quick"}
+
+
+def load_experiment(name: str) -> dict:
+    """The record of a precomputed experiment, read from the package and checked whole.
+
+    Runs too long for a chapter (many CPU minutes) are made by a script in
+    ``experiments/`` and bundled as JSON: the runs' results, the command, the stack,
+    the seed and the date. A chapter reads them with this function, so that it finds
+    them from any working directory.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`EXPERIMENTS`.
+
+    Returns
+    -------
+    dict
+        The record: ``runs`` (the results), ``plan``, ``command``, ``seed``, ``stack``,
+        ``date``, ``cpu_seconds``, and the reduced runs ``quick`` with their ``quick_plan``.
+
+    Examples
+    --------
+    >>> record = load_experiment("tempering_digits")
+    >>> record["command"]
+    'python experiments/tempering_digits.py'
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, one of {EXPERIMENTS}, got {type(name).__name__}")
+    if name not in EXPERIMENTS:
+        raise ValueError(f"name must be one of {EXPERIMENTS}, got {name!r}")
+    import json
+
+    path = resources.files("ibp_lab").joinpath("data", "experiments", f"{name}.json")
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"the {name} record is not in this installation of ibp_lab: "
+                                f"run experiments/{name}.py to make it") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the {name} record is not valid JSON ({exc}): rerun "
+                         f"experiments/{name}.py") from None
+    missing = _RECORD_KEYS - set(record) if isinstance(record, dict) else _RECORD_KEYS
+    if missing:
+        raise ValueError(f"the {name} record lacks {sorted(missing)}: rerun experiments/{name}.py")
+    return record

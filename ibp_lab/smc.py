@@ -301,8 +301,8 @@ def run_smc(X, n_particles: int, rng: np.random.Generator, *, alpha: float, sigm
     n_particles : int
         Particles ``n``, >= 1.
     rng : numpy.random.Generator
-        Source of randomness (the prior draws, the resampling and the sweeps, in
-        that order of use).
+        Source of randomness: the prior draws, then each step's resampling and
+        sweeps.
     alpha, sigma_x, sigma_a, beta : float
         Hyperparameters of the linear-Gaussian IBP, held fixed.
     n_temperatures : int, optional

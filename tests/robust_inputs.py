@@ -578,6 +578,9 @@ def specs_datasets():
     return [
         Spec("datasets.load_optdigits", m.load_optdigits, dict(split="test"),
              dict(split=_choice(["train", "test"]))),
+        Spec("datasets.load_experiment", m.load_experiment, dict(name="tempering_digits"),
+             dict(name=_choice(list(m.EXPERIMENTS))),
+             lambda r: None if r["runs"] and r["quick"] else "an empty record"),
         Spec("datasets.load_digit_sets", m.load_digit_sets,
              dict(n_train_per_class=3, n_test_per_class=2, seed=1),
              dict(n_train_per_class=C, n_test_per_class=C, seed=C),
