@@ -96,8 +96,8 @@ def count(text: str) -> ChapterCounts:
         elif in_math and (line.startswith("$$") or (match and name is None)):
             in_math = False
             continue
-        if match or in_math or in_solution or line.startswith(":"):
-            continue
+        if match or in_math or in_solution or line.startswith(":") or line.startswith("**Time"):
+            continue  # (the Time line itself is not counted: its own words would move it)
         words += len(re.findall(r"[A-Za-z]{2,}", re.sub(r"\{[a-z:-]+\}`[^`]*`", " x ", line)))
     return ChapterCounts(words, equations, code_cells, exercises, coding)
 
