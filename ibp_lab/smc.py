@@ -385,10 +385,10 @@ def harmonic_mean_log_evidence(log_likelihoods) -> float:
 
     ``p(X) = 1 / E_post[1 / p(X | Z)]``, so ``-log mean_s exp(-log p(X | Z_s))``
     over posterior draws ``Z_s``. It is consistent, but ``1 / p(X | Z)`` is
-    largest where the posterior puts almost no mass, so its variance is
-    infinite whenever the prior is much wider than the posterior (Neal's
-    comment on Newton & Raftery 1994), and in any run it is dominated by the
-    draws' largest likelihoods: it overestimates the evidence.
+    largest where the posterior puts almost no mass, so its variance can be
+    infinite (Neal's comment on Newton & Raftery 1994) and is enormous when
+    the prior is much wider than the posterior; posterior draws miss the
+    prior's low-likelihood states, so in practice it overestimates the evidence.
 
     Parameters
     ----------
