@@ -9,7 +9,7 @@ The tempering chapter's digit run used 16 rungs down to b = 0.3 and measured a b
 Lambda of about 11.9 there; the rule of that chapter (R - 1 >= 2 Lambda rungs, so that
 no adjacent pair rejects more than about half its swaps) asks for at least 25. A first
 run with 26 rungs measured Lambda of about 14.4 (a finer ladder resolves more of it),
-for which the rule asks for 30; ````FULL['rungs']`` is 30. Here:
+for which the rule asks for 30; ``FULL['rungs']`` is 30. Here:
 four runs of ``R = FULL['rungs']`` rungs from the chapter's four starts, ``rounds`` rounds of
 which the first ``burn`` tune the ladder; then four plain Gibbs chains from the same
 starts, given the number of sweeps that a pilot says costs the tempered runs' realised

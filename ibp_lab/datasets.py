@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 from dataclasses import dataclass
 from importlib import resources
 
@@ -290,8 +291,6 @@ def load_experiment(name: str) -> dict:
         raise TypeError(f"name must be a str, one of {EXPERIMENTS}, got {type(name).__name__}")
     if name not in EXPERIMENTS:
         raise ValueError(f"name must be one of {EXPERIMENTS}, got {name!r}")
-    import json
-
     path = resources.files("ibp_lab").joinpath("data", "experiments", f"{name}.json")
     try:
         record = json.loads(path.read_text())

@@ -4,8 +4,8 @@ are whole, and their reduced runs, rerun here, give the numbers stored beside th
 A full run takes many CPU minutes, too long for a chapter that every build executes
 three times; each script therefore stores, beside its full runs, a reduced version
 (same code path, small budget) whose results are deterministic given the seed and the
-stack. Rerunning the reduced version and finding the stored numbers (to 1e-6, leaving
-room for a different BLAS's rounding) shows that the sampler the chapter describes is
+stack. Rerunning the reduced version and finding the stored numbers (to a relative
+1e-6, which allows for a change in the order of floating-point sums) shows that the sampler the chapter describes is
 the one that produced its tables; CPU seconds are not compared.
 """
 
@@ -43,8 +43,11 @@ def _assert_same(stored, rerun, where="record"):
         for i, (a, b) in enumerate(zip(stored, rerun)):
             _assert_same(a, b, f"{where}[{i}]")
     else:
-        assert np.allclose(np.asarray(stored, float), np.asarray(rerun, float), rtol=1e-6,
-                           atol=1e-6, equal_nan=True), f"{where}: stored {stored}, rerun {rerun}"
+        stored, rerun = np.asarray(stored, float), np.asarray(rerun, float)
+        # equal shapes first: allclose would broadcast a stored scalar against a rerun list
+        assert stored.shape == rerun.shape, f"{where}: shapes {stored.shape}, {rerun.shape}"
+        assert np.allclose(stored, rerun, rtol=1e-6, atol=1e-6, equal_nan=True), (
+            f"{where}: stored {stored}, rerun {rerun}")
 
 
 @pytest.mark.parametrize("name", sorted(RECORDS))

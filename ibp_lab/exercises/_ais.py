@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import logsumexp
 
 from ibp_lab import exact, smc
 from ibp_lab.exercises._common import (as_number, call, check_function, check_time_limit,
@@ -32,8 +33,8 @@ def check_ais(fn, *, time_limit: float = 120) -> ExerciseResult:
     and weighted by ``p(X | Z)^(b_t - b_{t-1})`` at every step, the estimate the log of
     the mean weight. It is called :data:`N_RUNS` times with independent generators;
     ``exp(estimate - log p(X))`` must then average 1 within ``z`` standard errors (``z``
-    the two-sided normal quantile at the exercises' false-alarm rate 1e-3, the error from the runs' own
-    spread), because the mean weight is an unbiased estimate of ``p(X)``. The verdict
+    the two-sided normal quantile at the exercises' false-alarm rate 1e-3, the error
+    from the runs' own spread), because the mean weight is an unbiased estimate of ``p(X)``. The verdict
     says which way a wrong answer misses, and the usual reason.
 
     Parameters
@@ -96,8 +97,11 @@ def _judge(fn) -> ExerciseResult:
     direction = "above" if ratio.mean() > 1 else "below"
     jensen = ("" if ratio.mean() > 1 else "; the mean of the log weights instead of the log "
               "of the mean weight (Jensen's inequality puts that below log p(X))")
-    hint = (f"{direction} the exact evidence, by {abs(estimates.mean() - log_p):.3g} nats on "
-            "average. The usual reasons: a weight of p(X | Z)^b_t at each step instead of "
+    # the log of the mean ratio: signed the same way as `direction`, unlike the mean of
+    # the log estimates (which Jensen's inequality pulls down)
+    log_mean_ratio = float(logsumexp(estimates - log_p) - np.log(N_RUNS))
+    hint = (f"{direction} the exact evidence: their mean, as an estimate of p(X), is "
+            f"{abs(log_mean_ratio):.3g} nats off. The usual reasons: a weight of p(X | Z)^b_t at each step instead of "
             "p(X | Z)^(b_t - b_{t-1}); the weight of a step computed after that step's move "
             f"instead of before it; a start that is not a draw from the IBP prior{jensen}")
     return fail(EXERCISE, f"Your estimates are {hint}.", measurements)
