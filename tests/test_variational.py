@@ -23,8 +23,10 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy import integrate
 from scipy.optimize import minimize
 from scipy.special import betaln, logit
+from scipy.stats import beta as beta_dist
 from scipy.stats import multivariate_normal
 
 from ibp_lab import exact
@@ -32,6 +34,7 @@ from ibp_lab import variational as vi
 from ibp_lab.datasets import simulate_four_feature_data
 from ibp_lab.summaries import match_features
 from tests.seeds import stat_rng
+from tests.stats_checks import TEST_LEVEL, normal_two_sided_z
 
 TINY = [
     (np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]]), dict(alpha=1.3, sigma_x=0.6, sigma_a=1.2)),
@@ -152,6 +155,40 @@ def test_stick_bound_is_below_monte_carlo_expectation():
     assert np.all(bound <= mean + 4 * se)
     assert bound[0] == pytest.approx(mean[0], abs=4 * se[0])  # exact for one stick
 
+
+
+@pytest.mark.statistical(rate=TEST_LEVEL)
+def test_stick_bound_slack_matches_quadrature():
+    """The slack of a fitted two-column q against a deterministic answer.
+
+    ``E log(1 - v1 v2)`` under the fitted Betas by nested quadrature (to 1e-8), so the
+    exact slack is ``sum_k w_k (E log(1 - pi_k) - L_k)``; the Monte Carlo estimate
+    must lie within ``z`` of its own standard errors (``z`` the two-sided normal
+    quantile at TEST_LEVEL; CLT over 50,000 independent draws).
+    """
+    X, hyper = TINY[0]
+    fit = vi.VariationalIBP(**hyper, n_features=2, rng=np.random.default_rng(3)).fit(X)
+    tau, nu = fit.tau_, fit.feature_probabilities_
+    first, second = (beta_dist(*row) for row in tau)
+    inner = lambda v1: integrate.quad(lambda v2: np.log1p(-v1 * v2) * second.pdf(v2),
+                                      0, 1, epsabs=1e-10)[0]
+    e_log_off = np.array([first.expect(lambda v1: np.log1p(-v1)),
+                          integrate.quad(lambda v1: inner(v1) * first.pdf(v1), 0, 1,
+                                         epsabs=1e-10)[0]])
+    exact_slack = ((e_log_off - vi._stick_terms(tau)[1]) * (1 - nu).sum(axis=0)).sum()
+    slack, se = fit.stick_bound_slack(50_000, stat_rng(12))
+    assert exact_slack >= -1e-8  # the bound is a bound
+    assert abs(slack - exact_slack) <= normal_two_sided_z(TEST_LEVEL) * se, (slack, se,
+                                                                           exact_slack)
+    assert fit.stick_bound_slack(10, np.random.default_rng(0)) == fit.stick_bound_slack(
+        10, np.random.default_rng(0))
+
+
+def test_the_finite_family_has_no_stick_slack():
+    X, hyper = TINY[0]
+    fit = vi.VariationalIBP(**hyper, n_features=2, family="finite",
+                            rng=np.random.default_rng(3)).fit(X)
+    assert fit.stick_bound_slack(10, np.random.default_rng(0)) == (0.0, 0.0)
 
 # --------------------------------------------------------------------------------------
 # against the exact evidence
