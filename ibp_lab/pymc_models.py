@@ -5,7 +5,7 @@ of its variables. With the stick-breaking construction (Teh, Gorur & Ghahramani
 2007) truncated at ``K`` features, each row has only ``2^K`` possible binary
 vectors ("patterns") ``c``, and its ``z`` can be summed out exactly::
 
-    nu_j ~ Beta(alpha, 1),   pi_k = nu_1 ... nu_k,   A_kd ~ Normal(0, sigma_A^2)
+    v_j ~ Beta(alpha, 1),   pi_k = v_1 ... v_k,   A_kd ~ Normal(0, sigma_A^2)
     p(x_n | pi, A) = sum_c  prod_k pi_k^c_k (1 - pi_k)^(1 - c_k)  Normal(x_n | c A, sigma_X^2 I)
 
 The features ``A`` are explicit parameters here: ``A`` can be integrated out
@@ -28,7 +28,7 @@ each row's patterns.
 - :func:`feature_gradient`: the push the data give each feature image.
 - :func:`time_gradient`: seconds per log-density-and-gradient evaluation.
 
-Parameter names in the model and in its traces: ``alpha``, ``nu`` (the
+Parameter names in the model and in its traces: ``alpha``, ``v`` (the
 sticks' fractions), ``sigma_A``, ``A`` (``feature x pixel``), ``sigma_X`` (a
 free variable, or a constant stored in the ``constant_data`` group), and the
 deterministic ``log_pi`` and ``pi``. Patterns are ordered as binary numbers
@@ -174,7 +174,7 @@ def build_model(
     ::
 
         alpha ~ Gamma(alpha_shape, alpha_rate)
-        nu_j ~ Beta(alpha, 1),  log pi_k = sum_{j <= k} log nu_j
+        v_j ~ Beta(alpha, 1),  log pi_k = sum_{j <= k} log v_j
         sigma_A ~ HalfNormal(sigma_a_scale),  A_kd ~ Normal(0, sigma_A^2)
         sigma_X = sigma_x, or sigma_X ~ HalfNormal(sigma_x_scale) if sigma_x is None
         log p(x_n | ...) = logsumexp_c [ log p(c | pi) + log Normal(x_n | c A, sigma_X^2 I) ]
@@ -201,7 +201,7 @@ def build_model(
     --------
     >>> model = build_model(np.zeros((4, 3)), 2, sigma_x=0.5)
     >>> sorted(rv.name for rv in model.free_RVs)
-    ['A', 'alpha', 'nu', 'sigma_A']
+    ['A', 'alpha', 'v', 'sigma_A']
     """
     X = check_data_matrix("X", X)
     n_features = _check_n_features(n_features)
@@ -221,8 +221,8 @@ def build_model(
     coords = {"feature": np.arange(1, n_features + 1), "pixel": np.arange(n_dims)}
     with pm.Model(coords=coords) as model:
         alpha = pm.Gamma("alpha", alpha=alpha_shape, beta=alpha_rate)
-        nu = pm.Beta("nu", alpha=alpha, beta=1.0, dims="feature")
-        log_pi = pm.Deterministic("log_pi", pt.cumsum(pt.log(nu)), dims="feature")
+        v = pm.Beta("v", alpha=alpha, beta=1.0, dims="feature")
+        log_pi = pm.Deterministic("log_pi", pt.cumsum(pt.log(v)), dims="feature")
         pm.Deterministic("pi", pt.exp(log_pi), dims="feature")
         sigma_a = pm.HalfNormal("sigma_A", sigma=sigma_a_scale)
         A = pm.Normal("A", mu=0.0, sigma=sigma_a, dims=("feature", "pixel"))
@@ -254,13 +254,13 @@ def initial_point_from_data(
     *,
     sigma_x: float | None = None,
     scale: float = 0.5,
-    nu: float = 0.8,
+    v: float = 0.8,
     alpha: float = 2.0,
 ) -> dict[str, np.ndarray | float]:
     """A starting point inside the data's basin: features are scaled data rows.
 
     Feature ``k`` starts at ``scale`` times a data row chosen at random without
-    replacement, every stick fraction ``nu_j`` at ``nu`` (so ``pi_k = nu^k``,
+    replacement, every stick fraction ``v_j`` at ``v`` (so ``pi_k = v^k``,
     0.8 to 0.17 for eight features at the default) and ``sigma_A`` at the spread
     of those starting features. From such a start every row already has a
     pattern that explains part of it. From PyMC's default start (features near
@@ -281,7 +281,7 @@ def initial_point_from_data(
         ``sigma_X`` (half the data's standard deviation).
     scale : float, optional
         Factor applied to the chosen rows, > 0.
-    nu : float, optional
+    v : float, optional
         Starting stick fraction, in (0, 1).
     alpha : float, optional
         Starting mass parameter, > 0.
@@ -295,17 +295,17 @@ def initial_point_from_data(
     --------
     >>> X = np.arange(12.0).reshape(4, 3)
     >>> start = initial_point_from_data(X, 2, np.random.default_rng(0), sigma_x=1.0)
-    >>> sorted(start), start["A"].shape, start["nu"].tolist()
-    (['A', 'alpha', 'nu', 'sigma_A'], (2, 3), [0.8, 0.8])
+    >>> sorted(start), start["A"].shape, start["v"].tolist()
+    (['A', 'alpha', 'v', 'sigma_A'], (2, 3), [0.8, 0.8])
     """
     X = check_data_matrix("X", X)
     n_features = _check_n_features(n_features)
     rng = check_rng(rng)
     sigma_x = _check_sigma_x_option(sigma_x)
     scale = check_positive("scale", scale)
-    nu = check_positive("nu", nu)
-    if nu >= 1.0:
-        raise ValueError(f"nu must be in (0, 1), got {nu}")
+    v = check_positive("v", v)
+    if v >= 1.0:
+        raise ValueError(f"v must be in (0, 1), got {v}")
     alpha = check_positive("alpha", alpha)
     if X.shape[0] < n_features:
         raise ValueError(
@@ -324,7 +324,7 @@ def initial_point_from_data(
         )
     start: dict[str, np.ndarray | float] = {
         "A": A,
-        "nu": np.full(n_features, nu),
+        "v": np.full(n_features, v),
         "alpha": alpha,
         "sigma_A": sigma_A,
     }
@@ -762,29 +762,29 @@ def sample_z(idata, X, rng: np.random.Generator, *, chain: int | None = None,
 def _check_values(values, *, free_sigma_x: bool, n_features: int | None = None) -> dict:
     """The untransformed parameter values of a :func:`build_model` model, checked.
 
-    ``alpha``, ``sigma_A`` (and ``sigma_X`` when free) positive numbers, ``nu`` a
-    1-D array in (0, 1), ``A`` a finite ``(K, D)`` array with ``K = len(nu)``.
+    ``alpha``, ``sigma_A`` (and ``sigma_X`` when free) positive numbers, ``v`` a
+    1-D array in (0, 1), ``A`` a finite ``(K, D)`` array with ``K = len(v)``.
     """
     if not isinstance(values, Mapping):
         raise TypeError(f"values must be a dict of parameter values, got {type(values).__name__}")
-    needed = ["alpha", "nu", "sigma_A", "A"] + (["sigma_X"] if free_sigma_x else [])
+    needed = ["alpha", "v", "sigma_A", "A"] + (["sigma_X"] if free_sigma_x else [])
     missing = [name for name in needed if name not in values]
     if missing:
         raise ValueError(f"values must contain {needed}; missing {missing}")
     out = {name: check_positive(name, values[name])
            for name in ("alpha", "sigma_A", "sigma_X") if name in needed}
-    nu = check_real_array("nu", values["nu"])
-    if nu.ndim != 1 or nu.size == 0 or not np.all((nu > 0) & (nu < 1)):
-        raise ValueError("nu must be a non-empty 1-D array of values in (0, 1)")
-    if nu.size > MAX_FEATURES or (n_features is not None and nu.size != n_features):
-        raise ValueError(f"nu must have one entry per feature "
+    v = check_real_array("v", values["v"])
+    if v.ndim != 1 or v.size == 0 or not np.all((v > 0) & (v < 1)):
+        raise ValueError("v must be a non-empty 1-D array of values in (0, 1)")
+    if v.size > MAX_FEATURES or (n_features is not None and v.size != n_features):
+        raise ValueError(f"v must have one entry per feature "
                          f"({n_features if n_features is not None else f'at most {MAX_FEATURES}'}), "
-                         f"got {nu.size}")
+                         f"got {v.size}")
     A = check_real_array("A", values["A"])
-    if A.ndim != 2 or A.shape[0] != nu.size or not np.all(np.isfinite(A)):
-        raise ValueError(f"A must be a finite ({nu.size}, D) array (one image per feature), "
+    if A.ndim != 2 or A.shape[0] != v.size or not np.all(np.isfinite(A)):
+        raise ValueError(f"A must be a finite ({v.size}, D) array (one image per feature), "
                          f"got shape {A.shape}")
-    out.update(nu=nu, A=A)
+    out.update(v=v, A=A)
     return out
 
 
@@ -810,7 +810,7 @@ def numpy_logp(
     X : array_like
         ``(N, D)`` data.
     values : dict
-        ``alpha``, ``nu`` (``(K,)`` in (0, 1)), ``sigma_A``, ``A`` (``(K, D)``) and,
+        ``alpha``, ``v`` (``(K,)`` in (0, 1)), ``sigma_A``, ``A`` (``(K, D)``) and,
         if ``sigma_x`` is None, ``sigma_X``.
     sigma_x : float or None, optional
         As in :func:`build_model`.
@@ -823,7 +823,7 @@ def numpy_logp(
 
     Examples
     --------
-    >>> values = {"alpha": 1.0, "nu": [0.5], "sigma_A": 1.0, "A": [[0.0]]}
+    >>> values = {"alpha": 1.0, "v": [0.5], "sigma_A": 1.0, "A": [[0.0]]}
     >>> round(numpy_logp([[0.0]], values, sigma_x=1.0), 4)  # five log densities at 0 or 1
     -3.5637
     """
@@ -834,19 +834,19 @@ def numpy_logp(
     sigma_a_scale = check_positive("sigma_a_scale", sigma_a_scale)
     sigma_x_scale = check_positive("sigma_x_scale", sigma_x_scale)
     checked = _check_values(values, free_sigma_x=sigma_x is None)
-    alpha, nu, sigma_a = checked["alpha"], checked["nu"], checked["sigma_A"]
+    alpha, v, sigma_a = checked["alpha"], checked["v"], checked["sigma_A"]
     noise = checked["sigma_X"] if sigma_x is None else sigma_x
-    pi = np.cumprod(nu)
+    pi = np.cumprod(v)
     X, pi, A, noise = _check_parameters(X, pi, checked["A"], noise)
 
     log_density = stats.gamma(alpha_shape, scale=1.0 / alpha_rate).logpdf(alpha)
-    log_density += stats.beta(alpha, 1.0).logpdf(nu).sum()
+    log_density += stats.beta(alpha, 1.0).logpdf(v).sum()
     log_density += stats.halfnorm(scale=sigma_a_scale).logpdf(sigma_a)
     log_density += stats.norm(0.0, sigma_a).logpdf(A).sum()
     if sigma_x is None:
         log_density += stats.halfnorm(scale=sigma_x_scale).logpdf(noise)
     row_terms = np.full(X.shape[0], -np.inf)
-    for pattern in pattern_matrix(nu.size):
+    for pattern in pattern_matrix(v.size):
         on = pattern.astype(bool)
         log_prior = np.log(pi[on]).sum() + np.log1p(-pi[~on]).sum()
         log_lik = stats.norm(pattern @ A, noise).logpdf(X).sum(axis=1)
@@ -879,7 +879,7 @@ def feature_gradient(model, values: dict) -> np.ndarray:
     --------
     >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
     >>> model = build_model(X, 1, sigma_x=0.5)
-    >>> values = {"alpha": 1.0, "nu": [1e-12], "sigma_A": 1.0, "A": [[0.3, 0.3]]}
+    >>> values = {"alpha": 1.0, "v": [1e-12], "sigma_A": 1.0, "A": [[0.3, 0.3]]}
     >>> bool(np.abs(feature_gradient(model, values)).max() < 1e-9)
     True
     """

@@ -1,6 +1,6 @@
 """Sequential Monte Carlo from the IBP prior to the posterior, and the evidence it estimates.
 
-The tempered posteriors of :mod:`ibp_lab.tempering`, ``pi_b(Z) ∝ p(X | Z)^b P([Z])``,
+The tempered posteriors of :mod:`ibp_lab.tempering`, ``p_b(Z) ∝ p(X | Z)^b P([Z])``,
 join the prior (``b = 0``) to the posterior (``b = 1``). Sequential Monte Carlo
 (Del Moral, Doucet & Jasra 2006) carries ``n`` weighted particles along a ladder
 ``0 = b_0 < b_1 < ... < b_T = 1``. The particles start as exact draws from the
@@ -106,7 +106,7 @@ class SMCResult:
     local_barrier : numpy.ndarray
         ``(T + 1,)`` the weighted particles' estimate, at each rung (after its
         move), of ``lambda(b) = E|log p(X | Z) - log p(X | Z')| / 2`` for ``Z, Z'``
-        independent from ``pi_b``: Syed et al. (2021)'s local communication barrier,
+        independent from ``p_b``: Syed et al. (2022)'s local communication barrier,
         whose integral over a stretch of ladder is the barrier that replica exchange
         meets there (:meth:`communication_barrier`).
     cpu_seconds : float
@@ -154,7 +154,7 @@ class SMCResult:
         The trapezoid rule over the ladder's rungs in that stretch (the first rung at
         or above ``min_inverse_temperature``); a prediction of
         :attr:`ibp_lab.tempering.TemperedResult.communication_barrier` for a ladder
-        over the same stretch, as good as the particles' picture of each ``pi_b``.
+        over the same stretch, as good as the particles' picture of each ``p_b``.
 
         Examples
         --------

@@ -246,7 +246,7 @@ def _invoke(call, kwargs):
 #: Arguments whose mismatch with X may be reported under their own name (Z has 6 rows, X 1).
 _PARTNERS = {"X": ("Z", "Z0", "samples", "checkpoints"), "X_train": ("samples", "Z")}
 #: Containers whose entries a message may name instead (samples[0] holds Z and sigma_x).
-_ENTRIES = {"samples": ("Z", "sigma_x", "sigma_a", "alpha"), "values": ("alpha", "nu", "sigma_A", "A")}
+_ENTRIES = {"samples": ("Z", "sigma_x", "sigma_a", "alpha"), "values": ("alpha", "v", "sigma_A", "A")}
 
 
 def _default_names(arg, base) -> tuple:
@@ -941,10 +941,10 @@ def specs_pymc():
     from ibp_lab import pymc_models as m
 
     X = np.random.default_rng(0).normal(size=(4, 3))
-    values = {"alpha": 1.0, "nu": [0.5, 0.5], "sigma_A": 1.0, "A": np.zeros((2, 3))}
+    values = {"alpha": 1.0, "v": [0.5, 0.5], "sigma_A": 1.0, "A": np.zeros((2, 3))}
     model = m.build_model(X, 2, sigma_x=0.5)
     values_junk = lambda b: [("missing A", {k: v for k, v in b.items() if k != "A"}, R),
-                             ("nan alpha", {**b, "alpha": np.nan}, R), ("nu above 1", {**b, "nu": [1.5, 0.5]}, R),
+                             ("nan alpha", {**b, "alpha": np.nan}, R), ("v above 1", {**b, "v": [1.5, 0.5]}, R),
                              ("A wrong shape", {**b, "A": np.zeros((3, 3))}, R), ("None", None, R),
                              ("negative sigma_A", {**b, "sigma_A": -1.0}, R), ("complex A", {**b, "A": b["A"] + 1j}, R)]
     pat = dict(X=X, pi=[0.5, 0.3], A=np.ones((2, 3)), sigma_x=0.5)
@@ -964,8 +964,8 @@ def specs_pymc():
                   sigma_x_scale=P), time_limit=30,
              extremes=[("sigma_x None", dict(sigma_x=None), A)]),
         Spec("pymc_models.initial_point_from_data", m.initial_point_from_data,
-             dict(X=X, n_features=2, rng=fresh_rng(), sigma_x=0.5, scale=0.5, nu=0.8, alpha=2.0),
-             dict(X="matrix", n_features=C, rng=G, sigma_x=P, scale=P, nu="probability", alpha=P)),
+             dict(X=X, n_features=2, rng=fresh_rng(), sigma_x=0.5, scale=0.5, v=0.8, alpha=2.0),
+             dict(X="matrix", n_features=C, rng=G, sigma_x=P, scale=P, v="probability", alpha=P)),
         Spec("pymc_models.sample_posterior", m.sample_posterior,
              dict(model=model, X=X, rng=fresh_rng(), draws=3, tune=3, chains=1, start="data",
                   target_accept=0.8, cores=1, keep_warmup=False, quiet=True),

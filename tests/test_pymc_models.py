@@ -31,7 +31,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:PyTensor could not link to a BLA
 def _random_values(rng, n_features, n_dims, *, free_sigma_x):
     values = {
         "alpha": rng.gamma(2.0, 1.0),
-        "nu": rng.uniform(0.2, 0.95, n_features),
+        "v": rng.uniform(0.2, 0.95, n_features),
         "sigma_A": rng.uniform(0.3, 1.5),
         "A": rng.normal(0.0, 0.8, (n_features, n_dims)),
     }
@@ -42,8 +42,8 @@ def _random_values(rng, n_features, n_dims, *, free_sigma_x):
 
 def _log_jacobian(values, *, free_sigma_x):
     """log |d value / d transformed value| for PyMC's log and logodds (Beta) transforms."""
-    nu = np.asarray(values["nu"])
-    out = np.log(values["alpha"]) + np.log(values["sigma_A"]) + np.sum(np.log(nu * (1 - nu)))
+    v = np.asarray(values["v"])
+    out = np.log(values["alpha"]) + np.log(values["sigma_A"]) + np.sum(np.log(v * (1 - v)))
     return out + (np.log(values["sigma_X"]) if free_sigma_x else 0.0)
 
 
@@ -95,10 +95,10 @@ def test_likelihood_part_is_the_sum_of_row_log_likelihoods():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(5, 3))
     values = _random_values(rng, 2, 3, free_sigma_x=False)
-    pi = np.cumprod(values["nu"])
+    pi = np.cumprod(values["v"])
     prior_part = (
         stats.gamma(1.0).logpdf(values["alpha"])
-        + stats.beta(values["alpha"], 1).logpdf(values["nu"]).sum()
+        + stats.beta(values["alpha"], 1).logpdf(values["v"]).sum()
         + stats.halfnorm().logpdf(values["sigma_A"])
         + stats.norm(0, values["sigma_A"]).logpdf(values["A"]).sum()
     )
@@ -113,16 +113,16 @@ def test_features_get_no_gradient_when_every_stick_is_near_zero():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(10, 3))
     model = pmm.build_model(X, 2, sigma_x=0.5)
-    values = {"alpha": 1.0, "nu": np.array([1e-12, 0.5]), "sigma_A": 1.0,
+    values = {"alpha": 1.0, "v": np.array([1e-12, 0.5]), "sigma_A": 1.0,
               "A": rng.normal(size=(2, 3))}
     grad_likelihood = pmm.feature_gradient(model, values)
     assert grad_likelihood.shape == (2, 3)
     # pi_2 = pi_1 * 0.5 is tiny too: neither feature image feels the data
     assert np.max(np.abs(grad_likelihood)) < 1e-6
     # ... because the push is proportional to pi as pi -> 0
-    values["nu"] = np.array([1e-11, 0.5])
+    values["v"] = np.array([1e-11, 0.5])
     assert np.allclose(pmm.feature_gradient(model, values), 10 * grad_likelihood, rtol=1e-3)
-    values["nu"] = np.array([0.5, 0.5])
+    values["v"] = np.array([0.5, 0.5])
     assert np.max(np.abs(pmm.feature_gradient(model, values))) > 1e-2
 
 
@@ -218,7 +218,7 @@ def test_same_seed_gives_same_start():
          ValueError, "at least n_features = 4 rows"),
         (lambda: pmm.initial_point_from_data(np.zeros((5, 3)), 2, 0), TypeError, "rng must be"),
         (lambda: pmm.numpy_logp(np.zeros((2, 2)), {"alpha": 1.0}, sigma_x=1.0),
-         ValueError, "missing ['nu', 'sigma_A', 'A']"),
+         ValueError, "missing ['v', 'sigma_A', 'A']"),
         (lambda: pmm.recover_z(object(), np.zeros((2, 2))),
          ValueError, "idata must hold a posterior"),
     ],

@@ -269,8 +269,8 @@ ARRAY_CALLS = [
     ("values", lambda a: summaries.indicator_ess(a, [1.0]), np.arange(12) % 3),
     ("pi", lambda a: pymc_models.row_log_likelihood(X3, a, [[1.0, 1.0]], 0.5), [0.5]),
     ("A", lambda a: pymc_models.row_log_likelihood(X3, [0.5], a, 0.5), [[1.0, 1.0]]),
-    ("nu", lambda a: pymc_models.numpy_logp(
-        X3, {"alpha": 1.0, "nu": a, "sigma_A": 1.0, "A": [[0.0, 0.0]]}, sigma_x=1.0), [0.5]),
+    ("v", lambda a: pymc_models.numpy_logp(
+        X3, {"alpha": 1.0, "v": a, "sigma_A": 1.0, "A": [[0.0, 0.0]]}, sigma_x=1.0), [0.5]),
 ]
 
 
