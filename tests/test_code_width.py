@@ -6,21 +6,7 @@ It needs no built book and no browser, so it runs in the fast tier (``make check
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def toc_pages() -> list[str]:
-    """Every page of ``_toc.yml``, root first, without the ``.md`` suffix."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    pages = [toc["root"]]
-    for part in toc.get("parts", []):
-        pages += [entry["file"] for entry in part.get("chapters", [])]
-    return pages
-
+from tests.book_pages import ROOT, toc_pages
 
 #: Widest code-cell line, in characters: the rendered code block of a 1280-px window holds
 #: 75 characters of the theme's 14-px monospace font (measured with chromium: 634 px of text

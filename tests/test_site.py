@@ -21,20 +21,14 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
+from tests.book_pages import toc_pages
+
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 pytestmark = pytest.mark.browser
-
-
-def toc_pages() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    pages = [toc["root"]]
-    for part in toc.get("parts", []):
-        pages += [entry["file"] for entry in part.get("chapters", [])]
-    return pages
 
 
 def is_notebook(page: str) -> bool:
