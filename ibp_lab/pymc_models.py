@@ -201,7 +201,7 @@ def build_model(
     --------
     >>> model = build_model(np.zeros((4, 3)), 2, sigma_x=0.5)
     >>> sorted(rv.name for rv in model.free_RVs)
-    ['A', 'alpha', 'v', 'sigma_A']
+    ['A', 'alpha', 'sigma_A', 'v']
     """
     X = check_data_matrix("X", X)
     n_features = _check_n_features(n_features)
@@ -296,7 +296,7 @@ def initial_point_from_data(
     >>> X = np.arange(12.0).reshape(4, 3)
     >>> start = initial_point_from_data(X, 2, np.random.default_rng(0), sigma_x=1.0)
     >>> sorted(start), start["A"].shape, start["v"].tolist()
-    (['A', 'alpha', 'v', 'sigma_A'], (2, 3), [0.8, 0.8])
+    (['A', 'alpha', 'sigma_A', 'v'], (2, 3), [0.8, 0.8])
     """
     X = check_data_matrix("X", X)
     n_features = _check_n_features(n_features)

@@ -2212,6 +2212,13 @@ def specs_late():
              dict(n_draws=4, rng=fresh_rng()), dict(n_draws=C, rng=G), in_unit_interval,
              junk=[("unfitted", lambda: _vi_unfitted().sample_feature_probabilities(3, fresh_rng()),
                     ("fit",), E)]),
+        Spec("variational.VariationalIBP.stick_bound_slack",
+             lambda n_draws, rng: fitted.stick_bound_slack(n_draws, rng),
+             dict(n_draws=4, rng=fresh_rng()), dict(n_draws=C, rng=G),
+             lambda out: None if len(out) == 2 and np.all(np.isfinite(out)) and out[1] >= 0
+             else f"not a finite (slack, standard error): {out}",
+             junk=[("unfitted", lambda: _vi_unfitted().stick_bound_slack(3, fresh_rng()),
+                    ("fit",), E)]),
         Spec("variational.VariationalIBP.predictive_draws",
              lambda n_draws, rng: fitted.predictive_draws(n_draws, rng),
              dict(n_draws=4, rng=fresh_rng()), dict(n_draws=C, rng=G),
