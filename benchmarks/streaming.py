@@ -33,6 +33,11 @@ and fed once to ``RecursiveIBP``. At checkpoints ``n = 300, 1000, 3000, ...`` it
    spend: the compiled fast path, the Python path's events, admissions, the pilots and the
    decompositions (:func:`from_empty_cost`; ``--from-empty-only`` runs just this part).
 
+7. the quality of those decompositions: windows of the same stream decomposed as a first
+   buffer, the log joint of the features born against that of the planted features, for
+   the default sampler and for a BP-means start with a short polish
+   (:func:`first_buffer_quality`; ``--first-buffer-only``).
+
 The cost of an observation is ``O(S K D)`` with ``K`` the number of slots, and ``K`` grows
 like ``log n``: time and memory per observation should grow like ``log n``, so the whole
 stream costs ``O(n log n)`` time and ``O(log n)`` memory.
@@ -286,6 +291,61 @@ def from_empty_cost(n: int = 20_000, seed: int = 0) -> None:
           f"(x{per_obs['buffer'] / per_obs['single']:.1f} single births)")
 
 
+def first_buffer_quality(seed: int = 0, polish_sweeps: int = 30) -> None:
+    """Item 7: how good is a buffer's decomposition, against the planted features?
+
+    Windows of 100 rows of the item-6 stream, each decomposed as the first buffer of an
+    empty model would be (every row admitted, ``alpha_B = 1``). For each window: the log
+    joint ``log p(X | Z) + log P([Z])`` of the planted ``Z``; of the features the default
+    decomposition bears (``decompose_buffer``, pilot off: ``RESTARTS`` empty starts of
+    ``SWEEPS`` sweeps with split-merge), with its CPU time; and, as the alternative
+    measured, of a BP-means start (one pass, penalty the admission threshold) polished by
+    ``polish_sweeps`` of the same sweeps. Features owned by fewer than ``MIN_OWNERS`` rows
+    are dropped in both, as the estimator drops them.
+    """
+    from ibp_lab.gibbs import gibbs_sweep
+    from ibp_lab.linear_gaussian import collapsed_loglik
+    from ibp_lab.prior import log_prior
+    from ibp_lab.split_merge import sequential_split_merge
+    from ibp_lab.streaming import births
+    from ibp_lab.streaming.bp_means import bp_means_one_pass
+
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(5, 55))
+    Z_true = (rng.random((20_000, 5)) < 0.3).astype(np.float64)
+    X = Z_true @ A + 0.5 * rng.normal(size=(20_000, 55))
+
+    def log_joint(R, Z):
+        Z = Z[:, Z.sum(axis=0) >= births.MIN_OWNERS]
+        return collapsed_loglik(R, Z, 0.5, 1.0) + log_prior(Z, 1.0)
+
+    gamma = 0.5 * np.sqrt(births.admission_threshold(55))
+    births.decompose_buffer(X[:20], np.random.default_rng(1), alpha=1.0, sigma_x=0.5,
+                            sigma_a=1.0, pilot=False)  # compile first
+    print("\nfirst-buffer decompositions (100 rows, D = 55, 5 planted features; log joint, "
+          "features born, CPU s)")
+    print("  rows        planted        default (4 x 250 sweeps)    BP-means + "
+          f"{polish_sweeps} sweeps")
+    for start in (0, 100, 300, 1000, 5000):
+        R, planted = X[start:start + 100], Z_true[start:start + 100]
+        cpu = time.process_time()
+        found = births.decompose_buffer(R, np.random.default_rng(start + 1), alpha=1.0,
+                                        sigma_x=0.5, sigma_a=1.0, pilot=False)
+        default_cpu = time.process_time() - cpu
+        cpu, sampler = time.process_time(), np.random.default_rng(start + 1)
+        Z = bp_means_one_pass(R, gamma)[0].astype(np.float64)
+        for _ in range(polish_sweeps):
+            Z = gibbs_sweep(R, Z[:, Z.sum(axis=0) > 0], 1.0, 0.5, 1.0, sampler)
+            if Z.shape[1]:
+                Z, _ = sequential_split_merge(R, Z, 1.0, 0.5, 1.0, sampler,
+                                              births.SPLIT_MERGE_PROPOSALS)
+        polish_cpu = time.process_time() - cpu
+        print(f"  {start:5d}+  {log_joint(R, planted):8.1f} (5)   "
+              f"{log_joint(R, found.owners):8.1f} ({found.n_features:2d}) {default_cpu:5.2f} s"
+              f"     {log_joint(R, Z.astype(np.float64)):8.1f} "
+              f"({int(np.sum(Z.sum(axis=0) >= births.MIN_OWNERS)):2d}) {polish_cpu:5.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="observations (default 1e5)")
@@ -295,12 +355,17 @@ def main() -> None:
                         help="only the fast path's measurement (item 5)")
     parser.add_argument("--from-empty-only", action="store_true",
                         help="only the from-empty stream with its phases (item 6)")
+    parser.add_argument("--first-buffer-only", action="store_true",
+                        help="only the first-buffer decompositions against the truth (item 7)")
     args = parser.parse_args()
     if args.fast_only:
         fast_path_cost()
         return
     if args.from_empty_only:
         from_empty_cost()
+        return
+    if args.first_buffer_only:
+        first_buffer_quality()
         return
     alpha, beta, noise, sigma_x, sigma_a = 1.0, 5.0, 0.1, 0.3, 1.0
 
@@ -350,6 +415,7 @@ def main() -> None:
     prior_cost()
     fast_path_cost()
     from_empty_cost()
+    first_buffer_quality()
 
 
 if __name__ == "__main__":
