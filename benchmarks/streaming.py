@@ -250,6 +250,15 @@ class PhaseClock:
         setattr(owner, attribute, timed)
 
 
+def item_six_stream(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of items 6 and 7 and their planted ``Z``: D = 55, five ``N(0, 1)``
+    features each on with probability 0.3, noise 0.5."""
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(5, 55))
+    Z = (rng.random((n, 5)) < 0.3).astype(np.float64)
+    return Z @ A + 0.5 * rng.normal(size=(n, 55)), Z
+
+
 def from_empty_cost(n: int = 20_000, seed: int = 0) -> None:
     """From an empty model, the stream of issue 25: D = 55, five features (``N(0, 1)``
     entries) each on with probability 0.3, noise 0.5; default births (the buffer) against
@@ -258,9 +267,7 @@ def from_empty_cost(n: int = 20_000, seed: int = 0) -> None:
     from ibp_lab.streaming import births
     from ibp_lab.streaming._stream import StreamState
 
-    rng = np.random.default_rng(seed)
-    A = rng.normal(size=(5, 55))
-    X = (rng.random((n, 5)) < 0.3) @ A + 0.5 * rng.normal(size=(n, 55))
+    X, _ = item_six_stream(n, seed)
     RecursiveIBP(sigma_x=0.5, rng=0).fit(X[:300])  # compile (or load) the kernels first
     RecursiveIBP(sigma_x=0.5, births="single", rng=0).fit(X[:300])
     print(f"\nfrom an empty model: {n} rows, D = 55, 5 features on w.p. 0.3, noise 0.5; "
@@ -319,10 +326,7 @@ def first_buffer_quality(seed: int = 0, polish_sweeps: int = 30) -> None:
     from ibp_lab.streaming import births
     from ibp_lab.streaming.bp_means import bp_means_one_pass
 
-    rng = np.random.default_rng(seed)
-    A = rng.normal(size=(5, 55))
-    Z_true = (rng.random((20_000, 5)) < 0.3).astype(np.float64)
-    X = Z_true @ A + 0.5 * rng.normal(size=(20_000, 55))
+    X, Z_true = item_six_stream(20_000, seed)
     windows = [(f"D=55 rows {start}+", X[start:start + 100], Z_true[start:start + 100])
                for start in (0, 100, 300, 1000, 5000)]
     for data_set in range(5):
@@ -352,7 +356,7 @@ def first_buffer_quality(seed: int = 0, polish_sweeps: int = 30) -> None:
                             sigma_a=1.0, pilot=False)  # compile first
     print("\nfirst-buffer decompositions, 100 rows: gap to the planted log joint (nats), "
           "features born, CPU s")
-    print(f"  {'window':18s} {'default (4 x 250 sweeps)':>26s} "
+    print(f"  {'window':18s} {f'default ({births.RESTARTS} x {births.SWEEPS} sweeps)':>26s} "
           f"{'BP-means + ' + str(polish_sweeps):>22s} "
           f"{'sorted BP-means + ' + str(polish_sweeps):>24s}")
     for name, R, planted in windows:
