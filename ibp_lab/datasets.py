@@ -256,7 +256,7 @@ def simulate_four_feature_data(
 
 
 #: The precomputed experiments bundled with the package (``experiments/<name>.py`` writes each).
-EXPERIMENTS = ("smc_digits", "tempering_digits")
+EXPERIMENTS = ("smc_digits", "tempering_digits", "modes_digits", "tempering_trap")
 #: What every experiment record holds.
 _RECORD_KEYS = {"command", "seed", "stack", "date", "cpu_seconds", "plan", "quick_plan", "runs",
                 "quick"}

@@ -2407,6 +2407,13 @@ def specs_smc():
              extremes=[("wrong length", dict(values=np.ones(3)), R)]),
         Spec("smc.SMCResult.k_plus_pmf", run.k_plus_pmf, dict(k_max=4), dict(k_max=C),
              lambda p: None if np.all(p >= 0) and p.sum() <= 1 + 1e-12 else f"bad {p}"),
+        Spec("smc.SMCResult.region_log_evidence", run.region_log_evidence,
+             dict(labels=run.k_plus), dict(labels="vector"),
+             lambda d: None if d and all(np.isfinite(list(d.values()))) else f"bad {d}",
+             extremes=[("wrong length", dict(labels=np.ones(3)), R),
+                       ("fractional", dict(labels=np.full(run.k_plus.size, 0.5)), R),
+                       ("nan", dict(labels=np.full(run.k_plus.size, np.nan)), R),
+                       ("one region", dict(labels=np.zeros(run.k_plus.size, int)), A)]),
     ]
 
 

@@ -20,9 +20,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = {name: ROOT / "ibp_lab" / "data" / "experiments" / f"{name}.json"
-           for name in ("smc_digits", "tempering_digits")}
+           for name in ("smc_digits", "tempering_digits", "modes_digits", "tempering_trap")}
 #: Keys that depend on the machine's speed, not on the sampler.
-TIMING = {"cpu_seconds", "seconds", "pilot_seconds_per_sweep"}
+TIMING = {"cpu_seconds", "seconds", "pilot_seconds_per_sweep", "plain_seconds_per_sweep"}
 
 
 def _script(name):
@@ -73,3 +73,19 @@ def test_the_tempering_record_is_reproduced_by_its_reduced_runs():
     stored = record["quick"]
     rerun = module.run(module.QUICK, tag=1, sweeps=stored["gibbs"]["sweeps"])
     _assert_same(stored, rerun)
+
+
+@pytest.mark.slow  # about 5 s
+def test_the_modes_record_is_reproduced_by_its_reduced_runs():
+    module = _script("modes_digits")
+    record = json.loads(RECORDS["modes_digits"].read_text())
+    _assert_same(record["quick"], module.runs(module.QUICK, tag=1, cache=False))
+
+
+@pytest.mark.slow  # about 5 s
+def test_the_trap_record_is_reproduced_by_its_reduced_runs():
+    """The plain chains' sweeps come from a CPU measurement, so the rerun takes the stored ones."""
+    module = _script("tempering_trap")
+    stored = json.loads(RECORDS["tempering_trap"].read_text())["quick"]
+    _assert_same(stored, module.run(module.QUICK, tag=1,
+                                    sweeps=[g["sweeps"] for g in stored["gibbs"]]))

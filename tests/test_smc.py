@@ -105,6 +105,39 @@ def test_the_weighted_particles_have_the_exact_k_plus_law(name, threshold):
                            f"exact {p_k[checked].round(4)}, se {se[checked].round(4)}")
 
 
+@pytest.mark.statistical(rate=TEST_LEVEL)
+@pytest.mark.parametrize("name, threshold", [c for c in CASES if c.values[1] != 0.5])
+def test_a_regions_evidence_estimate_has_mean_p_of_x_and_region(name, threshold):
+    """With fixed resampling times, exp(region_log_evidence()[k]) is unbiased for
+    p(X, K+ = k): over the same runs, each k with exact probability above
+    MIN_PROBABILITY has mean ratio to the exact value within z standard errors of 1
+    (CLT over runs; a run with no particle at k contributes 0), Bonferroni over k."""
+    log_p, p_k = _exact(name)
+    runs = _runs(name, threshold)
+    checked = np.flatnonzero(p_k[: K_MAX + 1] > MIN_PROBABILITY)
+    limit = normal_two_sided_z(TEST_LEVEL, checked.size)
+    for k in checked:
+        exact_log = log_p + np.log(p_k[k])
+        ratio = np.array([np.exp(run.region_log_evidence(run.k_plus).get(int(k), -np.inf)
+                                 - exact_log) for run in runs])
+        se = ratio.std(ddof=1) / np.sqrt(ratio.size)
+        assert abs(ratio.mean() - 1.0) <= limit * se, (k, ratio.mean(), se)
+
+
+def test_the_regions_evidence_adds_up_and_refuses_bad_labels():
+    X, hyper = DATA["beta 0.6"]
+    run = smc.run_smc(X, 25, np.random.default_rng(9), **hyper, n_temperatures=8)
+    by_k = run.region_log_evidence(run.k_plus)
+    assert list(by_k) == sorted(set(run.k_plus.tolist()))
+    assert np.isclose(logsumexp(list(by_k.values())), run.log_evidence)
+    with pytest.raises(ValueError, match="labels"):
+        run.region_log_evidence(run.k_plus[:-1])
+    with pytest.raises(ValueError, match="integers"):
+        run.region_log_evidence(run.k_plus + 0.5)
+    with pytest.raises(TypeError, match="labels"):
+        run.region_log_evidence(["a"] * run.k_plus.size)
+
+
 def test_one_step_is_importance_sampling_from_the_prior():
     """T = 1: Z_hat is the mean likelihood of n prior draws (the same draws, same seed)."""
     X, hyper = DATA["tiny"]
