@@ -35,7 +35,10 @@ $(DEV_STAMP): requirements-dev.txt $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
+# The compiled kernels first, once (each chapter would otherwise compile its own), so that
+# the chapters' timings are what a reader's first run in this environment meets.
 book: $(RUNTIME_STAMP)
+	$(BIN)/python -m ibp_lab._numba_cache --warm
 	$(BIN)/python tools/build_book.py
 
 # Debian's chromium for the browser checks (never a downloaded browser build).

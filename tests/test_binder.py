@@ -49,8 +49,9 @@ def test_binder_requirements_install_from_the_root_and_a_chapter_runs(tmp_path):
     assert install.returncode == 0, install.stderr[-3000:]
     environ["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{environ['PATH']}"
     post = subprocess.run(["./binder/postBuild"], cwd=ROOT, env=environ,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
     assert post.returncode == 0, post.stderr
+    assert "compiled ibp_lab's kernels" in post.stdout, post.stdout
     settings = env_dir / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
     assert settings.read_text() == (ROOT / "binder" / "jupyterlab-overrides.json").read_text()
     extensions = subprocess.run([str(env_dir / "bin" / "jupyter"), "labextension", "list"],

@@ -21,19 +21,27 @@ def code_cell_lines(text: str, *, solutions: bool | None = None):
 
     ``solutions`` True (False) keeps only the cells inside (outside) a solution's
     ``{solution-start}`` .. ``{solution-end}`` block; None keeps all.
+    The cell's options (a ``---`` YAML block first in the cell, or ``:key:`` lines) are
+    not code: the page shows a caption as text, not in the code block.
     """
-    inside = in_solution = False
+    inside = in_solution = in_options = False
     for number, line in enumerate(text.splitlines(), start=1):
         if line.startswith("```{solution-start}"):
             in_solution = True
         elif line.startswith("```{solution-end}"):
             in_solution = False
         if line.startswith("```{code-cell}"):
-            inside = True
+            inside, first = True, True
         elif inside and line.startswith("```"):
             inside = False
-        elif inside and solutions in (None, in_solution):
-            yield number, line
+        elif inside:
+            if first and line == "---":
+                in_options = True
+            elif in_options:
+                in_options = line != "---"
+            elif solutions in (None, in_solution) and not (first and line.startswith(":")):
+                yield number, line
+            first = first and line.startswith(":")
 
 
 def test_code_cell_lines_fit_the_rendered_page():
@@ -55,3 +63,7 @@ def test_code_cell_line_finder_sees_wide_lines():
     solved = "```{solution-start} ex\n```\n" + page + "```{solution-end}\n```\n"
     assert [n for n, _ in code_cell_lines(solved, solutions=True)] == [4, 5]
     assert list(code_cell_lines(solved, solutions=False)) == []
+    options = ("```{code-cell} ipython3\n---\nmystnb:\n  caption: " + "c" * 90
+               + "\n---\nx = 1\n```\n```{code-cell} ipython3\n:tags: [hide-input]\n\n"
+               + "w" * 80 + "\n```\n")
+    assert [(n, len(line)) for n, line in code_cell_lines(options)] == [(6, 5), (10, 0), (11, 80)]

@@ -91,13 +91,11 @@ def lab_url():
         pytest.fail(f"{SETTINGS} is missing: `make` copies binder/jupyterlab-overrides.json there")
     port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(ROOT / "_build" / "lab-runtime")}
-    # JupyterLab saves an open document every 120 s; a chapter whose Run All takes longer
-    # would be written back through jupytext, in the reader's form, over the repository's
-    # Markdown. The reader's settings are kept (overrides.json); only autosave is off.
+    # A fresh, empty user-settings folder: the test sees exactly the settings a reader gets
+    # (overrides.json, autosave off included), not a previous session's.
     settings = ROOT / "_build" / "lab-user-settings"
-    plugin = settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings"
-    plugin.parent.mkdir(parents=True, exist_ok=True)
-    plugin.write_text(json.dumps({"autosave": False}))
+    shutil.rmtree(settings, ignore_errors=True)
+    settings.mkdir(parents=True)
     env.pop("IBP_LAB_BOOK_BUILD", None)  # a student's kernel, not the book build
     process = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
@@ -303,6 +301,30 @@ def test_a_chapter_opens_as_a_notebook_and_myst_renders_it(lab_url, browser):
         page.screenshot(path=str(SHOTS / "jupyterlab_01_buffet.png"))
     finally:
         page.close()
+
+
+#: JupyterLab's default autosave interval (s); the shipped settings turn autosave off.
+AUTOSAVE_INTERVAL_S = 120
+
+
+def test_a_chapter_left_open_past_the_autosave_interval_is_not_rewritten(lab_url, browser):
+    """Opening, running and reading a chapter leaves its file byte for byte as it was.
+
+    The chapter that lost its front matter in the issue's trial (01), run and then left
+    open for longer than JupyterLab's autosave interval. (Were a reader to save it
+    unchanged, tests/test_lab_files.py shows the same bytes would be written.)"""
+    chapter = "book/01_buffet.md"
+    before = (LAB_ROOT / chapter).read_bytes()
+    page, _ = open_notebook(browser, lab_url, chapter)
+    try:
+        opened = time.time()
+        run_all(page)
+        time.sleep(max(0.0, AUTOSAVE_INTERVAL_S + 10 - (time.time() - opened)))
+        assert (LAB_ROOT / chapter).read_bytes() == before, (
+            f"{chapter} was rewritten while open in JupyterLab")
+    finally:
+        page.close()
+        shut_down_kernels(lab_url)
 
 
 # Needs the chapters in the form JupyterLab reads ({eval}, quote, explorer): the

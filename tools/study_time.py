@@ -138,14 +138,19 @@ def time_line(chapter: str) -> str:
 
     The rates behind it are explained once, in the introduction (label ``study-time``).
     """
-    counts = count((ROOT / "book" / f"{chapter}.md").read_text())
+    text = (ROOT / "book" / f"{chapter}.md").read_text()
+    counts = count(text)
     reading, exercises = round_up(counts.reading_minutes()), round_up(counts.exercise_minutes())
     coding = (f", {counts.coding_exercises} of them writing code that a check grades"
               if counts.coding_exercises else "")
     the_exercises = ("the exercise" if counts.exercises == 1
                      else f"the {counted(counts.exercises, 'exercise')}")
     run = run_seconds(chapter)
-    run_text = (f" The code runs in about {spoken(max(1, math.ceil(run / 60)))}." if run else "")
+    if run:
+        run_text = f" The code runs in about {spoken(max(1, math.ceil(run / 60)))}."
+    else:  # no build here to time it: keep what the last build measured, never drop it
+        said = re.search(r" The code runs in about [^.]*\.", text)
+        run_text = said[0] if said else ""
     return (f"**Time.** About {spoken(reading + exercises)}: {spoken(reading)} to study "
             f"{counted(counts.words, 'word')}, {counted(counts.equations, 'displayed equation')}"
             f" and {counted(counts.code_cells, 'code cell')}, and {spoken(exercises)} for "
