@@ -25,7 +25,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(RUNTIME_STAMP): requirements.txt pyproject.toml binder/jupyterlab-overrides.json | $(BIN)/python
+$(RUNTIME_STAMP): requirements.txt requirements.lock pyproject.toml binder/jupyterlab-overrides.json | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	mkdir -p $(VENV)/share/jupyter/lab/settings
 	cp binder/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json

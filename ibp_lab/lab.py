@@ -10,10 +10,12 @@ myst-nb) and a student's kernel (JupyterLab with ``jupyterlab-myst``):
   kernel's namespace.
 - **Solutions.** A solution's code cell starts with :data:`SOLUTION_MARKER`. The
   book build runs it (its output and numbers appear in the web page's solution);
-  in JupyterLab, :func:`skip_solutions` makes the kernel skip such cells, so that
-  Run All does not run, or show, the solutions. The names a skipped cell would
-  have quoted are bound to a :class:`Pending` placeholder, so the solution's prose
-  reads "(run the solution)" instead of an error.
+  in JupyterLab, :func:`skip_solutions` makes the kernel skip such a cell when it
+  comes as part of a batch (Run All, Run All Below, several selected cells), so
+  that Run All does not run, or show, the solutions; a solution cell run on its own
+  (Shift+Enter) runs. The names a skipped cell would have quoted are bound to a
+  :class:`Pending` placeholder, so the solution's prose reads "(run the solution's
+  code)" instead of an error.
 
 Importing this module does nothing; only calling :func:`quote` or
 :func:`skip_solutions` touches the running kernel.
@@ -32,7 +34,11 @@ __all__ = ["quote", "skip_solutions", "in_book_build", "Pending", "SOLUTION_MARK
 #: Environment variable set (to "1") while the book build executes the chapters.
 BOOK_BUILD_VARIABLE = "IBP_LAB_BOOK_BUILD"
 #: First line of every solution code cell (a comment: the web page shows it as one).
-SOLUTION_MARKER = "# Solution (JupyterLab skips it: see skip_solutions)"
+SOLUTION_MARKER = "# Solution (Run All skips it: run this cell on its own)"
+#: Requests sent within this many seconds of the previous one come from one action of the
+#: reader (Run All sends every cell's request at once, microseconds apart); a reader's
+#: own Shift+Enter presses are further apart than any hand can press twice.
+BATCH_GAP_S = 0.05
 
 # quote("key", ...) with a literal key, as a skipped solution cell writes it
 _QUOTED_KEY = re.compile(r"""\bquote\(\s*(['"])([A-Za-z_]\w*)\1""")
@@ -106,15 +112,15 @@ class Pending:
     """Stands for a number a skipped solution cell would have quoted.
 
     Formats (with any format spec) as a short note, so that the prose of a
-    solution reads ``(run the solution)`` until its cells are run.
+    solution reads ``(run the solution's code, then this text)`` until its cells are run.
 
     Examples
     --------
     >>> f"{Pending():.3f}"
-    '(run the solution)'
+    "(run the solution's code, then this text)"
     """
 
-    text = "(run the solution)"
+    text = "(run the solution's code, then this text)"
 
     def __format__(self, spec: str) -> str:
         return self.text
@@ -123,9 +129,55 @@ class Pending:
         return self.text
 
 
+class _Requests:
+    """When the kernel's execute requests were sent: is the current one part of a batch?"""
+
+    def __init__(self) -> None:
+        self.last_id = None
+        self.last_sent = None
+        self.batched = False
+
+    def current_is_batched(self) -> bool:
+        """True if the running cell's request was sent with the previous one (Run All).
+
+        Reads the request's header (``msg_id``, ``date``: the time the front end sent
+        it, by the browser's clock, so two requests compare without any clock skew).
+        A request is read once; a second look at it gives the same answer.
+        """
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        parent = shell.get_parent() if hasattr(shell, "get_parent") else {}
+        header = (parent or {}).get("header", {})
+        msg_id, sent = header.get("msg_id"), _as_datetime(header.get("date"))
+        if msg_id is None or msg_id == self.last_id:
+            return self.batched
+        self.batched = bool(sent is not None and self.last_sent is not None
+                            and abs((sent - self.last_sent).total_seconds()) < BATCH_GAP_S)
+        self.last_id, self.last_sent = msg_id, sent
+        return self.batched
+
+
+def _as_datetime(value):
+    """A header's date as a datetime (jupyter_client parses it; a string is parsed here)."""
+    from datetime import datetime
+
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return value if isinstance(value, datetime) else None
+
+
+_REQUESTS = _Requests()
+
+
 def _skip_marked_cells(lines: list[str]) -> list[str]:
-    """IPython input transformer: a solution cell becomes code that only binds placeholders."""
-    if not lines or lines[0].rstrip("\n") != SOLUTION_MARKER:
+    """IPython input transformer: a solution cell that came in a batch (Run All) becomes
+    code that only binds placeholders; every cell's request time is noted on the way."""
+    batched = _REQUESTS.current_is_batched()
+    if not lines or lines[0].rstrip("\n") != SOLUTION_MARKER or not batched:
         return lines
     keys = sorted({match[2] for match in _QUOTED_KEY.finditer("".join(lines))})
     bind = "".join(f"{key} = _ibp_lab_pending\n" for key in keys)
@@ -134,9 +186,11 @@ def _skip_marked_cells(lines: list[str]) -> list[str]:
 
 
 def skip_solutions(skip: bool = True, *, pending=()) -> bool:
-    """Make the kernel skip solution cells (those starting with :data:`SOLUTION_MARKER`).
+    """Make Run All skip solution cells (those starting with :data:`SOLUTION_MARKER`).
 
-    Called by a chapter's first cell. It does nothing during the book build,
+    A solution cell is skipped when its request was sent together with the previous
+    cell's (within :data:`BATCH_GAP_S`: Run All, Run All Below, a selection run at
+    once); run on its own, it runs. Called by a chapter's first cell. It does nothing during the book build,
     which must run the solutions. ``skip_solutions(False)`` runs them again.
 
     Parameters
@@ -145,7 +199,7 @@ def skip_solutions(skip: bool = True, *, pending=()) -> bool:
         Skip (True) or run (False) solution cells from now on.
     pending : sequence of str, optional
         Names that solutions' prose quotes: bound to :class:`Pending` now (unless
-        already bound), so the prose reads "(run the solution)" until they run.
+        already bound), so the prose reads "(run the solution's code, then this text)" until they run.
 
     Returns
     -------

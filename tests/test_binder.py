@@ -31,6 +31,12 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
+def locked_pins() -> set[str]:
+    """``name==version`` lines of requirements.lock, lower-cased."""
+    lines = (ROOT / "requirements.lock").read_text().splitlines()
+    return {line.strip().lower() for line in lines if line.strip() and not line.startswith("#")}
+
+
 def test_runtime_is_the_python_the_package_needs():
     runtime = (ROOT / "binder" / "runtime.txt").read_text().split()
     assert runtime == [f"python-{sys.version_info.major}.{sys.version_info.minor}"], runtime
@@ -47,6 +53,12 @@ def test_binder_requirements_install_from_the_root_and_a_chapter_runs(tmp_path):
         cwd=ROOT, env=environ, capture_output=True, text=True, timeout=1200,
     )
     assert install.returncode == 0, install.stderr[-3000:]
+    freeze = subprocess.run([str(python), "-m", "pip", "freeze", "--exclude-editable"],
+                            env=environ, capture_output=True, text=True, timeout=300)
+    installed = {line.strip().lower() for line in freeze.stdout.splitlines() if "==" in line}
+    assert installed == locked_pins(), (
+        f"Binder's environment differs from requirements.lock: not locked "
+        f"{sorted(installed - locked_pins())}, missing {sorted(locked_pins() - installed)}")
     environ["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{environ['PATH']}"
     post = subprocess.run(["./binder/postBuild"], cwd=ROOT, env=environ,
                           capture_output=True, text=True, timeout=600)

@@ -70,3 +70,26 @@ def test_the_shipped_lab_settings_ask_nothing_of_the_network():
                             / "jupyterlab-overrides.json").read_text())
     notification = overrides["@jupyterlab/apputils-extension:notification"]
     assert notification == {"fetchNews": "false", "checkForUpdates": False}
+
+
+def test_the_lock_pins_every_direct_requirement_at_its_version():
+    """requirements.txt reads requirements.lock as constraints; the two agree on every pin."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    direct = [line.strip() for line in (root / "requirements.txt").read_text().splitlines()
+              if re.match(r"[A-Za-z0-9]", line)]
+    lock_lines = [line.strip() for line in (root / "requirements.lock").read_text().splitlines()
+                  if line.strip() and not line.startswith("#")]
+    assert "-c requirements.lock" in (root / "requirements.txt").read_text()
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+==[A-Za-z0-9.+!-]+", line) for line in lock_lines)
+
+    def norm(pin):  # pip's name normalisation: case, '-', '_' and '.' alike
+        name, version = pin.split("==")
+        return re.sub(r"[-_.]+", "-", name).lower(), version
+
+    locked = dict(norm(line) for line in lock_lines)
+    for pin in direct:
+        name, version = norm(pin)
+        assert locked.get(name) == version, f"{pin}: the lock says {locked.get(name)}"

@@ -56,7 +56,7 @@ MOVE_LIMIT_S = 1.0
 PAUSE_S = 4.0
 #: Longest a chapter may take to Run All in JupyterLab.
 RUN_ALL_LIMIT_S = 600
-SOLUTION_MARKER = "# Solution (JupyterLab skips it: see skip_solutions)"
+SOLUTION_MARKER = "# Solution (Run All skips it: run this cell on its own)"
 RAW_MYST = re.compile(
     r"\{(?:glue|eval|ref|numref|eq|cite(?::[pt])?|exercise|solution(?:-start|-end)?|math|doc|"
     r"details|dropdown)[^}]*\}|^:(?:label|class):|f\"\{|```", re.M)
@@ -325,6 +325,34 @@ def test_a_chapter_left_open_past_the_autosave_interval_is_not_rewritten(lab_url
     finally:
         page.close()
         shut_down_kernels(lab_url)
+
+
+def test_a_revealed_solution_runs_with_shift_enter(lab_url, browser):
+    """Run All skips the solutions; a reader who opens one and runs it sees its output."""
+    chapter = "book/01_buffet.md"
+    page, _ = open_notebook(browser, lab_url, chapter)
+    try:
+        run_all(page)
+        cells = page.locator(".jp-Notebook .jp-CodeCell")
+        # the first hidden code cell after the imports (cell 0) is the first solution
+        hidden = page.evaluate(HIDDEN_CODE_CELLS)
+        index = next(i for i, h in enumerate(hidden) if h and i > 0)
+        cell = cells.nth(index)
+        assert cell.locator(".jp-OutputArea-output").count() == 0  # skipped by Run All
+        cell.locator(".jp-InputPlaceholder").click()  # reveal the code, as a reader does
+        cell.locator(".jp-InputArea-editor").click()
+        time.sleep(1.0)  # a reader's pause: the request is not part of a batch
+        page.keyboard.press("Shift+Enter")
+        cell.locator(".jp-OutputArea-output").first.wait_for(timeout=60000)
+        assert "+/-" in cell.locator(".jp-OutputArea").inner_text()
+    finally:
+        page.close()
+        shut_down_kernels(lab_url)
+
+
+#: Each code cell of the page: is its input hidden (folded)?
+HIDDEN_CODE_CELLS = """() => Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell'))
+    .map(c => !!c.querySelector('.jp-InputPlaceholder'))"""
 
 
 # Needs the chapters in the form JupyterLab reads ({eval}, quote, explorer): the

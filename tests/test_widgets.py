@@ -194,7 +194,7 @@ def test_in_a_kernel_the_explorer_offers_the_live_widget_on_the_finer_grid(monke
     assert list(sliders[0].options) == [1.0, 3.5, 6.0]  # finer than the static grid
     sliders[0].value = 3.5  # a setting the web page has no frame for
     assert image.value == figure_png(small_buffet(3.5, 1.0))
-    assert shown.last_seconds is not None and "shown in" in status.value
+    assert shown.last_seconds is not None and "drawn in the kernel in" in status.value
     assert "ibp-live-busy" not in box._dom_classes  # the busy state ends with the redraw
     plt.close("all")
 

@@ -93,7 +93,7 @@ def plot_atom_weights(weights, *, ax=None, threshold: float | None = None,
 
     ax.yaxis.set_major_locator(LogLocator())  # integer_ticks set both axes; y is a log scale
     if label or threshold is not None:
-        ax.legend(fontsize=7, frameon=False)
+        ax.legend(fontsize=10, frameon=False)
     return ax
 
 
@@ -175,7 +175,7 @@ def plot_levy_densities(pi, densities: Mapping[str, np.ndarray], *, ax=None):
     ax.set_yscale("log")
     ax.set_xlabel(r"weight $\pi$")
     ax.set_ylabel("intensity")
-    ax.legend(fontsize=7, frameon=False)
+    ax.legend(fontsize=10, frameon=False)
     return ax
 
 
@@ -216,7 +216,7 @@ def plot_feature_growth(draws: DiscountDraws, *, ax=None, color: str = PALETTE["
     ax.set_yscale("log")
     ax.set_xlabel("customers N")
     ax.set_ylabel("dishes K+")
-    ax.legend(fontsize=7, frameon=False)
+    ax.legend(fontsize=10, frameon=False)
     return ax
 
 
@@ -259,7 +259,7 @@ def plot_feature_popularity(draws: DiscountDraws, *, ax=None, color: str = PALET
     ax.set_yscale("log")
     ax.set_xlabel("owners m")
     ax.set_ylabel("dishes with m owners")
-    ax.legend(fontsize=7, frameon=False)
+    ax.legend(fontsize=10, frameon=False)
     return ax
 
 

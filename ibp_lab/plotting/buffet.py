@@ -79,7 +79,7 @@ def plot_counts_vs_poisson(counts, mean: float, *, ax=None, color: str = PALETTE
     ax.plot(k, law.pmf(k), "o-" if width == 1 else "-", ms=3, lw=1, color=color,
             label=f"{label}Poisson({mean:.2f})")
     ax.set_ylabel("probability")
-    ax.legend(fontsize=7, frameon=False)
+    ax.legend(fontsize=10, frameon=False)
     return ax
 
 

@@ -95,7 +95,7 @@ def chain_traces_figure(chains, labels: Sequence[str]) -> Figure:
         right.set_ylim(low - 0.5 * spread, high + 0.1 * spread)
     left.set(ylabel="K+", title="number of features (shaded: warm-up)")
     right.set(ylabel="log p(X, Z | alpha, sigma)", title="log joint")
-    left.legend(fontsize=8, frameon=False)
+    left.legend(fontsize=10, frameon=False)
     return fig
 
 

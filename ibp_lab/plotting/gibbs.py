@@ -213,8 +213,8 @@ def k_plus_check_figure(
     right.axhline(0, color=PALETTE["black"], lw=0.8)
     left.set(xlabel="K+", ylabel="probability", title="posterior of K+")
     right.set(xlabel="K+", ylabel="frequency - exact", title="difference (band: 2 standard errors)")
-    left.legend(fontsize=8, frameon=False)
-    right.legend(fontsize=8, frameon=False)
+    left.legend(fontsize=10, frameon=False)
+    right.legend(fontsize=10, frameon=False)
     return fig
 
 
@@ -247,7 +247,7 @@ def free_fit_figure(trace) -> Figure:
     axes[1].plot(sweeps, trace.sigma_x.values, color=PALETTE["orange"], label="sigma_X (noise)")
     axes[1].plot(sweeps, trace.sigma_a.values, color=PALETTE["green"], label="sigma_A (features)")
     axes[1].set(xlabel="sweep", ylabel="standard deviation", title="the two scales")
-    axes[1].legend(fontsize=8, frameon=False)
+    axes[1].legend(fontsize=10, frameon=False)
     axes[2].plot(sweeps, trace.alpha.values, color=PALETTE["purple"])
     axes[2].set(xlabel="sweep", ylabel="alpha", title="IBP mass alpha")
     return fig
@@ -386,7 +386,7 @@ def sigma_alpha_explorer_figure(run: SigmaAlphaRun) -> Figure:
         xlim=(0, run.n_sweeps),
         title=f"sigma_X = {run.sigma_x:g}, alpha = {run.alpha:g}",
     )
-    left.legend(fontsize=8, frameon=False, loc="lower right")
+    left.legend(fontsize=10, frameon=False, loc="lower right")
     plot_feature_mosaic(images, run.shape, ax=right, ncols=12, scale=EXPLORER_SCALE)
     right.set_title(
         f"the {images.shape[0]} features of the last draw (most owned first; "

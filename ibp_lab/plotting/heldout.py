@@ -60,14 +60,14 @@ def ink_check_figure(real: dict, replicated: dict, *, ink_real=None, ink_replica
                  label="replicated data sets")
     axes[0].axvline(float(np.mean(real["share_blank"])), color=PALETTE["vermillion"], lw=2, label="real digits")
     axes[0].set(xlabel="share of blank pixels", ylabel="data sets")
-    axes[0].legend(frameon=False, fontsize=8)
+    axes[0].legend(frameon=False, fontsize=10)
     bins = np.linspace(0, 1, 21)
     axes[1].hist(np.ravel(real["digit_share_blank"]), bins=bins, density=True, color=PALETTE["vermillion"],
                  alpha=0.5, label="real digits")
     axes[1].hist(np.ravel(replicated["digit_share_blank"]), bins=bins, density=True, histtype="step", lw=2,
                  color=PALETTE["blue"], label="replicated digits")
     axes[1].set(xlabel="each digit's share of blank pixels", ylabel="density")
-    axes[1].legend(frameon=False, fontsize=8)
+    axes[1].legend(frameon=False, fontsize=10)
     if ink_real is not None:
         edges = np.linspace(-0.6, 1.4, 41)
         axes[2].hist(np.ravel(ink_real), bins=edges, density=True, color=PALETTE["vermillion"], alpha=0.5,
@@ -76,7 +76,7 @@ def ink_check_figure(real: dict, replicated: dict, *, ink_real=None, ink_replica
                      color=PALETTE["blue"], label="replicated ink")
         axes[2].axvline(0.0, color=PALETTE["grey"], lw=1)
         axes[2].set(xlabel="ink (0 = blank paper)", ylabel="density", yscale="log")
-        axes[2].legend(frameon=False, fontsize=8)
+        axes[2].legend(frameon=False, fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -115,7 +115,7 @@ def log_density_figure(runs: Mapping[str, object], *, lower_quantile: float = 0.
                     ha="center", fontsize=8, color=PALETTE["grey"])
         ax.set(xlabel="iteration", title=title, ylim=(low - margin, high + margin))
     axes[0].set_ylabel("log density")
-    axes[-1].legend(frameon=False, fontsize=7, loc="lower right")
+    axes[-1].legend(frameon=False, fontsize=10, loc="lower right")
     return fig
 
 
@@ -169,7 +169,7 @@ def stick_posterior_figure(idata, *, threshold: float | None = None) -> Figure:
                      histtype="step", lw=1.5, color=color)
     ax_all.set(xlabel="feature k", ylabel="$\\pi_k$ (median, 90% interval)", xticks=k,
                ylim=(0, None))
-    ax_all.legend(frameon=False, fontsize=7)
+    ax_all.legend(frameon=False, fontsize=10)
     ax_last.set(xlabel=f"$\\pi_{{{n_features}}}$, the last stick", ylabel="draws",
                 title="truncation check")
     if threshold is not None:
@@ -274,5 +274,5 @@ def gradient_cost_figure(n_features, seconds, *, reference: int | None = None) -
             label="doubling per feature")
     ax.set(yscale="log", xlabel="truncation level K (2^K patterns per row)",
            ylabel="ms per log density + gradient", xticks=ks)
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, fontsize=10)
     return fig

@@ -105,12 +105,12 @@ def recursion_step_figure(step: RecursionStep) -> Figure:
                   color=PALETTE["orange"], label=f"$\\Lambda_{{{n}}}$ (mean {rate_after:.1f})")
     ax_count.set(xlabel="number of dishes", ylabel="probability",
                  title="distribution of the number of dishes")
-    ax_count.legend(frameon=False, fontsize=8)
+    ax_count.legend(frameon=False, fontsize=10)
     _bars(ax_next, k, step.existing, color=PALETTE["blue"], label="existing dish, taken again")
     _bars(ax_next, k, step.created, bottom=step.existing, color=PALETTE["orange"],
           label=f"dish created by customer {n}")
     ax_next.set(xlabel="dish k", ylabel="probability", title=f"$p(z_{{{n}k}}=1)$")
-    ax_next.legend(frameon=False, fontsize=8)
+    ax_next.legend(frameon=False, fontsize=10)
     fig.suptitle(f"one step of the recursion: alpha = {step.alpha:g}, beta = {step.beta:g}, customer {n}")
     return fig
 
@@ -150,14 +150,14 @@ def marginals_figure(result: MarginalsTable) -> Figure:
                 label="expected number of dishes")
     ax_map.set(xlabel="dish k (order of creation)", ylabel="customer n",
                xlim=(0.5, k_max + 0.5), ylim=(n + 0.5, 0.5))
-    ax_map.legend(loc="lower left", fontsize=8, framealpha=0.8)
+    ax_map.legend(loc="lower left", fontsize=10, framealpha=0.8)
     fig.colorbar(image, ax=ax_map, label="$p(z_{nk} = 1)$")
     k = np.arange(1, k_max + 1)
     rows = sorted({1, max(1, n // 5), n})
     for color, row in zip(CYCLE, rows):
         ax_rows.plot(k, table[row - 1], color=color, lw=1.5, label=f"customer {row}")
     ax_rows.set(xlabel="dish k", ylabel="probability", ylim=(0, 1), xlim=(0.5, k_max + 0.5))
-    ax_rows.legend(frameon=False, fontsize=8)
+    ax_rows.legend(frameon=False, fontsize=10)
     fig.suptitle(f"Recursive IBP marginals: alpha = {alpha:g}, beta = {beta:g}, {n} customers")
     return fig
 
@@ -316,7 +316,7 @@ def mse_figure(
         title = f"fitted slope {slope:.3f}" + ("" if slope_se is None else f" ± {slope_se:.3f}")
         title += "; dotted: mean p(1-p) / R"
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, frameon=False, ncol=1, loc="lower left")
+    ax.legend(fontsize=10, frameon=False, ncol=1, loc="lower left")
     return fig
 
 
@@ -354,7 +354,7 @@ def memory_figure(
     ax.plot(n_values, state_bytes, "s-", color=PALETTE["blue"],
             label="recursion: running sums + rate")
     ax.set(xscale="log", yscale="log", xlabel="customers n", ylabel="bytes kept")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, fontsize=10)
     return fig
 
 

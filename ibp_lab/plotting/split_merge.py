@@ -67,7 +67,7 @@ def log_ratios_figure(stats_by_move: dict, *, floor: float = -2000.0) -> Figure:
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlabel("log acceptance ratio")
         ax.set_title(title)
-        ax.legend(fontsize=8, frameon=False, loc="upper left")
+        ax.legend(fontsize=10, frameon=False, loc="upper left")
     axes[0].set_ylabel("proposals")
     return fig
 
@@ -125,7 +125,7 @@ def plot_k_plus_check(frequencies, p_exact, *, ax=None, label: str = "sampler"):
     ax.plot(k, p_exact, "o", color=PALETTE["black"], ms=4, label="exact (enumeration)")
     ax.set_xlabel("K+")
     ax.set_ylabel("posterior probability")
-    ax.legend(fontsize=8, frameon=False)
+    ax.legend(fontsize=10, frameon=False)
     return ax
 
 
@@ -208,7 +208,7 @@ def traces_by_time_figure(runs: dict, *, variables=("k_plus", "log_joint"), labe
         axes[-1, 0].set_ylim(np.quantile(last, ylim_quantile), last.max()
                              + 0.05 * (last.max() - np.quantile(last, ylim_quantile)))
     if labels is not None:
-        axes[0, 0].legend(fontsize=7, frameon=False)
+        axes[0, 0].legend(fontsize=10, frameon=False)
     fig.tight_layout()
     return fig
 

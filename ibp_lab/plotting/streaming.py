@@ -86,7 +86,7 @@ def feature_count_figure(
     if log_x:
         ax.set_xscale("log")
     ax.set(xlabel="observations seen, n", ylabel="expected number of features")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, fontsize=10)
     if title:
         ax.set_title(str(title))
     return fig
@@ -126,7 +126,7 @@ def next_prior_figure(dish, prob, n_kept: int, *, title: str | None = None) -> F
     low = max(float(prob[prob > 0].min()) / 3 if np.any(prob > 0) else 1e-6, 1e-12)
     ax.set(xlabel="dish number (order of creation)", ylabel="prior probability", yscale="log",
            ylim=(low, 1.0))
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend(frameon=False, fontsize=10)
     if title:
         ax.set_title(str(title))
     return fig
@@ -287,7 +287,7 @@ def cost_figure(cost, *, time_fit=None) -> Figure:
                      label=f"{time_fit[0]:.0f} + {time_fit[1]:.1f} ln n")
     ax_time.set(xscale="log", xlabel="observations seen, n", ylabel="microseconds per observation",
                 ylim=(0, None))
-    ax_time.legend(frameon=False, fontsize=8)
+    ax_time.legend(frameon=False, fontsize=10)
     ax_mem.plot(n, fields["state_bytes"] / 1024, "o-", color=PALETTE["blue"],
                 label="running state")
     ax_mem.plot(n, fields["peak_bytes"] / 1024, "s-", color=PALETTE["green"],
@@ -299,6 +299,6 @@ def cost_figure(cost, *, time_fit=None) -> Figure:
     ax_slots.set_ylim(0, None)
     lines = ax_mem.get_legend_handles_labels()
     extra = ax_slots.get_legend_handles_labels()
-    ax_mem.legend(lines[0] + extra[0], lines[1] + extra[1], frameon=False, fontsize=8,
+    ax_mem.legend(lines[0] + extra[0], lines[1] + extra[1], frameon=False, fontsize=10,
                   loc="lower right")
     return fig

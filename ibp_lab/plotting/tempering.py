@@ -69,7 +69,7 @@ def tempered_laws_figure(inverse_temperatures, exact_laws, sampled_laws) -> Figu
         ax.set_xlabel("$K_+$")
         ax.set_xticks(k[::2])
     axes[0].set_ylabel("probability")
-    axes[0].legend(frameon=False, fontsize=8)
+    axes[0].legend(frameon=False, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -113,7 +113,7 @@ def ladder_figure(ladders: Mapping, rejections: Mapping) -> Figure:
     left.set_ylim(0, 1)
     right.set_xlabel("inverse temperature b")
     right.set_ylabel(r"cumulative barrier $\Lambda(b)$")
-    left.legend(frameon=False, fontsize=8)
+    left.legend(frameon=False, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -165,6 +165,6 @@ def traces_by_cpu_figure(runs: Mapping, *, reference: float | None = None,
         ax.set_title(str(title))
         ax.set_xlabel("CPU seconds")
     axes[0].set_ylabel("log joint")
-    axes[0].legend(frameon=False, fontsize=8)
+    axes[0].legend(frameon=False, fontsize=10)
     fig.tight_layout()
     return fig

@@ -65,7 +65,7 @@ def plot_evidence_bounds(n_features, bounds, exact_value: float, *, ax=None):
     integer_ticks(ax)
     ax.set_xlabel("truncation K (columns of q)")
     ax.set_ylabel("nats")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -97,7 +97,7 @@ def plot_k_plus_laws(laws, *, ax=None):
     integer_ticks(ax)
     ax.set_xlabel("number of features $K_+$")
     ax.set_ylabel("probability")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -150,5 +150,5 @@ def elbo_traces_figure(traces, *, highlight=None) -> Figure:
     ax.set_xlabel("iteration")
     ax.set_ylabel("ELBO (nats)")
     if highlight:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=10)
     return fig

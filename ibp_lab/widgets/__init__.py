@@ -406,8 +406,8 @@ class Explorer:
     initial : dict
         The setting shown first (on both grids).
     last_seconds : float or None
-        Wall time from the live explorer's last move to its new figure (``None``
-        before a move).
+        Wall time in the kernel from the live explorer's last move to its new figure
+        leaving the kernel (``None`` before a move); the page shows it a little later.
     """
 
     def __init__(self, render, grid, live_grid, initial, title, dpi, prefetch):
@@ -429,12 +429,17 @@ class Explorer:
             self._live = self._build_live()
         return self._live
 
-    def _frame(self, params: dict):
-        """A future of the PNG at ``params``, submitted to the explorer's one worker."""
+    def _frame(self, params: dict, *, reader: bool = False):
+        """A future of the PNG at ``params``: one already asked for, or a new job.
+
+        The reader's own move goes to a worker of its own (``reader``), so it never
+        waits behind a prefetch that has already started; prefetches share another.
+        """
         key = tuple(params[name] for name in self.live_grid)
         future = self._frames.get(key)
         if future is None:
-            future = self._worker.submit(_render_png, self.render, dict(params), self.dpi)
+            worker = self._mover if reader else self._worker
+            future = worker.submit(_render_png, self.render, dict(params), self.dpi)
             self._frames[key] = future
         return future
 
@@ -444,7 +449,9 @@ class Explorer:
         The kernel is idle between moves; spending that time on the likely next
         settings is what makes a one-step move answer at once even where a setting
         costs seconds (the linear-Gaussian chains). One worker thread does it, so
-        at most one frame is drawn behind the reader's back at any time.
+        at most one frame is drawn behind the reader's back at any time, beside the
+        reader's own move (the compiled samplers release the GIL, so on two cores both
+        run at once).
         """
         for name, values in self.live_grid.items():
             index = values.index(params[name])
@@ -465,6 +472,7 @@ class Explorer:
         import ipywidgets as widgets
 
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ibp-explorer")
+        self._mover = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ibp-explorer-move")
         self._frames = {}
         sliders = {
             name: widgets.SelectionSlider(
@@ -482,7 +490,7 @@ class Explorer:
             setting = ", ".join(f"{k} = {v}" for k, v in params.items())
             start = time.perf_counter()
             self._forget_queued()
-            future = self._frame(params)
+            future = self._frame(params, reader=True)
             if not future.done():
                 # the busy state is sent before waiting, so it shows at once
                 box.add_class("ibp-live-busy")
@@ -493,8 +501,10 @@ class Explorer:
             finally:
                 box.remove_class("ibp-live-busy")
             self.last_seconds = time.perf_counter() - start
-            status.value = (_BUSY_STYLE + f"<span>{html.escape(setting)}: shown in "
-                            f"{self.last_seconds:.2f} s</span>")
+            # the kernel knows when the figure left it, not when the page showed it
+            status.value = (_BUSY_STYLE + f"<span>{html.escape(setting)}: drawn in the "
+                            f"kernel in {self.last_seconds:.2f} s (the page adds its "
+                            "transfer)</span>")
             if self.prefetch:
                 self._prefetch_neighbours(params)
 
