@@ -2,8 +2,9 @@
 
 The pointers went stale when chapters were added (the second expert read found three that
 skipped a new chapter). The table of contents is the one order of the book: every chapter
-but the last carries exactly one "Next" pointer, whose first cross-reference is the label of
-the next chapter in ``_toc.yml``; the last carries none. No build is needed.
+but the last carries exactly one "Next" pointer, whose first link to a chapter is the file of
+the next chapter in ``_toc.yml`` (a Markdown link, which JupyterLab follows too); the last
+carries none. No build is needed.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-#: "Next: {ref}`ch-...`" or "Next, {ref}`ch-...`", as a sentence or a bullet.
+#: "Next: [title](NN_name.md)" or "Next, ...", as a sentence or a bullet.
 NEXT = re.compile(r"(?:^|[\s-])Next[:,]\s")
-REF = re.compile(r"\{ref\}`(ch-[a-z-]+)`")
+LINK = re.compile(r"\]\((\d\d_[a-z_]+)\.md\)")
 
 
 def chapters() -> list[Path]:
@@ -25,12 +26,6 @@ def chapters() -> list[Path]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [entry["file"] for part in toc["parts"] for entry in part["chapters"]]
     return [ROOT / f"{name}.md" for name in files if re.match(r"book/\d\d_", name)]
-
-
-def label(path: Path) -> str:
-    match = re.search(r"^\((ch-[a-z-]+)\)=$", path.read_text(), flags=re.MULTILINE)
-    assert match, f"{path.name} has no (ch-...)= label"
-    return match.group(1)
 
 
 def next_pointers(path: Path) -> list[str]:
@@ -54,14 +49,14 @@ def test_next_pointer_names_the_following_chapter(index):
         assert pointers == [], f"{here.name} is the last chapter but points on: {pointers}"
         return
     assert len(pointers) == 1, f"{here.name}: {len(pointers)} 'Next' pointers: {pointers}"
-    refs = REF.findall(pointers[0])
-    assert refs, f"{here.name}: the 'Next' pointer names no chapter: {pointers[0]!r}"
-    assert refs[0] == label(ORDER[index + 1]), (
-        f"{here.name} points next to {refs[0]}, but _toc.yml puts "
-        f"{ORDER[index + 1].name} ({label(ORDER[index + 1])}) after it")
+    links = LINK.findall(pointers[0])
+    assert links, f"{here.name}: the 'Next' pointer links no chapter: {pointers[0]!r}"
+    assert links[0] == ORDER[index + 1].stem, (
+        f"{here.name} points next to {links[0]}.md, but _toc.yml puts "
+        f"{ORDER[index + 1].name} after it")
 
 
 def test_the_checker_catches_a_stale_pointer(tmp_path):
     page = tmp_path / "07_split_merge.md"
-    page.write_text("(ch-split-merge)=\n# Moves\n\nNext: {ref}`ch-pymc` tries PyMC.\n\nEnd.\n")
-    assert REF.findall(next_pointers(page)[0]) == ["ch-pymc"]
+    page.write_text("(ch-split-merge)=\n# Moves\n\nNext: [PyMC](09_pymc.md) tries PyMC.\n\nEnd.\n")
+    assert LINK.findall(next_pointers(page)[0]) == ["09_pymc"]

@@ -54,6 +54,8 @@ def test_a_save_keeps_the_limits_the_build_reads_and_drops_session_results():
     model = manager.get(name, content=True, type="notebook")
     markdown = next(c for c in model["content"]["cells"] if c["cell_type"] == "markdown")
     markdown["metadata"]["user_expressions"] = [{"expression": "x", "result": {"data": {}}}]
+    # what the kernel's connection adds to the notebook's metadata
+    model["content"]["metadata"]["language_info"] = {"name": "python", "version": "3.11"}
     try:
         manager.save(model, name)
         after = page.read_text()

@@ -155,7 +155,7 @@ def time_line(chapter: str) -> str:
             f"{counted(counts.words, 'word')}, {counted(counts.equations, 'displayed equation')}"
             f" and {counted(counts.code_cells, 'code cell')}, and {spoken(exercises)} for "
             f"{the_exercises}{coding} (estimated from the chapter's length, "
-            f"{{ref}}`study-time`).{run_text}")
+            f"[How long a chapter takes](#study-time)).{run_text}")
 
 
 def write_time_lines() -> list[str]:
