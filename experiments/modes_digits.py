@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +43,7 @@ from ibp_lab import datasets, smc  # noqa: E402
 from ibp_lab.chains import run_chains  # noqa: E402
 from ibp_lab.linear_gaussian import collapsed_loglik  # noqa: E402
 from ibp_lab.prior import log_prior  # noqa: E402
-from smc_digits import stack  # noqa: E402
+from _record import write_record  # noqa: E402
 from tempering_digits import _starts  # noqa: E402
 
 SEED = 2030
@@ -145,14 +144,8 @@ def main(argv=None) -> int:
     full = runs(FULL, tag=0)
     total_cpu = (sum(row["cpu_seconds"] for row in full["chains"])
                  + sum(row["cpu_seconds"] for row in full["smc"]))
-    record = dict(command="python experiments/modes_digits.py", seed=SEED, stack=stack(),
-                  date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                  cpu_seconds=total_cpu, plan=FULL, quick_plan=QUICK, runs=full, quick=quick)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, args.out)  # atomically: a stopped run leaves the old file whole
-    print(f"wrote {args.out}")
+    write_record(args.out, "modes_digits", seed=SEED, cpu_seconds=total_cpu, plan=FULL,
+                 quick_plan=QUICK, runs=full, quick=quick)
     return 0
 
 

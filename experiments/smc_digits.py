@@ -41,9 +41,7 @@ import argparse
 import functools
 import json
 import os
-import platform
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +52,9 @@ sys.path.insert(0, str(ROOT))
 from ibp_lab import datasets, smc  # noqa: E402
 from ibp_lab.linear_gaussian import collapsed_loglik  # noqa: E402
 from ibp_lab.prior import log_prior  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "experiments"))
+from _record import write_record  # noqa: E402
 
 SEED = 2028
 OUT = ROOT / "ibp_lab" / "data" / "experiments" / "smc_digits.json"
@@ -142,15 +143,6 @@ def runs(plan: dict, tag: int, parts=PARTS, *, cache: bool = True, reverse: bool
     return out
 
 
-def stack() -> dict:
-    import numba
-    import scipy
-
-    return dict(python=platform.python_version(), numpy=np.__version__, scipy=scipy.__version__,
-                numba=numba.__version__, machine=platform.machine(), system=platform.system(),
-                cores=os.cpu_count())
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the reduced runs only; print them")
@@ -174,15 +166,8 @@ def main(argv=None) -> int:
     print("full runs", flush=True)
     full = runs(FULL, tag=0)
     total_cpu = sum(row["cpu_seconds"] for part in full.values() for row in part)
-    record = dict(command="python experiments/smc_digits.py", seed=SEED, stack=stack(),
-                  date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                  cpu_seconds=total_cpu, plan=FULL, quick_plan=QUICK,
-                  runs=full, quick=quick)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, args.out)  # atomically: a stopped run leaves the old file whole
-    print(f"wrote {args.out}")
+    write_record(args.out, "smc_digits", seed=SEED, cpu_seconds=total_cpu, plan=FULL,
+                 quick_plan=QUICK, runs=full, quick=quick)
     return 0
 
 

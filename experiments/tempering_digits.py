@@ -26,12 +26,8 @@ the seed and the date; the reduced runs are kept beside the full ones, and
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import arviz as az
@@ -44,7 +40,7 @@ from ibp_lab import datasets, tempering  # noqa: E402
 from ibp_lab.chains import run_chains  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "experiments"))
-from smc_digits import stack  # noqa: E402
+from _record import quick_then_full  # noqa: E402
 
 SEED = 2029
 OUT = ROOT / "ibp_lab" / "data" / "experiments" / "tempering_digits.json"
@@ -114,26 +110,8 @@ def run(plan: dict, tag: int, sweeps: int | None = None) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="the reduced runs only; print them")
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    quick = run(QUICK, tag=1)
-    if args.quick:
-        json.dump(quick, sys.stdout, indent=1)
-        return 0
-    start = time.process_time()
-    full = run(FULL, tag=0)
-    record = dict(command="python experiments/tempering_digits.py", seed=SEED, stack=stack(),
-                  date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                  cpu_seconds=time.process_time() - start, plan=FULL, quick_plan=QUICK,
-                  hyperparameters=FIXED, runs=full, quick=quick)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, args.out)
-    print(f"wrote {args.out}")
-    return 0
+    return quick_then_full(argv, doc=__doc__, name="tempering_digits", run=run, full=FULL,
+                           quick=QUICK, seed=SEED, out=OUT, hyperparameters=FIXED)
 
 
 if __name__ == "__main__":

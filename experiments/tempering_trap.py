@@ -27,13 +27,9 @@ stack, seed, date and the reduced runs that ``tests/test_experiments.py`` reruns
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +42,7 @@ from ibp_lab import datasets, tempering  # noqa: E402
 from ibp_lab.chains import run_chains  # noqa: E402
 from ibp_lab.linear_gaussian import collapsed_loglik  # noqa: E402
 from ibp_lab.prior import log_prior  # noqa: E402
-from smc_digits import stack  # noqa: E402
+from _record import quick_then_full  # noqa: E402
 
 SEED = 2031
 OUT = ROOT / "ibp_lab" / "data" / "experiments" / "tempering_trap.json"
@@ -122,26 +118,8 @@ def run(plan: dict, tag: int, sweeps=None) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="the reduced runs only; print them")
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    quick = run(QUICK, tag=1)
-    if args.quick:
-        json.dump(quick, sys.stdout, indent=1)
-        return 0
-    start = time.process_time()
-    full = run(FULL, tag=0)
-    record = dict(command="python experiments/tempering_trap.py", seed=SEED, stack=stack(),
-                  date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                  cpu_seconds=time.process_time() - start, plan=FULL, quick_plan=QUICK,
-                  hyperparameters=TRAP, runs=full, quick=quick)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, args.out)  # atomically: a stopped run leaves the old file whole
-    print(f"wrote {args.out}")
-    return 0
+    return quick_then_full(argv, doc=__doc__, name="tempering_trap", run=run, full=FULL,
+                           quick=QUICK, seed=SEED, out=OUT, hyperparameters=TRAP)
 
 
 if __name__ == "__main__":
