@@ -261,7 +261,8 @@ def solution_and_explorer_problems(cells: list[dict], source: str) -> list[str]:
     for cell in code:
         if SOLUTION_MARKER in cell["source"] or (cell["inputHidden"] and not cell["source"]):
             if cell["output"].strip() or cell["outputs"]:
-                problems.append(f"a solution cell shows output: {cell['output'][:80]!r}")
+                problems.append(f"a hidden cell (a solution, or the imports) shows output: "
+                                f"{cell['output'][:80]!r}")
     expected = len(re.findall(r"^explorer\(", source, re.M))
     live = sum(c["liveExplorers"] for c in code)
     static = sum(c["staticExplorers"] for c in code)

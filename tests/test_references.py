@@ -33,10 +33,12 @@ LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
 
 
 def page_targets(text: str) -> set[str]:
-    """Labels a page defines: ``(label)=``, exercise ``:label:``, figure ``name:``."""
+    """Labels a page defines: ``(label)=``, ``:label:`` (exercises, equations), figure
+    ``name:``, ``$$ ... $$ (label)``."""
     return (set(re.findall(r"^\((\S+)\)=\s*$", text, re.M))
             | set(re.findall(r"^:label:\s*(\S+)", text, re.M))
-            | set(re.findall(r"^\s+name:\s*(\S+)", text, re.M)))
+            | set(re.findall(r"^\s+name:\s*(\S+)", text, re.M))
+            | set(re.findall(r"\$\$\s*\((\S+)\)\s*$", text, re.M)))
 
 
 ALL_TARGETS = set().union(*(page_targets(t) for t in PAGES.values()))
@@ -91,3 +93,12 @@ def test_the_link_checker_catches_what_it_should():
     assert LINK.findall("see [A 2001](#cite-x) and [B](05_x.md).") == [
         ("A 2001", "#cite-x"), ("B", "05_x.md")]
     assert "fig-ch-features" in ALL_TARGETS and "study-time" in ALL_TARGETS
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_equations_are_referred_to_only_on_their_own_page(page):
+    """jupyterlab-myst numbers an equation within its notebook only."""
+    text = PAGES[page]
+    own = page_targets(text)
+    foreign = [label for label in re.findall(r"\{eq\}`([^`]+)`", text) if label not in own]
+    assert foreign == [], f"{page}: {{eq}} to another page's equation {foreign}"
