@@ -36,9 +36,11 @@ BOOK_BUILD_VARIABLE = "IBP_LAB_BOOK_BUILD"
 #: First line of every solution code cell (a comment: the web page shows it as one).
 SOLUTION_MARKER = "# Solution (Run All skips it: run this cell on its own)"
 #: Requests sent within this many seconds of the previous one come from one action of the
-#: reader (Run All sends every cell's request at once, microseconds apart); a reader's
-#: own Shift+Enter presses are further apart than any hand can press twice.
-BATCH_GAP_S = 0.05
+#: reader. Run All sends every cell's request without waiting for the kernel, a few
+#: milliseconds apart on an idle machine; on a loaded one the browser's own rendering of
+#: the cells between them stretched a gap past 50 ms (the JupyterLab test, beside a second
+#: server). A reader who reveals a solution and runs it acts seconds after the last request.
+BATCH_GAP_S = 1.0
 
 # quote("key", ...) with a literal key, as a skipped solution cell writes it
 _QUOTED_KEY = re.compile(r"""\bquote\(\s*(['"])([A-Za-z_]\w*)\1""")

@@ -9,7 +9,8 @@ to one worker, in the order given here:
 - a module's tests stay together (its module-scoped fixtures are then computed once);
 - the campaign's per-function tests are grouped by campaign group (one process per group);
 - the JupyterLab chapters come first and the Binder install second: they are the longest
-  units, and starting them first lets the other worker take everything else meanwhile.
+  units, and starting them first lets the other worker take everything else meanwhile;
+  the JupyterLab reader checks third (mostly a wait, beside the others).
 """
 
 import os
@@ -46,7 +47,7 @@ def pytest_configure(config):
 
 
 #: Work units started first, longest first (see the module docstring).
-FIRST = ("test_lab.py", "test_binder.py")
+FIRST = ("test_lab.py", "test_binder.py", "test_lab_reader.py")
 
 
 def _work_unit(item) -> str:

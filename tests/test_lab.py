@@ -37,6 +37,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -116,16 +117,18 @@ def lab_url():
         pytest.fail(f"{SETTINGS} is missing: `make` copies binder/jupyterlab-overrides.json there")
     port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(ROOT / "_build" / "lab-runtime")}
-    # A fresh, empty user-settings folder: the test sees exactly the settings a reader gets
-    # (overrides.json, autosave off included), not a previous session's.
-    settings = ROOT / "_build" / "lab-user-settings"
-    shutil.rmtree(settings, ignore_errors=True)
-    settings.mkdir(parents=True)
+    # A fresh, empty user-settings folder (and workspaces folder) per server: the test sees
+    # exactly the settings a reader gets (overrides.json, autosave off included), not a
+    # previous session's, and two servers (tests/test_lab_reader.py) do not share one.
+    (ROOT / "_build").mkdir(exist_ok=True)
+    settings = Path(tempfile.mkdtemp(prefix="lab-user-settings-", dir=ROOT / "_build"))
+    workspaces = Path(tempfile.mkdtemp(prefix="lab-workspaces-", dir=ROOT / "_build"))
     env.pop("IBP_LAB_BOOK_BUILD", None)  # a student's kernel, not the book build
     process = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
          "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.root_dir={LAB_ROOT}", f"--LabApp.user_settings_dir={settings}",
+         f"--LabApp.workspaces_dir={workspaces}",
          # the test ends each chapter's kernel through the REST API (shut_down_kernels)
          "--ServerApp.disable_check_xsrf=True"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
@@ -147,6 +150,8 @@ def lab_url():
         process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         process.kill()
+    shutil.rmtree(settings, ignore_errors=True)
+    shutil.rmtree(workspaces, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -331,65 +336,6 @@ def test_a_chapter_opens_as_a_notebook_and_myst_renders_it(lab_url, browser):
         page.screenshot(path=str(SHOTS / "jupyterlab_01_buffet.png"))
     finally:
         page.close()
-
-
-#: JupyterLab's default autosave interval (s); the shipped settings turn autosave off.
-AUTOSAVE_INTERVAL_S = 120
-
-
-def test_a_chapter_left_open_past_the_autosave_interval_is_not_rewritten(lab_url, browser):
-    """Opening, running and reading a chapter leaves its file byte for byte as it was.
-
-    The chapter that lost its front matter in the issue's trial (01), run and then left
-    open for longer than JupyterLab's autosave interval. (Were a reader to save it
-    unchanged, tests/test_lab_files.py shows the same bytes would be written.)"""
-    chapter = "book/01_buffet.md"
-    before = (LAB_ROOT / chapter).read_bytes()
-    page, _ = open_notebook(browser, lab_url, chapter)
-    try:
-        opened = time.time()
-        run_all(page)
-        time.sleep(max(0.0, AUTOSAVE_INTERVAL_S + 10 - (time.time() - opened)))
-        assert (LAB_ROOT / chapter).read_bytes() == before, (
-            f"{chapter} was rewritten while open in JupyterLab")
-        # and a reader's own save of the unchanged chapter writes the same bytes
-        page.click(".jp-Notebook .jp-MarkdownCell >> nth=0")
-        page.keyboard.press("Escape")
-        page.keyboard.press("Control+s")
-        time.sleep(3)
-        assert (LAB_ROOT / chapter).read_bytes() == before, (
-            f"saving {chapter} unchanged in JupyterLab rewrote it")
-    finally:
-        page.close()
-        shut_down_kernels(lab_url)
-
-
-def test_a_revealed_solution_runs_with_shift_enter(lab_url, browser):
-    """Run All skips the solutions; a reader who opens one and runs it sees its output."""
-    chapter = "book/01_buffet.md"
-    page, _ = open_notebook(browser, lab_url, chapter)
-    try:
-        run_all(page)
-        cells = page.locator(".jp-Notebook .jp-CodeCell")
-        # the first hidden code cell after the imports (cell 0) is the first solution
-        hidden = page.evaluate(HIDDEN_CODE_CELLS)
-        index = next(i for i, h in enumerate(hidden) if h and i > 0)
-        cell = cells.nth(index)
-        assert cell.locator(".jp-OutputArea-output").count() == 0  # skipped by Run All
-        cell.locator(".jp-InputPlaceholder").click()  # reveal the code, as a reader does
-        cell.locator(".jp-InputArea-editor").click()
-        time.sleep(1.0)  # a reader's pause: the request is not part of a batch
-        page.keyboard.press("Shift+Enter")
-        cell.locator(".jp-OutputArea-output").first.wait_for(timeout=60000)
-        assert "+/-" in cell.locator(".jp-OutputArea").inner_text()
-    finally:
-        page.close()
-        shut_down_kernels(lab_url)
-
-
-#: Each code cell of the page: is its input hidden (folded)?
-HIDDEN_CODE_CELLS = """() => Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell'))
-    .map(c => !!c.querySelector('.jp-InputPlaceholder'))"""
 
 
 # Needs the chapters in the form JupyterLab reads ({eval}, quote, explorer): the
