@@ -655,9 +655,10 @@ def stick_truncation_level(alpha: float, n: int, *, tol: float = 0.01) -> int:
 
 
 def sample_two_parameter_stick_breaking(
-    alpha: float, n: int, rng: np.random.Generator, *, beta: float = 1.0, n_rounds: int = 30
+    alpha: float, n: int, rng: np.random.Generator, *, beta: float = 1.0, n_rounds: int = 30,
+    discount: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Draw ``Z`` from the two-parameter IBP through a stick-breaking beta process.
+    """Draw ``Z`` from the two- or three-parameter IBP through a stick-breaking beta process.
 
     The construction of Paisley, Zaas, Woods, Ginsburg & Carin (2010): in round
     ``r = 1, 2, ...`` a Poisson(``alpha``) number of atoms is made, and each atom of
@@ -669,6 +670,13 @@ def sample_two_parameter_stick_breaking(
     ``alpha (beta / (1 + beta))^n_rounds`` expected weight, so each row loses that
     many ownerships on average (:func:`stick_rounds_needed`).
 
+    With a ``discount`` ``d > 0`` the ``l``-th break is ``V_l ~ Beta(1 - d, beta + l d)``
+    instead: the stable (three-parameter) beta process of Teh & Gorur (2009), by the
+    construction of Broderick, Jordan & Pitman (2012), whose buffet is
+    :func:`sample_ibp` with the same ``discount``. Its rounds shrink only like a power
+    of ``r``, so many more are needed (:func:`stick_rounds_needed` with the discount).
+    ``d = 0`` draws exactly the same numbers as the two-parameter code.
+
     Parameters
     ----------
     alpha : float
@@ -677,11 +685,13 @@ def sample_two_parameter_stick_breaking(
         Number of rows, >= 0.
     rng : numpy.random.Generator
     beta : float, optional
-        Concentration, > 0 (any value: unlike :func:`sample_stick_breaking`, not
-        only 1).
+        Concentration, > 0, or > ``-discount`` when ``discount > 0`` (any value:
+        unlike :func:`sample_stick_breaking`, not only 1).
     n_rounds : int, optional
         Rounds kept, 1 to 10**4; the matrix's expected size ``n * alpha * n_rounds``
         is at most :data:`ibp_lab._checks.MAX_ENTRIES`.
+    discount : float, optional
+        ``0 <= discount < 1`` (see :func:`check_beta_discount`).
 
     Returns
     -------
@@ -698,31 +708,63 @@ def sample_two_parameter_stick_breaking(
     """
     alpha = check_positive("alpha", alpha)
     n = check_count("n", n)
-    beta = check_positive("beta", beta)
+    beta, discount = check_beta_discount(beta, discount)
     n_rounds = check_count("n_rounds", n_rounds, minimum=1, maximum=10**4)
     rng = check_rng(rng)
     mean_atoms = alpha * n_rounds
+    # the r breaks of a round-r atom: memory grows like alpha n_rounds^2 / 2
+    check_size("the breaks", alpha * n_rounds * (n_rounds + 1) / 2.0,
+               names=("alpha", "n_rounds"), hint="use fewer rounds")
     check_size("Z", float(max(n, 1)) * (mean_atoms + 10.0 * np.sqrt(mean_atoms) + 10.0),
                names=("alpha", "n", "n_rounds"), hint="use fewer rows, a smaller alpha or fewer rounds")
     atoms_per_round = rng.poisson(alpha, size=n_rounds)
-    log_weights = []
     # log space: a weight is a product of up to n_rounds factors, which underflows early.
     with np.errstate(divide="ignore"):  # a break of exactly 1 gives log 0 = -inf: weight 0
-        for r, n_atoms in enumerate(atoms_per_round, start=1):
-            breaks = rng.beta(1.0, beta, size=(n_atoms, r))
-            log_weights.append(np.log(breaks[:, -1]) + np.log1p(-breaks[:, :-1]).sum(axis=1))
-    pi = np.exp(np.concatenate(log_weights))
+        if discount == 0.0:
+            log_weights = []
+            for r, n_atoms in enumerate(atoms_per_round, start=1):
+                breaks = rng.beta(1.0, beta, size=(n_atoms, r))
+                log_weights.append(np.log(breaks[:, -1])
+                                   + np.log1p(-breaks[:, :-1]).sum(axis=1))
+            pi = np.exp(np.concatenate(log_weights))
+        else:
+            pi = np.exp(_stable_log_weights(atoms_per_round, beta, discount, rng))
     Z = (rng.random((n, pi.size)) < pi).astype(np.int8)
     return Z, pi
 
 
-def stick_rounds_needed(alpha: float, n: int, *, beta: float = 1.0, tol: float = 0.01) -> int:
+def _stable_log_weights(atoms_per_round: np.ndarray, beta: float, discount: float,
+                        rng: np.random.Generator) -> np.ndarray:
+    """Log weights of the three-parameter construction, every atom at once.
+
+    Atom ``a`` of round ``r_a`` has breaks ``V_l ~ Beta(1 - d, beta + l d)``,
+    ``l = 1..r_a``, drawn as one flat array (atom after atom); its log weight is
+    ``log V_r + sum_{l < r} log(1 - V_l)``.
+    """
+    rounds = np.repeat(np.arange(1, atoms_per_round.size + 1), atoms_per_round)
+    if rounds.size == 0:
+        return np.zeros(0)
+    starts = np.concatenate([[0], np.cumsum(rounds)[:-1]])
+    levels = np.arange(rounds.sum()) - np.repeat(starts, rounds) + 1  # l within each atom
+    breaks = rng.beta(1.0 - discount, beta + discount * levels)
+    last = starts + rounds - 1
+    log_rest = np.log1p(-breaks)
+    log_rest[last] = 0.0  # the last break is the piece kept, not a remainder
+    return np.log(breaks[last]) + np.add.reduceat(log_rest, starts)
+
+
+def stick_rounds_needed(alpha: float, n: int, *, beta: float = 1.0, tol: float = 0.01,
+                        discount: float = 0.0) -> int:
     """Fewest rounds of :func:`sample_two_parameter_stick_breaking` that lose at most ``tol``.
 
     Round ``r`` holds ``alpha (1 / (1 + beta)) (beta / (1 + beta))^(r - 1)`` expected
     weight (``E[V] = 1 / (1 + beta)``, and the ``V`` are independent), so rounds
     beyond ``R`` hold ``alpha (beta / (1 + beta))^R`` and ``n`` rows lose ``n`` times
-    that many ownerships in expectation.
+    that many ownerships in expectation. With a discount, ``E[1 - V_l] =
+    (beta + l d) / (1 + beta + (l - 1) d)`` and rounds beyond ``R`` hold ``alpha``
+    times the product of these for ``l = 1..R`` (the sum over rounds telescopes), which
+    falls only like ``R^(-(1 - d) / d)``; a ``tol`` that needs more than 10**4 rounds is
+    refused.
 
     Parameters
     ----------
@@ -731,9 +773,11 @@ def stick_rounds_needed(alpha: float, n: int, *, beta: float = 1.0, tol: float =
     n : int
         Rows, >= 1.
     beta : float, optional
-        Concentration, > 0.
+        Concentration, > 0 (> ``-discount`` when ``discount > 0``).
     tol : float, optional
         Largest expected number of ownerships lost over all ``n`` rows, > 0.
+    discount : float, optional
+        ``0 <= discount < 1``.
 
     Returns
     -------
@@ -744,11 +788,23 @@ def stick_rounds_needed(alpha: float, n: int, *, beta: float = 1.0, tol: float =
     --------
     >>> stick_rounds_needed(2.0, 10, beta=1.0, tol=0.01)  # 20 * 2^-R <= 0.01
     11
+    >>> stick_rounds_needed(2.0, 10, beta=1.0, tol=0.01, discount=0.5)  # 20 * 3 / (R + 3)
+    5997
     """
     alpha = check_positive("alpha", alpha)
     n = check_count("n", n, minimum=1)
-    beta = check_positive("beta", beta)
+    beta, discount = check_beta_discount(beta, discount)
     tol = check_positive("tol", tol)
+    if discount > 0.0:
+        levels = np.arange(1, 10**4 + 1)
+        log_left = np.cumsum(np.log(beta + levels * discount)
+                             - np.log(1.0 + beta + (levels - 1) * discount))
+        enough = np.flatnonzero(np.log(n * alpha / tol) + log_left <= 1e-12)
+        if enough.size == 0:
+            raise ValueError(f"n={n}, alpha={alpha:g} and tol={tol:g} need more than 10**4 "
+                             f"rounds at discount={discount:g}, beta={beta:g}: use fewer rows, "
+                             "a smaller alpha or a larger tol")
+        return int(enough[0] + 1)
     # log(beta / (1 + beta)) = -log1p(1 / beta), accurate for large beta
     needed = np.log(n * alpha / tol) / np.log1p(1.0 / beta)
     return max(1, int(np.ceil(needed - 1e-9)))

@@ -462,6 +462,54 @@ def test_two_parameter_stick_breaking_k_plus_matches_the_ibp(beta):
     assert_poisson_counts(k_plus, mean)
 
 
+@pytest.mark.statistical(rate=3e-4)
+@pytest.mark.parametrize("beta, discount", [(1.5, 0.25), (-0.1, 0.3)])
+def test_three_parameter_stick_breaking_matches_the_stable_buffet(beta, discount):
+    """Broderick, Jordan & Pitman's rounds with Beta(1 - d, beta + l d) breaks give the
+    stable IBP: K+ is Poisson with the buffet's mean (:func:`expected_num_features`), and
+    the mean number of features owned by m of the n rows is
+    :func:`expected_feature_popularity`, exact for the three-parameter buffet.
+
+    The rounds kept lose at most 1e-3 expected ownerships in all, which moves each mean by
+    at most 1e-3, a fiftieth of its standard error here. False alarm: the Poisson check
+    (a chi-square at 1e-4 and a mean at 4.5 SE, about 1e-4) and six popularity means at
+    4.5 SE each (6 x 7e-6), about 2e-4 in all, stated as 3e-4.
+    """
+    alpha, n, n_draws = 2.0, 6, 3000
+    n_rounds = stick_rounds_needed(alpha, n, beta=beta, tol=1e-3, discount=discount)
+    rng = stat_rng(167 + int(10 * discount))
+    owners = [sample_two_parameter_stick_breaking(alpha, n, rng, beta=beta, n_rounds=n_rounds,
+                                                  discount=discount)[0].sum(axis=0)
+              for _ in range(n_draws)]
+    k_plus = np.array([(m > 0).sum() for m in owners])
+    assert_poisson_counts(k_plus, expected_num_features(alpha, n, beta=beta, discount=discount))
+    popular = np.array([np.bincount(m, minlength=n + 1)[1:n + 1] for m in owners], float)
+    expected = expected_feature_popularity(alpha, n, beta=beta, discount=discount)[:n]
+    se = popular.std(axis=0, ddof=1) / np.sqrt(n_draws)
+    assert np.all(np.abs(popular.mean(axis=0) - expected) < Z_SCORE * se), (
+        popular.mean(axis=0), expected, se)
+
+
+def test_three_parameter_stick_breaking_refuses_what_it_cannot_draw():
+    with pytest.raises(ValueError, match="discount must be < 1"):
+        sample_two_parameter_stick_breaking(1.0, 3, np.random.default_rng(0), discount=1.0)
+    with pytest.raises(ValueError, match="beta must be > -discount"):
+        sample_two_parameter_stick_breaking(1.0, 3, np.random.default_rng(0), beta=-0.5,
+                                            discount=0.3)
+    with pytest.raises(ValueError, match="10\\*\\*4 rounds"):
+        stick_rounds_needed(2.0, 10, tol=1e-6, discount=0.9)
+
+
+def test_stick_rounds_needed_with_a_discount_bounds_the_lost_mass():
+    """Rounds beyond R hold alpha prod_{l <= R} (beta + l d) / (1 + beta + (l - 1) d)."""
+    for alpha, n, beta, d in [(2.0, 10, 1.0, 0.5), (1.0, 5, -0.1, 0.3), (3.0, 7, 4.0, 0.1)]:
+        r = stick_rounds_needed(alpha, n, beta=beta, tol=0.01, discount=d)
+        left = lambda rounds: np.prod([(beta + l * d) / (1 + beta + (l - 1) * d)
+                                       for l in range(1, rounds + 1)])
+        assert n * alpha * left(r) <= 0.01 * (1 + 1e-9)
+        assert r == 1 or n * alpha * left(r - 1) > 0.01
+
+
 def test_stick_rounds_needed_bounds_the_lost_mass():
     for alpha, n, beta in [(2.0, 10, 1.0), (1.0, 100, 5.0), (3.0, 7, 0.2)]:
         r = stick_rounds_needed(alpha, n, beta=beta, tol=0.01)
