@@ -30,6 +30,18 @@ def stack() -> dict:
                 cores=os.cpu_count())
 
 
+def cached_row(path: Path, make) -> dict:
+    """``make()``'s row, kept as JSON at ``path`` (atomically) so a stopped script resumes."""
+    if path.exists():
+        return json.loads(path.read_text())
+    row = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(row))
+    os.replace(tmp, path)
+    return row
+
+
 def write_record(out: Path, name: str, **fields) -> None:
     """Write ``fields`` with the command, stack and date as ``out``, atomically."""
     record = dict(command=f"python experiments/{name}.py", stack=stack(),

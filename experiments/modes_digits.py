@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -40,10 +39,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
 from ibp_lab import datasets, smc  # noqa: E402
+from ibp_lab.summaries import co_ownership  # noqa: E402
 from ibp_lab.chains import run_chains  # noqa: E402
 from ibp_lab.linear_gaussian import collapsed_loglik  # noqa: E402
 from ibp_lab.prior import log_prior  # noqa: E402
-from _record import write_record  # noqa: E402
+from _record import cached_row, write_record  # noqa: E402
 from tempering_digits import _starts  # noqa: E402
 
 SEED = 2030
@@ -59,11 +59,6 @@ def _log_joint(X, Z) -> float:
                  + log_prior(Z, FIXED["alpha"]))
 
 
-def _co_ownership(Z) -> np.ndarray:
-    Z = np.asarray(Z, dtype=float)
-    return Z @ Z.T
-
-
 def chains(plan: dict, tag: int, X) -> tuple[list, list]:
     """The chains' rows, and their final states' co-ownership matrices."""
     _, results = run_chains(X, 4, plan["chain_sweeps"], np.random.default_rng((SEED, tag, 0)),
@@ -76,14 +71,14 @@ def chains(plan: dict, tag: int, X) -> tuple[list, list]:
                  final_k_plus=int(r.Z.shape[1]), final_log_joint=_log_joint(X, r.Z),
                  cpu_seconds=float(r.seconds[-1]))
             for c, r in enumerate(results)]
-    return rows, [_co_ownership(r.Z) for r in results]
+    return rows, [co_ownership(r.Z) for r in results]
 
 
 def smc_run(plan: dict, tag: int, r: int, X, modes: list) -> dict:
     """One SMC run's row, its particles labelled by K+ and by the nearest chain mode."""
     rng = np.random.default_rng((SEED, tag, 1, r))
     run = smc.run_smc(X, plan["particles"], rng, **FIXED, n_temperatures=plan["steps"])
-    distance = np.array([[np.linalg.norm(_co_ownership(Z) - M) for M in modes]
+    distance = np.array([[np.linalg.norm(co_ownership(Z) - M) for M in modes]
                          for Z in run.states])
     nearest = distance.argmin(axis=1)
     row = dict(seed=[SEED, tag, 1, r], n_particles=plan["particles"], n_steps=plan["steps"],
@@ -105,14 +100,7 @@ def _cached_smc_run(plan, tag, r, X, modes, *, cache: bool) -> dict:
     if not cache:
         return smc_run(plan, tag, r, X, modes)
     path = CACHE / f"{tag}-{r}-{plan['particles']}-{plan['steps']}-{plan['chain_sweeps']}.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    row = smc_run(plan, tag, r, X, modes)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(row))
-    os.replace(tmp, path)
-    return row
+    return cached_row(path, lambda: smc_run(plan, tag, r, X, modes))
 
 
 def runs(plan: dict, tag: int, *, cache: bool = True, only_runs=None) -> dict:

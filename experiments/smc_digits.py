@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -54,7 +53,7 @@ from ibp_lab.linear_gaussian import collapsed_loglik  # noqa: E402
 from ibp_lab.prior import log_prior  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "experiments"))
-from _record import write_record  # noqa: E402
+from _record import cached_row, write_record  # noqa: E402
 
 SEED = 2028
 OUT = ROOT / "ibp_lab" / "data" / "experiments" / "smc_digits.json"
@@ -75,15 +74,8 @@ def _run(X, n_particles, n_steps, seed, hyper, Z_true=None, *, cache=True) -> di
     if not cache:
         return _fresh_run(X, n_particles, n_steps, seed, hyper, Z_true)
     key = "-".join(map(str, seed)) + f"-{n_particles}-{n_steps}-{X.shape[0]}"
-    cached = CACHE / f"{key}.json"
-    if cached.exists():
-        return json.loads(cached.read_text())
-    row = _fresh_run(X, n_particles, n_steps, seed, hyper, Z_true)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(".tmp")
-    tmp.write_text(json.dumps(row))
-    os.replace(tmp, cached)
-    return row
+    return cached_row(CACHE / f"{key}.json",
+                      lambda: _fresh_run(X, n_particles, n_steps, seed, hyper, Z_true))
 
 
 def _fresh_run(X, n_particles, n_steps, seed, hyper, Z_true=None) -> dict:
