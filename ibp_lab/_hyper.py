@@ -25,6 +25,7 @@ Feature matrices are bounded too (:func:`check_feature_matrix`): at most
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import astuple, dataclass
 
 import numpy as np
@@ -34,6 +35,9 @@ from scipy.special import digamma, gammaln, poch
 from ibp_lab._checks import MAX_PARAMETER, MIN_PARAMETER, check_binary_matrix, check_positive
 
 __all__ = [
+    "MIN_DISCOUNT",
+    "check_beta_discount",
+    "check_discount",
     "MIN_SCALE",
     "MIN_NOISE_RATIO",
     "MAX_EXPECTED_FEATURES",
@@ -204,6 +208,76 @@ def stable_harmonic(n_rows: int, beta: float, discount: float) -> float:
         return float(np.sum(stable_new_dish_rate(1.0, beta, discount, np.arange(n_rows))))
     growth = np.exp(gammaln(1.0 + beta) - gammaln(beta + discount)) * poch(n_rows + beta, discount)
     return float((growth - beta) / discount)
+
+
+#: Smallest positive discount accepted: below it ``(Gamma ratio - beta) / d`` in
+#: :func:`ibp_lab._hyper.stable_harmonic` cancels to noise for very many rows.
+MIN_DISCOUNT = 1e-8
+
+
+def check_beta_discount(beta, discount) -> tuple[float, float]:
+    """Validated ``(beta, discount)``: ``0 <= discount < 1`` and ``beta > -discount``.
+
+    With ``discount = 0`` the check of ``beta`` is the two-parameter one
+    (``beta must be > 0``), message included. Shared with
+    :mod:`ibp_lab.beta_process`.
+
+    Examples
+    --------
+    >>> check_beta_discount(-0.2, 0.5)
+    (-0.2, 0.5)
+    >>> check_beta_discount(-0.5, 0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: beta must be > -discount = -0.5 when discount > 0, got -0.5
+    """
+    discount = check_positive("discount", discount, allow_zero=True, upper=None)
+    if discount >= 1.0:
+        raise ValueError(f"discount must be < 1 (0 <= discount < 1), got {discount}")
+    if discount == 0.0:
+        return check_positive("beta", beta), 0.0
+    if discount < MIN_DISCOUNT:
+        raise ValueError(f"discount must be 0 or >= {MIN_DISCOUNT:g}, got {discount:g}")
+    if isinstance(beta, np.ndarray) and beta.ndim == 0:
+        beta = beta[()]
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
+        raise TypeError(f"beta must be a real number, got {type(beta).__name__}")
+    beta = float(beta)
+    if not np.isfinite(beta):
+        raise ValueError(f"beta must be finite, got {beta}")
+    if beta <= -discount:
+        raise ValueError(f"beta must be > -discount = {-discount:g} when discount > 0, got {beta:g}")
+    if beta > MAX_PARAMETER:
+        raise ValueError(f"beta must be <= {MAX_PARAMETER:g}, got {beta:g}")
+    # beta + discount near 0 makes Gamma(beta + discount) overflow: keep it >= MIN_PARAMETER
+    check_positive("beta + discount", beta + discount)
+    return beta, discount
+
+
+def check_discount(n_rows: int, alpha: float, beta: float, discount) -> float:
+    """The samplers' door for ``discount``: ``0 <= d < 1`` (:func:`check_beta_discount`),
+    with ``alpha`` and ``beta`` already validated, and the three-parameter prior's expected
+    ``K+`` on ``n_rows`` rows within the samplers' limit ``MAX_EXPECTED_FEATURES``.
+
+    Examples
+    --------
+    >>> check_discount(10, 1.0, 1.0, 0.5)
+    0.5
+    >>> check_discount(1000, 20.0, 1.0, 0.9)
+    Traceback (most recent call last):
+    ...
+    ValueError: discount = 0.9 makes the prior expect 1.16e+04 features for 1000 rows (alpha = 20), more than the samplers' limit of 1000; use a smaller discount or alpha
+    """
+    _, discount = check_beta_discount(beta, discount)
+    if discount == 0.0:
+        return 0.0
+    expected = alpha * stable_harmonic(n_rows, beta, discount)
+    if expected > MAX_EXPECTED_FEATURES:
+        raise ValueError(
+            f"discount = {discount:g} makes the prior expect {expected:.3g} features for "
+            f"{n_rows} rows (alpha = {alpha:g}), more than the samplers' limit of "
+            f"{MAX_EXPECTED_FEATURES}; use a smaller discount or alpha")
+    return discount
 
 
 def alpha_upper(n_rows: int, beta: float) -> float:

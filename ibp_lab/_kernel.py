@@ -430,21 +430,24 @@ def resize_columns(i, Zb, K, n_new, r, D, random_scan, Minv, Abar, m, zf, w, Pz,
 
 
 @njit(cache=True, inline="always")
-def prior_log_odds(m, n_others, beta):
+def prior_log_odds(m, n_others, beta, discount=0.0):
     """Prior log-odds of ``z_ik = 1`` when ``m`` of the ``n_others`` other rows own ``k``.
 
-    ``log m - log((n_others - m) + beta)``: the count difference is formed first,
-    exactly (both are whole numbers), so a tiny ``beta`` keeps its digits.
+    ``log(m - d) - log((n_others - m) + beta + d)``: row ``i`` taken as the last
+    customer of the (three-parameter) buffet takes an old dish with probability
+    ``(m - d) / (n_others + beta)``. The count difference is formed first, exactly
+    (both are whole numbers), so a tiny ``beta`` keeps its digits; with ``d = 0``
+    adding it changes no bit.
     """
-    return math.log(m) - math.log((n_others - m) + beta)
+    return math.log(m - discount) - math.log((n_others - m) + beta + discount)
 
 
 @njit(cache=True)
-def prior_log_odds_table(n_rows, beta):
+def prior_log_odds_table(n_rows, beta, discount=0.0):
     """:func:`prior_log_odds` for ``m = 1, ..., n_rows - 1`` other owners (entry 0 is 0)."""
     table = np.zeros(n_rows)
     for count in range(1, n_rows):
-        table[count] = prior_log_odds(count, n_rows - 1.0, beta)
+        table[count] = prior_log_odds(count, n_rows - 1.0, beta, discount)
     return table
 
 

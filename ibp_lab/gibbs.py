@@ -104,8 +104,10 @@ from ibp_lab._hyper import (
     MAX_EXPECTED_FEATURES,
     MAX_FEATURES,
     MIN_NOISE_RATIO,
+    check_discount,
     check_feature_matrix,
     check_hyperparameters,
+    stable_new_dish_rate,
 )
 
 __all__ = ["gibbs_sweep", "gibbs_sweep_numpy", "k_plus_trace"]
@@ -136,9 +138,13 @@ _sample_new_dishes = _kernel.sample_new_dishes
 
 
 @njit(cache=True, nogil=True)
-def _run_sweeps(X, Zb, K, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, random_scan,
+def _run_sweeps(X, Zb, K, rate, log_odds_prior, sigma_x, sigma_a, n_sweeps, rng, random_scan,
                 k_trace, type_trace, inverse_temperature=1.0):
     """Run ``n_sweeps`` sweeps on the column buffer ``Zb`` (first ``K`` columns used).
+
+    The prior enters through two numbers computed once by :func:`_sweeps`: ``rate``,
+    the Poisson rate of a row's singletons, and ``log_odds_prior[m]``, the prior
+    log-odds of owning a feature that ``m`` other rows own.
 
     Each sweep refreshes ``M^-1`` from scratch (so rounding cannot accumulate)
     and then updates the rows in order with :func:`ibp_lab._kernel.update_row`.
@@ -149,8 +155,6 @@ def _run_sweeps(X, Zb, K, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, random_s
     sx2 = sigma_x * sigma_x
     sa2 = sigma_a * sigma_a
     r = sx2 / sa2
-    rate = _kernel.new_dish_rate(alpha, beta, N - 1.0)
-    log_odds_prior = _kernel.prior_log_odds_table(N, beta)
     buf = np.empty(64)
     cap = Zb.shape[1]
     Minv = np.zeros((cap, cap))
@@ -196,15 +200,24 @@ def _to_buffer(Z: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, *, random_scan=True,
-            record_types=False, inverse_temperature=1.0):
-    """Run validated inputs through the compiled kernel; return (Z, k_trace, type_trace)."""
+            record_types=False, inverse_temperature=1.0, discount=0.0):
+    """Run validated inputs through the compiled kernel; return (Z, k_trace, type_trace).
+
+    Row ``i`` is the buffet's last customer: its singletons are Poisson with the
+    (three-parameter) rate of customer ``N`` and an old dish owned by ``m`` others has
+    prior log-odds ``log(m - d) - log(N - 1 - m + beta + d)``. With ``discount = 0``
+    both are bit for bit the two-parameter numbers, so the chains do not change.
+    """
+    n_rows = X.shape[0]
+    rate = float(stable_new_dish_rate(float(alpha), float(beta), float(discount), n_rows - 1.0))
+    log_odds_prior = _kernel.prior_log_odds_table(n_rows, float(beta), float(discount))
     Zb, K = _to_buffer(Z)
     k_trace = np.zeros(n_sweeps, np.int64)
     n_types = 2 ** X.shape[0] - 1 if record_types else 1
     type_trace = np.zeros((n_sweeps if record_types else 0, n_types), np.int32)
     # C-contiguous float64 always: another memory layout would trigger a fresh compilation
     X = np.ascontiguousarray(X, dtype=np.float64)
-    Zb, K = _run_sweeps(X, Zb, K, float(alpha), float(sigma_x), float(sigma_a), float(beta),
+    Zb, K = _run_sweeps(X, Zb, K, rate, log_odds_prior, float(sigma_x), float(sigma_a),
                         n_sweeps, rng, random_scan, k_trace, type_trace,
                         float(inverse_temperature))
     return np.ascontiguousarray(Zb[:, :K]), k_trace, type_trace
@@ -317,7 +330,8 @@ def _check_inverse_temperature(value) -> float:
 
 
 def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.random.Generator,
-                *, beta: float = 1.0, inverse_temperature: float = 1.0) -> np.ndarray:
+                *, beta: float = 1.0, inverse_temperature: float = 1.0,
+                discount: float = 0.0) -> np.ndarray:
     """One collapsed Gibbs sweep over the rows of ``Z``.
 
     See the module docstring for the algorithm. Features keep their column
@@ -342,6 +356,12 @@ def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.rand
         ``b`` in ``[0, 1]``: the sweep targets ``p(X | Z)^b P([Z])`` (the flips'
         and new dishes' likelihood terms scaled by ``b``); 1 (the default) is the
         posterior, bit-for-bit the untempered sweep, and 0 the prior.
+    discount : float, optional
+        ``d`` in ``[0, 1)``: the prior is the three-parameter (stable) IBP of Teh &
+        Gorur (2009), whose ``K+`` grows like ``N^d``. An old dish owned by ``m``
+        others has prior probability ``(m - d) / (N - 1 + beta)`` and a row's
+        singletons are Poisson with the rate of the buffet's ``N``-th customer.
+        0 (the default) is the two-parameter sweep, draw for draw.
 
     Returns
     -------
@@ -362,8 +382,9 @@ def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.rand
     alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
     rng = check_rng(rng)
     inverse_temperature = _check_inverse_temperature(inverse_temperature)
+    discount = check_discount(X.shape[0], alpha, beta, discount)
     Z_new, _, _ = _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng,
-                          inverse_temperature=inverse_temperature)
+                          inverse_temperature=inverse_temperature, discount=discount)
     return Z_new
 
 
@@ -397,7 +418,8 @@ def gibbs_sweep_numpy(X, Z, alpha: float, sigma_x: float, sigma_a: float,
 
 def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                  sigma_a: float, beta: float = 1.0, Z0=None, scan_order: str = "random",
-                 return_types: bool = False, inverse_temperature: float = 1.0):
+                 return_types: bool = False, inverse_temperature: float = 1.0,
+                 discount: float = 0.0):
     """Run many sweeps at fixed hyperparameters and record ``K+`` after each.
 
     Everything runs in compiled code (a few microseconds per sweep on three
@@ -427,6 +449,9 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     inverse_temperature : float, optional
         ``b`` in ``[0, 1]``: sweeps of the tempered posterior ``p(X | Z)^b P([Z])``
         (see :func:`gibbs_sweep`); default 1.
+    discount : float, optional
+        ``d`` in ``[0, 1)``: sweeps under the three-parameter IBP (see
+        :func:`gibbs_sweep`); default 0.
 
     Returns
     -------
@@ -456,6 +481,7 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
         raise ValueError(f"scan_order must be 'random' or 'fixed', got {scan_order!r}")
     return_types = check_flag("return_types", return_types)
     inverse_temperature = _check_inverse_temperature(inverse_temperature)
+    discount = check_discount(X.shape[0], alpha, beta, discount)
     if return_types and X.shape[0] > _MAX_ROWS_FOR_TYPES:
         raise ValueError(
             f"return_types needs X with at most {_MAX_ROWS_FOR_TYPES} rows "
@@ -470,5 +496,5 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
         "Z0", Z0, n_rows=X.shape[0])
     _, k_plus, types = _sweeps(X, Z0, alpha, sigma_x, sigma_a, beta, n_sweeps, rng,
                                random_scan=scan_order == "random", record_types=return_types,
-                               inverse_temperature=inverse_temperature)
+                               inverse_temperature=inverse_temperature, discount=discount)
     return (k_plus, types) if return_types else k_plus

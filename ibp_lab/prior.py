@@ -29,7 +29,6 @@ matrices are ``int8`` arrays of 0 and 1.
 from __future__ import annotations
 
 import numpy as np
-import numbers
 
 from scipy.special import gammaln
 
@@ -42,7 +41,14 @@ from ibp_lab._checks import (
     check_rng,
     check_size,
 )
-from ibp_lab._hyper import harmonic, new_dish_rate, stable_harmonic, stable_new_dish_rate
+from ibp_lab._hyper import (  # noqa: F401 (MIN_DISCOUNT and check_beta_discount: re-exported)
+    MIN_DISCOUNT,
+    check_beta_discount,
+    harmonic,
+    new_dish_rate,
+    stable_harmonic,
+    stable_new_dish_rate,
+)
 
 __all__ = [
     "sample_ibp",
@@ -63,50 +69,6 @@ __all__ = [
 
 #: Most rows one simulation seats: each row is a step of a Python loop.
 MAX_ROWS = 10**6
-#: Smallest positive discount accepted: below it ``(Gamma ratio - beta) / d`` in
-#: :func:`ibp_lab._hyper.stable_harmonic` cancels to noise for very many rows.
-MIN_DISCOUNT = 1e-8
-
-
-def check_beta_discount(beta, discount) -> tuple[float, float]:
-    """Validated ``(beta, discount)``: ``0 <= discount < 1`` and ``beta > -discount``.
-
-    With ``discount = 0`` the check of ``beta`` is the two-parameter one
-    (``beta must be > 0``), message included. Shared with
-    :mod:`ibp_lab.beta_process`.
-
-    Examples
-    --------
-    >>> check_beta_discount(-0.2, 0.5)
-    (-0.2, 0.5)
-    >>> check_beta_discount(-0.5, 0.5)
-    Traceback (most recent call last):
-    ...
-    ValueError: beta must be > -discount = -0.5 when discount > 0, got -0.5
-    """
-    discount = check_positive("discount", discount, allow_zero=True, upper=None)
-    if discount >= 1.0:
-        raise ValueError(f"discount must be < 1 (0 <= discount < 1), got {discount}")
-    if discount == 0.0:
-        return check_positive("beta", beta), 0.0
-    if discount < MIN_DISCOUNT:
-        raise ValueError(f"discount must be 0 or >= {MIN_DISCOUNT:g}, got {discount:g}")
-    if isinstance(beta, np.ndarray) and beta.ndim == 0:
-        beta = beta[()]
-    if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
-        raise TypeError(f"beta must be a real number, got {type(beta).__name__}")
-    beta = float(beta)
-    if not np.isfinite(beta):
-        raise ValueError(f"beta must be finite, got {beta}")
-    if beta <= -discount:
-        raise ValueError(f"beta must be > -discount = {-discount:g} when discount > 0, got {beta:g}")
-    if beta > MAX_PARAMETER:
-        raise ValueError(f"beta must be <= {MAX_PARAMETER:g}, got {beta:g}")
-    # beta + discount near 0 makes Gamma(beta + discount) overflow: keep it >= MIN_PARAMETER
-    check_positive("beta + discount", beta + discount)
-    return beta, discount
-
-
 def harmonic_rate(n: int, *, beta: float = 1.0) -> float:
     """Return ``sum_{i=1}^n beta / (beta + i - 1)``, the generalised harmonic number.
 

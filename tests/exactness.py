@@ -46,12 +46,13 @@ _MAX_LINES = 8
 _LARGEST_K_MAX = {1: 40, 2: 25, 3: 14, 4: 8}
 
 
-def _exact_posterior(X, alpha, sigma_x, sigma_a, beta, k_max):
+def _exact_posterior(X, alpha, sigma_x, sigma_a, beta, k_max, discount=0.0):
     """The class posterior; without k_max, the smallest k_max whose tail is below MAX_TAIL."""
     largest = _LARGEST_K_MAX[X.shape[0]]
     candidates = [k_max] if k_max else range(min(6, largest), largest + 1)
     for k in candidates:
-        post = exact.class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k)
+        post = exact.class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k,
+                                     discount=discount)
         if post.tail_bound < MAX_TAIL:
             return post
     raise ValueError(
@@ -87,7 +88,8 @@ def assert_leaves_posterior_invariant(step: Callable, X, alpha: float, sigma_x: 
                                       sigma_a: float, *, beta: float = 1.0, n_steps: int,
                                       Z0=None, k_max: int | None = None, burn: int = 100,
                                       min_probability: float = 0.003, level: float = TEST_LEVEL,
-                                      n_tests: int = 1, what: str = "kernel"):
+                                      n_tests: int = 1, what: str = "kernel",
+                                      discount: float = 0.0):
     """Fail unless ``step`` visits the classes of ``Z`` with their exact posterior probabilities.
 
     Parameters
@@ -114,6 +116,8 @@ def assert_leaves_posterior_invariant(step: Callable, X, alpha: float, sigma_x: 
         n_tests)``).
     what : str
         Name of the kernel in the failure message.
+    discount : float
+        The three-parameter IBP's discount of the posterior (default 0).
 
     Returns
     -------
@@ -124,7 +128,7 @@ def assert_leaves_posterior_invariant(step: Callable, X, alpha: float, sigma_x: 
     n_rows = X.shape[0]
     if n_rows > MAX_ROWS:
         raise ValueError(f"X must have at most {MAX_ROWS} rows for enumeration, got {n_rows}")
-    post = _exact_posterior(X, alpha, sigma_x, sigma_a, beta, k_max)
+    post = _exact_posterior(X, alpha, sigma_x, sigma_a, beta, k_max, discount)
     Z0 = np.ones((n_rows, 1), np.int8) if Z0 is None else Z0
     states = run_kernel(step, Z0, burn + n_steps)[burn:]
     bins = np.flatnonzero(post.probabilities >= min_probability)

@@ -9,7 +9,7 @@ from scipy.stats import binom, multivariate_normal, poisson
 
 from ibp_lab import exact
 from ibp_lab.linear_gaussian import collapsed_loglik
-from ibp_lab.prior import harmonic_rate, left_ordered, log_prior
+from ibp_lab.prior import expected_num_features, harmonic_rate, left_ordered, log_prior
 
 X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
 
@@ -141,15 +141,33 @@ def test_tail_bound_is_within_a_small_factor_where_the_likelihood_is_flat():
     assert true_low <= tail < 1.05 * true_high
 
 
-@pytest.mark.parametrize("n_rows, k_max, beta",
-                         [(3, 6, 1.0), (3, 5, 2.5), (4, 4, 0.7), (1, 5, 1.0)])
-def test_vectorised_prior_agrees_with_log_prior_on_every_class(n_rows, k_max, beta):
+@pytest.mark.parametrize("n_rows, k_max, beta, discount",
+                         [(3, 6, 1.0, 0.0), (3, 5, 2.5, 0.0), (4, 4, 0.7, 0.0), (1, 5, 1.0, 0.0),
+                          (3, 6, 1.7, 0.35), (4, 4, 0.4, 0.6), (2, 6, 1.0, 0.9)])
+def test_vectorised_prior_agrees_with_log_prior_on_every_class(n_rows, k_max, beta, discount):
     X = np.zeros((n_rows, 1))
-    post = exact.class_posterior(X, 1.7, 0.5, 1.0, beta=beta, k_max=k_max)
+    post = exact.class_posterior(X, 1.7, 0.5, 1.0, beta=beta, k_max=k_max, discount=discount)
     # the likelihood of X = 0 depends on the class; subtract it to isolate the prior
     for log_weight, Z in zip(post.log_weights, post.classes()):
-        expected = log_prior(Z, 1.7, beta=beta) + collapsed_loglik(X, Z, 0.5, 1.0)
+        expected = (log_prior(Z, 1.7, beta=beta, discount=discount)
+                    + collapsed_loglik(X, Z, 0.5, 1.0))
         assert log_weight == pytest.approx(expected, rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.parametrize("n_rows, k_max, alpha, beta, discount",
+                         [(3, 10, 1.1, 1.7, 0.35), (4, 6, 0.5, 0.4, 0.6), (2, 12, 1.5, 1.0, 0.9)])
+def test_three_parameter_class_law_sums_to_the_poisson_law_of_k_plus(n_rows, k_max, alpha,
+                                                                     beta, discount):
+    """Under the three-parameter IBP K+ is Poisson(alpha sum_i rate_i) (Teh & Gorur 2009):
+    summing the enumerated class law by K+ must give it, which checks the discounted table
+    (no class missing, no term wrong) independently of log_prior."""
+    X = np.zeros((n_rows, 1))
+    post = exact.class_posterior(X, alpha, 0.5, 1.0, beta=beta, k_max=k_max, discount=discount)
+    log_prior_only = post.log_weights - np.array(
+        [collapsed_loglik(X, Z, 0.5, 1.0) for Z in post.classes()])
+    totals = np.array([logsumexp(log_prior_only[post.k_plus == k]) for k in range(k_max + 1)])
+    rate = alpha * expected_num_features(1.0, n_rows, beta=beta, discount=discount)
+    np.testing.assert_allclose(totals, poisson(rate).logpmf(np.arange(k_max + 1)), rtol=1e-10)
 
 
 def test_weights_are_prior_times_collapsed_likelihood():

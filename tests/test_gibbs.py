@@ -350,6 +350,61 @@ def test_sweep_leaves_the_class_posterior_invariant(sweep, X, alpha, sigma_x, si
         X, alpha, sigma_x, sigma_a, beta=beta, n_steps=n_steps, what=sweep)
 
 
+# The three-parameter IBP (issue 31): the discounted sweep against the enumerated
+# three-parameter class law, with beta != 1, on three and four rows.
+DISCOUNT_CASES = [
+    # X, alpha, sigma_x, sigma_a, beta, discount
+    pytest.param(X3, 1.1, 0.5, 1.3, 1.7, 0.35, id="beta=1.7 d=0.35"),
+    pytest.param(np.array([[0.9, -1.4], [1.1, 0.2], [0.1, 0.4], [-0.3, 1.0]]), 0.5, 0.7, 1.0,
+                 0.4, 0.6, id="four rows beta=0.4 d=0.6"),
+]
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.parametrize("X, alpha, sigma_x, sigma_a, beta, discount", DISCOUNT_CASES)
+@pytest.mark.slow  # measured 11 s in all (make test only; see README)
+def test_discounted_sweep_leaves_the_three_parameter_posterior_invariant(
+        X, alpha, sigma_x, sigma_a, beta, discount):
+    """The sweep with ``discount`` against enumeration of the three-parameter class law.
+
+    Every class above 0.3% and one bin for the rest, exact binomial tails with the
+    chain's ESS, Bonferroni over the bins: false alarm <= 1e-3 per case
+    (tests/exactness.py).
+    """
+    rng = stat_rng(33)
+    assert_leaves_posterior_invariant(
+        lambda Z: gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng, beta=beta,
+                                    discount=discount),
+        X, alpha, sigma_x, sigma_a, beta=beta, discount=discount, n_steps=40_000,
+        what="discounted gibbs_sweep")
+
+
+@pytest.mark.statistical(rate=1e-3)
+def test_exactness_check_fails_a_sweep_that_ignores_the_discount():
+    """The check has the power to see the discount: the two-parameter sweep (d = 0) run
+    against the d = 0.35 posterior must fail (d moves the classes' probabilities by
+    20-50% of themselves, many Monte Carlo standard errors at an ESS near 15,000)."""
+    alpha, sigma_x, sigma_a, beta, discount = 1.1, 0.5, 1.3, 1.7, 0.35
+    rng = stat_rng(34)
+    with pytest.raises(AssertionError, match="does not leave the posterior invariant"):
+        assert_leaves_posterior_invariant(
+            lambda Z: gibbs.gibbs_sweep(X3, Z, alpha, sigma_x, sigma_a, rng, beta=beta),
+            X3, alpha, sigma_x, sigma_a, beta=beta, discount=discount, n_steps=40_000,
+            what="two-parameter sweep")
+
+
+def test_zero_discount_is_the_two_parameter_sweep_draw_for_draw():
+    """``discount=0`` runs the sweep the book's chains have always run (same draws)."""
+    X = np.random.default_rng(4).normal(size=(12, 3))
+    states = []
+    for options in ({}, {"discount": 0.0}):
+        rng, Z = np.random.default_rng(9), np.ones((12, 1))
+        for _ in range(30):
+            Z = gibbs.gibbs_sweep(X, Z, 1.4, 0.6, 1.0, rng, beta=0.7, **options)
+        states.append(Z)
+    assert np.array_equal(*states)
+
+
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("wrong", ["beta", "alpha", "sigma_a"])
 @pytest.mark.slow  # measured over 8 s in all (make test only; see README)
