@@ -364,13 +364,21 @@ def log_prior(Z, alpha: float, *, beta: float = 1.0, discount: float = 0.0) -> f
 
 
 def _log_stable_prior(m: np.ndarray, n_rows: int, k_plus: int, log_duplicates: float,
-                      alpha: float, beta: float, discount: float) -> float:
-    """The three-parameter class probability (see :func:`log_prior`), from its statistics."""
+                      alpha: float, beta: float, discount: float, weights=None) -> float:
+    """The three-parameter class probability (see :func:`log_prior`), from its statistics.
+
+    ``m`` holds the features' numbers of owners, or (with ``weights``) distinct numbers
+    of owners, ``weights[j]`` features having ``m[j]`` owners: the sum over features is
+    then a sum over distinct counts (:mod:`ibp_lab.hyperposterior` evaluates it many times
+    for thousands of features). With ``discount = 0`` it equals the two-parameter
+    formula (``Gamma(1 + beta) / Gamma(beta) = beta``).
+    """
     log_levy = gammaln(1.0 + beta) - gammaln(1.0 - discount) - gammaln(beta + discount)
     per_feature = (log_levy + gammaln(m - discount) + gammaln(n_rows - m + beta + discount)
                    - gammaln(n_rows + beta))
+    total = np.sum(per_feature) if weights is None else float(weights @ per_feature)
     return float(k_plus * np.log(alpha) - log_duplicates
-                 - alpha * stable_harmonic(n_rows, beta, discount) + np.sum(per_feature))
+                 - alpha * stable_harmonic(n_rows, beta, discount) + total)
 
 
 def sample_stick_breaking(

@@ -2432,6 +2432,57 @@ def specs_smc():
     ]
 
 
+
+def _pair(base):
+    """Junk for a prior's pair of positive numbers."""
+    return [("nan", (float("nan"), 1.0), R), ("negative", (-1.0, 1.0), R),
+            ("one number", (1.0,), R), ("str", "ab", R), ("None", None, R),
+            ("complex", (1j, 1.0), R), ("three numbers", (1.0, 1.0, 1.0), R),
+            ("huge rate", (1.0, 1e6), E), ("tiny shape", (1e-100, 1.0), E)]
+
+
+def specs_hyperposterior():
+    """The buffet's parameters given a binary matrix (issue 31)."""
+    from ibp_lab import hyperposterior as hp
+
+    Z = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 1], [1, 1, 0, 0]], np.int8)
+    draws_check = lambda ds: first_problem(*(  # noqa: E731
+        None if np.all(np.isfinite(ds[name].values)) else f"{name} not finite"
+        for name in ("alpha", "beta", "discount")))
+    finite = lambda v: None if np.isfinite(v) else f"not finite: {v}"  # noqa: E731
+    start = [("discount 0", dict(discount=0.0), R), ("discount 1", dict(discount=1.0), R),
+             ("discount 0.999", dict(discount=0.999), A)]
+    return [
+        Spec("hyperposterior.FeatureCounts.of", hp.FeatureCounts.of, dict(Z=Z), dict(Z="binary"),
+             lambda c: None if c.n_features >= 0 else "negative K+",
+             extremes=[("no rows", dict(Z=np.zeros((0, 2), np.int8)), R)]),
+        Spec("hyperposterior.log_class_law", hp.log_class_law,
+             dict(Z=Z, alpha=1.5, beta=1.0, discount=0.3),
+             dict(Z="binary", alpha=P, beta="real", discount="nonneg"), finite,
+             extremes=[("beta below -discount", dict(beta=-0.5), R),
+                       ("discount 1", dict(discount=1.0), R)]),
+        Spec("hyperposterior.discount_step", hp.discount_step,
+             dict(Z=Z, rng=fresh_rng(), discount=0.5, alpha=1.0, beta=1.0,
+                  discount_prior=(1.0, 1.0)),
+             dict(Z="binary", rng=G, discount="probability", alpha=P, beta=P,
+                  discount_prior=_pair),
+             lambda d: None if 0.0 < d < 1.0 else f"discount out of range: {d}", extremes=start),
+        Spec("hyperposterior.sample_hyperparameters", hp.sample_hyperparameters,
+             dict(Z=Z, n_draws=3, rng=fresh_rng(), beta=1.0, discount=0.5,
+                  alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0), discount_prior=(1.0, 1.0),
+                  update_beta=True, update_discount=True),
+             dict(Z="binary", n_draws=C, rng=G, beta=P, discount="probability",
+                  alpha_prior=_pair, beta_prior=_pair, discount_prior=_pair,
+                  update_beta="flag", update_discount="flag"), draws_check, time_limit=20,
+             extremes=start + [("fixed at 0", dict(discount=0.0, update_discount=False), A),
+                               ("huge n_draws", dict(n_draws=10**9), R)]),
+        Spec("hyperposterior.heldout_log_score", hp.heldout_log_score,
+             dict(Z_train=Z[:3], Z_test=Z[3:], alpha=1.0, beta=1.0, discount=0.2),
+             dict(Z_train="binary", Z_test="binary", alpha=P, beta=P, discount="nonneg"), finite,
+             extremes=[("columns differ", dict(Z_test=Z[3:, :2]), R),
+                       ("discount 1", dict(discount=1.0), R)]),
+    ]
+
 GROUPS = {
     "theory": specs_theory,
     "prior": specs_prior, "recursive": specs_recursive, "datasets": specs_datasets,
@@ -2440,6 +2491,7 @@ GROUPS = {
     "plotting": specs_plotting, "widgets": specs_widgets, "explorers": specs_explorers,
     "plotting_submodules": specs_plotting_submodules, "exercises": specs_exercises,
     "late": specs_late, "births": specs_births, "smc": specs_smc,
+    "hyperposterior": specs_hyperposterior,
 }
 
 
