@@ -12,6 +12,9 @@ downloaded. Each file is checked against its published SHA-256 when it is read.
   border columns dropped), ink in [0, 1], with the training mean for centring.
 - :func:`four_feature_images` and :func:`simulate_four_feature_data`: the 6 x 6
   synthetic images of Griffiths & Ghahramani built from four 3 x 3 features.
+- :func:`load_docstring_words`: which words each of 1,000 docstrings of Python's
+  standard library uses (built by ``tools/docstring_corpus.py``; heavy-tailed data
+  for the three-parameter IBP).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ __all__ = [
     "load_digit_sets",
     "four_feature_images",
     "simulate_four_feature_data",
+    "WordSets",
+    "load_docstring_words",
 ]
 
 #: SHA-256 of the *uncompressed* UCI files (as published with the data set).
@@ -304,3 +309,70 @@ def load_experiment(name: str) -> dict:
     if missing:
         raise ValueError(f"the {name} record lacks {sorted(missing)}: rerun experiments/{name}.py")
     return record
+
+
+#: SHA-256 of the uncompressed word data written by tools/docstring_corpus.py.
+_WORDS = ("docstring_words.json.gz",
+          "52d9d17401264495a4ac2ad20e723677c400992096ed2ed2e1606b500408951e")
+
+
+@dataclass(frozen=True)
+class WordSets:
+    """Documents as sets of words: the output of :func:`load_docstring_words`.
+
+    Attributes
+    ----------
+    Z : numpy.ndarray
+        ``(N, V)`` ``int8``: ``Z[n, v] = 1`` if document ``n`` uses word ``v``.
+    documents : tuple of str
+        Each document's dotted name (module, class, function).
+    vocabulary : tuple of str
+        The words, in the order of the columns (alphabetical).
+    source : str
+        Which Python's library the docstrings come from, and the rule that read them.
+    """
+
+    Z: np.ndarray
+    documents: tuple
+    vocabulary: tuple
+    source: str
+
+
+def load_docstring_words() -> WordSets:
+    """Which words each of 1,000 standard-library docstrings uses, as a binary matrix.
+
+    Documents are docstrings of public functions and classes of CPython's standard
+    library; words are lower-cased runs of at least two letters, counted once per
+    document (``tools/docstring_corpus.py`` states the rule). The file is bundled and
+    checked against its SHA-256 on every load; nothing is downloaded.
+
+    Returns
+    -------
+    WordSets
+
+    Examples
+    --------
+    >>> words = load_docstring_words()
+    >>> words.Z.shape[0], len(words.vocabulary) == words.Z.shape[1]
+    (1000, True)
+    """
+    name, expected = _WORDS
+    path = _data_dir() / name
+    try:
+        raw = gzip.decompress(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"the bundled data file {name} is missing from {path.parent}; "
+                                "reinstall ibp_lab (pip install -e .) to restore it") from exc
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"the bundled data file {name} is not a valid gzip file: {exc}") from exc
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != expected:
+        raise ValueError(f"the bundled data file {name} is corrupt: SHA-256 {digest} differs "
+                         f"from the recorded {expected}")
+    record = json.loads(raw)
+    Z = np.zeros((len(record["rows"]), len(record["vocabulary"])), np.int8)
+    for row, columns in enumerate(record["rows"]):
+        Z[row, columns] = 1
+    Z.setflags(write=False)
+    return WordSets(Z, tuple(record["documents"]), tuple(record["vocabulary"]),
+                    f"{record['source']} ({record['rule']})")

@@ -73,13 +73,16 @@ from ibp_lab._checks import (
     check_rng,
 )
 from ibp_lab._hyper import MIN_DISCOUNT, check_beta_discount, stable_harmonic, stable_new_dish_rate
-from ibp_lab.prior import _log_stable_prior
+from ibp_lab.prior import _log_stable_prior, sample_ibp
 
 __all__ = ["FeatureCounts", "log_class_law", "discount_step", "sample_hyperparameters",
-           "heldout_log_score", "MAX_DRAWS"]
+           "heldout_log_score", "heaps_curve", "zipf_curve", "PredictiveCurves",
+           "predictive_curves", "MAX_DRAWS", "MAX_SIMULATIONS"]
 
 #: Most draws one call of :func:`sample_hyperparameters` keeps.
 MAX_DRAWS = 10**6
+#: Most buffets one call of :func:`predictive_curves` simulates.
+MAX_SIMULATIONS = 1000
 # Largest discount the slice steps propose: 1 - d must keep its digits in Gamma(1 - d).
 _MAX_DISCOUNT = 1.0 - 1e-9
 # Most doublings of the stepping-out and halvings of the shrinkage of one slice step:
@@ -391,3 +394,102 @@ def heldout_log_score(Z_train, Z_test, *, alpha: float, beta: float = 1.0,
         owners += row
         n_seen += 1
     return total
+
+
+def heaps_curve(Z) -> np.ndarray:
+    """Heaps' curve: how many distinct features the first ``1, ..., N`` rows own.
+
+    Examples
+    --------
+    >>> heaps_curve([[1, 0, 0], [1, 1, 0], [0, 0, 1]]).tolist()
+    [1, 2, 3]
+    """
+    Z = check_binary_matrix("Z", Z)
+    if Z.shape[0] == 0:
+        raise ValueError("Z must have at least one row, got 0")
+    owned = Z.any(axis=0)
+    first = np.argmax(Z[:, owned], axis=0)  # the row that brings each feature
+    return np.cumsum(np.bincount(first, minlength=Z.shape[0]))
+
+
+def zipf_curve(Z) -> np.ndarray:
+    """Zipf's curve: the features' numbers of owners, largest first (empty columns dropped).
+
+    Examples
+    --------
+    >>> zipf_curve([[1, 0, 0], [1, 1, 0], [1, 0, 0]]).tolist()
+    [3, 1]
+    """
+    Z = check_binary_matrix("Z", Z)
+    owners = Z.sum(axis=0)
+    return np.sort(owners[owners > 0])[::-1]
+
+
+@dataclass(frozen=True)
+class PredictiveCurves:
+    """Heaps' and Zipf's curves of buffets drawn at posterior draws of the parameters.
+
+    Attributes
+    ----------
+    heaps : numpy.ndarray
+        ``(n_simulations, N)``: :func:`heaps_curve` of each simulated matrix.
+    zipf : tuple of numpy.ndarray
+        :func:`zipf_curve` of each simulated matrix (their lengths differ).
+    parameters : numpy.ndarray
+        ``(n_simulations, 3)``: the ``alpha, beta, d`` each matrix was drawn at.
+    """
+
+    heaps: np.ndarray
+    zipf: tuple
+    parameters: np.ndarray
+
+
+def predictive_curves(draws: xr.Dataset, n_rows: int, rng: np.random.Generator, *,
+                      n_simulations: int = 20, burn: int = 0) -> PredictiveCurves:
+    """Posterior predictive Heaps' and Zipf's curves: buffets of ``n_rows`` customers.
+
+    Draw ``j`` of ``n_simulations`` takes the parameters of a posterior draw (evenly
+    spaced after ``burn``) and seats ``n_rows`` customers of the three-parameter buffet
+    (:func:`ibp_lab.prior.sample_ibp`).
+
+    Parameters
+    ----------
+    draws : xarray.Dataset
+        Output of :func:`sample_hyperparameters`.
+    n_rows : int
+        Customers per buffet (the data's number of rows), >= 1.
+    rng : numpy.random.Generator
+    n_simulations : int, optional
+        Buffets drawn (1 to ``MAX_SIMULATIONS``).
+    burn : int, optional
+        Posterior draws skipped at the start.
+
+    Returns
+    -------
+    PredictiveCurves
+
+    Examples
+    --------
+    >>> Z = sample_ibp(2.0, 40, np.random.default_rng(0))
+    >>> draws = sample_hyperparameters(Z, 30, np.random.default_rng(1))
+    >>> curves = predictive_curves(draws, 40, np.random.default_rng(2), n_simulations=3)
+    >>> curves.heaps.shape
+    (3, 40)
+    """
+    if not isinstance(draws, xr.Dataset) or not {"alpha", "beta", "discount"} <= set(draws):
+        raise TypeError("draws must be the xarray.Dataset of sample_hyperparameters")
+    n_rows = check_count("n_rows", n_rows, minimum=1, maximum=10**5)
+    rng = check_rng(rng)
+    n_simulations = check_count("n_simulations", n_simulations, minimum=1,
+                                maximum=MAX_SIMULATIONS)
+    n_draws = draws.sizes["draw"]
+    burn = check_count("burn", burn, maximum=n_draws - 1)
+    picks = np.linspace(burn, n_draws - 1, n_simulations).round().astype(int)
+    parameters = np.column_stack([draws[name].values[picks]
+                                  for name in ("alpha", "beta", "discount")])
+    heaps, zipf = [], []
+    for alpha, beta, discount in parameters:
+        Z = sample_ibp(float(alpha), n_rows, rng, beta=float(beta), discount=float(discount))
+        heaps.append(heaps_curve(Z))
+        zipf.append(zipf_curve(Z))
+    return PredictiveCurves(np.array(heaps), tuple(zipf), parameters)

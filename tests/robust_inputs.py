@@ -586,6 +586,8 @@ def specs_datasets():
              dict(n_train_per_class=C, n_test_per_class=C, seed=C),
              extremes=[("more than the file holds", dict(n_train_per_class=10**6), R)]),
         Spec("datasets.four_feature_images", m.four_feature_images, {}, {}),
+        Spec("datasets.load_docstring_words", m.load_docstring_words, {}, {},
+             lambda w: is_binary(w.Z)),
         Spec("datasets.simulate_four_feature_data", m.simulate_four_feature_data,
              dict(rng=fresh_rng(), n=5, sigma_x=0.5, p_on=0.5),
              dict(rng=G, n=C, sigma_x=P, p_on="probability"), sim),
@@ -1980,6 +1982,17 @@ def _beta_process_specs(draw):
     stable = [("discount 0.9", dict(discount=0.9), A), ("beta -0.2 discount 0.5", dict(beta=-0.2, discount=0.5), A),
               ("beta -0.5 discount 0.5", dict(beta=-0.5, discount=0.5), R)]
     sticks = lambda out: first_problem(is_binary(out[0]), in_unit_interval(out[1], "weights"))
+    from ibp_lab import hyperposterior as hp
+    from ibp_lab.prior import sample_ibp
+
+    words_Z = sample_ibp(2.0, 12, fresh_rng())
+    curves = hp.predictive_curves(hp.sample_hyperparameters(words_Z, 5, fresh_rng()), 12,
+                                  fresh_rng(), n_simulations=2)
+
+    def _models_junk(base):
+        return [("empty", {}, R), ("not a mapping", [curves], R), ("label int", {1: curves}, R),
+                ("not curves", {"x": 3}, R), ("seven", {str(i): curves for i in range(7)}, R)]
+
     return [
         Spec("prior.expected_feature_popularity", prior.expected_feature_popularity,
              dict(alpha=2.0, n=5, beta=1.0, discount=0.3), dict(alpha=P, n=C, beta=B, discount=D),
@@ -2035,6 +2048,9 @@ def _beta_process_specs(draw):
              dict(draws=draws, label=None), dict(draws=_result_junk(other), label="text"), draw),
         Spec("plotting.beta_process.discount_explorer_figure", fig.discount_explorer_figure,
              dict(draws=draws), dict(draws=_result_junk(other)), draw),
+        Spec("plotting.beta_process.heaps_zipf_figure", fig.heaps_zipf_figure,
+             dict(Z=words_Z, models={"fitted": curves}), dict(Z="binary", models=_models_junk),
+             draw, extremes=[("rows differ", dict(Z=words_Z[:-1]), R)]),
     ]
 
 
@@ -2450,6 +2466,7 @@ def specs_hyperposterior():
         None if np.all(np.isfinite(ds[name].values)) else f"{name} not finite"
         for name in ("alpha", "beta", "discount")))
     finite = lambda v: None if np.isfinite(v) else f"not finite: {v}"  # noqa: E731
+    fitted = hp.sample_hyperparameters(Z, 3, fresh_rng())
     start = [("discount 0", dict(discount=0.0), R), ("discount 1", dict(discount=1.0), R),
              ("discount 0.999", dict(discount=0.999), A)]
     return [
@@ -2476,6 +2493,18 @@ def specs_hyperposterior():
                   update_beta="flag", update_discount="flag"), draws_check, time_limit=20,
              extremes=start + [("fixed at 0", dict(discount=0.0, update_discount=False), A),
                                ("huge n_draws", dict(n_draws=10**9), R)]),
+        Spec("hyperposterior.heaps_curve", hp.heaps_curve, dict(Z=Z), dict(Z="binary"),
+             is_nonnegative, extremes=[("no rows", dict(Z=np.zeros((0, 2), np.int8)), R)]),
+        Spec("hyperposterior.zipf_curve", hp.zipf_curve, dict(Z=Z), dict(Z="binary"),
+             is_nonnegative),
+        Spec("hyperposterior.predictive_curves", hp.predictive_curves,
+             dict(draws=fitted, n_rows=5, rng=fresh_rng(), n_simulations=2, burn=0),
+             dict(draws=lambda base: [("None", None, R), ("dict", {"alpha": [1.0]}, R),
+                                      ("array", np.ones(3), R)],
+                  n_rows=C, rng=G, n_simulations=C, burn=C),
+             lambda c: is_nonnegative(c.heaps),
+             extremes=[("burn past the draws", dict(burn=3), R),
+                       ("huge n_rows", dict(n_rows=10**9), R)]),
         Spec("hyperposterior.heldout_log_score", hp.heldout_log_score,
              dict(Z_train=Z[:3], Z_test=Z[3:], alpha=1.0, beta=1.0, discount=0.2),
              dict(Z_train="binary", Z_test="binary", alpha=P, beta=P, discount="nonneg"), finite,

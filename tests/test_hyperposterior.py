@@ -191,3 +191,34 @@ def test_fixed_discount_stays_fixed_and_zero_is_allowed_then():
 def test_bad_inputs_are_reported_by_name(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_curves_of_a_small_matrix():
+    Z = np.array([[0, 1, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0]])
+    assert hp.heaps_curve(Z).tolist() == [1, 2, 3]
+    assert hp.zipf_curve(Z).tolist() == [3, 1, 1]
+
+
+def test_predictive_curves_are_those_of_buffets_at_the_posterior_draws():
+    """Each simulated matrix is sample_ibp at the recorded draw, with the same generator."""
+    Z = sample_ibp(2.0, 30, np.random.default_rng(0), discount=0.3)
+    draws = hp.sample_hyperparameters(Z, 40, np.random.default_rng(1))
+    curves = hp.predictive_curves(draws, 30, np.random.default_rng(2), n_simulations=3, burn=10)
+    rng = np.random.default_rng(2)
+    for j, (alpha, beta, discount) in enumerate(curves.parameters):
+        again = sample_ibp(alpha, 30, rng, beta=beta, discount=discount)
+        assert np.array_equal(curves.heaps[j], hp.heaps_curve(again))
+        assert np.array_equal(curves.zipf[j], hp.zipf_curve(again))
+    assert curves.parameters[0, 0] == float(draws.alpha[10])
+
+
+def test_bundled_words_are_heavy_tailed_sets():
+    """The docstring data load, are binary, and have the tail the chapter fits: more than
+    a third of the words appear in one document only."""
+    from ibp_lab.datasets import load_docstring_words
+
+    words = load_docstring_words()
+    owners = words.Z.sum(axis=0)
+    assert words.Z.shape == (1000, len(words.vocabulary)) and owners.min() >= 1
+    assert (owners == 1).mean() > 1 / 3
+    assert words.Z.sum(axis=1).min() >= 8  # the corpus rule: at least eight distinct words

@@ -8,7 +8,9 @@
   the number of customers, and the number of dishes owned by ``m`` customers,
   simulated against exact, from a :class:`ibp_lab.explorers.DiscountDraws`;
 - :func:`discount_explorer_figure`: the discount explorer's frame (both of the
-  above beside one draw of ``Z``).
+  above beside one draw of ``Z``);
+- :func:`heaps_zipf_figure`: a data set's Heaps' and Zipf's curves beside the
+  posterior predictive ones of fitted models (:mod:`ibp_lab.hyperposterior`).
 
 The figures draw what :mod:`ibp_lab.beta_process` and :mod:`ibp_lab.explorers`
 computed; none draws a random number.
@@ -23,6 +25,7 @@ from matplotlib.figure import Figure
 
 from ibp_lab._checks import check_binary_matrix, check_positive, check_real_array
 from ibp_lab.explorers import DiscountDraws
+from ibp_lab.hyperposterior import PredictiveCurves, heaps_curve, zipf_curve
 from ibp_lab.plotting._doors import axes_or_new, check_result
 from ibp_lab.plotting._style import CYCLE, PALETTE, integer_ticks
 from ibp_lab.plotting.matrices import plot_binary_matrix
@@ -34,6 +37,7 @@ __all__ = [
     "plot_feature_growth",
     "plot_feature_popularity",
     "discount_explorer_figure",
+    "heaps_zipf_figure",
 ]
 
 
@@ -290,5 +294,71 @@ def discount_explorer_figure(draws: DiscountDraws) -> Figure:
     plot_feature_popularity(draws, ax=axes[2], color=PALETTE["orange"])
     fig.suptitle(f"alpha = {draws.alpha:g}, beta = {draws.beta:g}, discount = {draws.discount:g}"
                  f" ({draws.n_draws} draws of {draws.n} customers)")
+    fig.tight_layout()
+    return fig
+
+
+def heaps_zipf_figure(Z, models: Mapping[str, PredictiveCurves]) -> Figure:
+    """Heaps' curve (distinct features after ``n`` rows) and Zipf's curve (owners by rank)
+    of the data ``Z`` (black) beside each model's posterior predictive curves.
+
+    Each model is drawn as the 5-95% band of its simulated Heaps' curves and, on the
+    right, each simulated Zipf's curve thinly; log-log axes on both panels.
+
+    Parameters
+    ----------
+    Z : array_like
+        ``(N, K)`` binary data, rows in the order the curves use.
+    models : mapping of str to ibp_lab.hyperposterior.PredictiveCurves
+        Label -> curves of ``N``-row buffets (at most 6 models).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from ibp_lab import hyperposterior as hp
+    >>> from ibp_lab.prior import sample_ibp
+    >>> Z = sample_ibp(2.0, 30, np.random.default_rng(0))
+    >>> draws = hp.sample_hyperparameters(Z, 20, np.random.default_rng(1))
+    >>> curves = hp.predictive_curves(draws, 30, np.random.default_rng(2), n_simulations=3)
+    >>> len(heaps_zipf_figure(Z, {"fitted": curves}).axes)
+    2
+    """
+    Z = check_binary_matrix("Z", Z)
+    if not isinstance(models, Mapping) or not 1 <= len(models) <= len(CYCLE):
+        raise ValueError(f"models must be a mapping of 1 to {len(CYCLE)} labelled curves")
+    for label, curves in models.items():
+        if not isinstance(label, str):
+            raise TypeError(f"models must have string labels as keys, got {type(label).__name__}")
+        check_result(f"models[{label!r}]", curves, PredictiveCurves,
+                     made_by="ibp_lab.hyperposterior.predictive_curves")
+        if curves.heaps.shape[1] != Z.shape[0]:
+            raise ValueError(f"Z has {Z.shape[0]} rows but models[{label!r}] simulates "
+                             f"{curves.heaps.shape[1]}: simulate as many rows as the data have")
+    fig = Figure(figsize=(10, 3.8))
+    heaps_ax, zipf_ax = fig.subplots(1, 2)
+    rows = np.arange(1, Z.shape[0] + 1)
+    for (label, curves), color in zip(models.items(), CYCLE[1:] + CYCLE[:1]):
+        low, high = np.percentile(curves.heaps, [5, 95], axis=0)
+        heaps_ax.fill_between(rows, np.maximum(low, 0.5), np.maximum(high, 0.5), color=color,
+                              alpha=0.35, lw=0, label=label)
+        for j, owners in enumerate(curves.zipf):
+            zipf_ax.plot(np.arange(1, owners.size + 1), owners, color=color, lw=0.6, alpha=0.5,
+                         label=label if j == 0 else None)
+    heaps_ax.plot(rows, np.maximum(heaps_curve(Z), 0.5), color="black", lw=1.5, label="data")
+    owners = zipf_curve(Z)
+    zipf_ax.plot(np.arange(1, owners.size + 1), owners, "o", ms=2.5, color="black",
+                 label="data")
+    for ax, x, y in ((heaps_ax, "rows n", "distinct features"),
+                     (zipf_ax, "rank", "owners m")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.legend(fontsize=10, frameon=False)
+    heaps_ax.set_title("Heaps: new features per row")
+    zipf_ax.set_title("Zipf: features by popularity")
     fig.tight_layout()
     return fig
