@@ -58,7 +58,11 @@ def _data_dir():
 
 
 def _read_verified(split: str) -> bytes:
-    name, expected = _FILES[split]
+    return _read_bundled(*_FILES[split])
+
+
+def _read_bundled(name: str, expected: str) -> bytes:
+    """The uncompressed bytes of a bundled gzip file, checked against their SHA-256."""
     path = _data_dir() / name
     try:
         raw = gzip.decompress(path.read_bytes())
@@ -356,19 +360,7 @@ def load_docstring_words() -> WordSets:
     >>> words.Z.shape[0], len(words.vocabulary) == words.Z.shape[1]
     (1000, True)
     """
-    name, expected = _WORDS
-    path = _data_dir() / name
-    try:
-        raw = gzip.decompress(path.read_bytes())
-    except FileNotFoundError as exc:
-        raise FileNotFoundError(f"the bundled data file {name} is missing from {path.parent}; "
-                                "reinstall ibp_lab (pip install -e .) to restore it") from exc
-    except (OSError, EOFError) as exc:
-        raise ValueError(f"the bundled data file {name} is not a valid gzip file: {exc}") from exc
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != expected:
-        raise ValueError(f"the bundled data file {name} is corrupt: SHA-256 {digest} differs "
-                         f"from the recorded {expected}")
+    raw = _read_bundled(*_WORDS)
     record = json.loads(raw)
     Z = np.zeros((len(record["rows"]), len(record["vocabulary"])), np.int8)
     for row, columns in enumerate(record["rows"]):
