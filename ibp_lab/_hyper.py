@@ -73,6 +73,10 @@ _LOG_MAX_SCALED_SUM_SQ = math.log(1e250)
 class Hyperparameters:
     """Validated ``alpha``, ``sigma_x``, ``sigma_a`` and ``beta``; unpacks in that order.
 
+    ``discount`` (the three-parameter IBP's ``d``, default 0) is read by name: it is
+    not unpacked, so the many ``alpha, sigma_x, sigma_a, beta = hyper`` of the
+    two-parameter code stay as they are.
+
     Examples
     --------
     >>> alpha, sigma_x, sigma_a, beta = Hyperparameters(1.0, 0.5, 1.0, 1.0)
@@ -84,9 +88,10 @@ class Hyperparameters:
     sigma_x: float
     sigma_a: float
     beta: float
+    discount: float = 0.0
 
     def __iter__(self):
-        return iter(astuple(self))
+        return iter(astuple(self)[:4])
 
 
 @dataclass(frozen=True)

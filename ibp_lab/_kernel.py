@@ -716,13 +716,20 @@ def loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a):
 
 
 @njit(cache=True)
-def class_log_prior(Z, log_alpha_beta, prior_rate, beta):
+def class_log_prior(Z, log_alpha_beta, prior_rate, beta, discount=0.0):
     """``log P([Z])`` of the two-parameter IBP, for ``Z`` without empty columns.
 
     ``K+ log(alpha beta) - prior_rate - sum_h log K_h! + sum_k log B(m_k, N - m_k +
     beta)`` (:func:`ibp_lab.prior.log_prior`), with ``log_alpha_beta = log alpha +
     log beta`` and ``prior_rate = alpha sum_i beta / (beta + i - 1)``. Beta
     functions through ``lgamma``: no factorials overflow.
+
+    With a discount ``d > 0`` (the three-parameter IBP) the caller passes the
+    three-parameter constants, ``log_alpha_beta = log alpha + log Gamma(1 + beta) -
+    log Gamma(1 - d) - log Gamma(beta + d)`` and ``prior_rate = alpha H_N(beta, d)``
+    (:class:`ibp_lab.split_merge._target.LogJoint`), and each feature's Beta function
+    becomes ``Gamma(m_k - d) Gamma(N - m_k + beta + d) / Gamma(N + beta)``; with
+    ``d = 0`` no bit changes.
     """
     N = Z.shape[0]
     K = Z.shape[1]
@@ -732,7 +739,8 @@ def class_log_prior(Z, log_alpha_beta, prior_rate, beta):
         count = 0
         for n in range(N):
             count += Z[n, k]
-        log_prior += math.lgamma(count) + math.lgamma(N - count + beta) - math.lgamma(N + beta)
+        log_prior += (math.lgamma(count - discount) + math.lgamma(N - count + beta + discount)
+                      - math.lgamma(N + beta))
         owner = k  # the first column equal to column k
         for first in range(k):
             if group_size[first] > 0:
@@ -774,7 +782,7 @@ def sufficient_stats(X, Z):
 
 
 @njit(cache=True)
-def log_joint(X, Z, sum_sq, sigma_x, sigma_a, log_alpha_beta, prior_rate, beta):
+def log_joint(X, Z, sum_sq, sigma_x, sigma_a, log_alpha_beta, prior_rate, beta, discount=0.0):
     """``(log p(X | Z), log P([Z]))`` for ``int8`` ``Z`` without empty columns.
 
     The split-merge target: :func:`loglik_from_stats` of :func:`sufficient_stats`
@@ -783,4 +791,4 @@ def log_joint(X, Z, sum_sq, sigma_x, sigma_a, log_alpha_beta, prior_rate, beta):
     N, D = X.shape
     ztz, ztx = sufficient_stats(X, Z)
     log_lik = loglik_from_stats(ztz, ztx, sum_sq, N, D, sigma_x, sigma_a)
-    return log_lik, class_log_prior(Z, log_alpha_beta, prior_rate, beta)
+    return log_lik, class_log_prior(Z, log_alpha_beta, prior_rate, beta, discount)

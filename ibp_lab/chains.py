@@ -47,15 +47,18 @@ import numpy as np
 import xarray as xr
 from scipy.special import gammainc, gammaincc, gammaincinv, gammainccinv
 
-from ibp_lab._checks import MIN_PARAMETER, check_count, check_data_matrix, check_flag, check_positive, check_rng
+from ibp_lab._checks import MAX_PARAMETER, MIN_PARAMETER, check_count, check_data_matrix, check_flag, check_positive, check_rng
 from ibp_lab._hyper import (
+    MAX_EXPECTED_FEATURES,
     DataScale,
     Hyperparameters,
     alpha_upper,
+    check_discount,
     check_feature_matrix,
     check_hyperparameters,
     harmonic,
     scales_allowed,
+    stable_harmonic,
 )
 from ibp_lab.gibbs import MAX_SWEEPS, _sweeps
 from ibp_lab.linear_gaussian import _loglik_from_stats
@@ -112,7 +115,7 @@ class GibbsSweep(Move):
 
     def __call__(self, X, Z, rng, hyper):
         alpha, sigma_x, sigma_a, beta = hyper
-        Z, _, _ = _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng)
+        Z, _, _ = _sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng, discount=hyper.discount)
         return Z, {}
 
 
@@ -125,7 +128,7 @@ class SingletonUpdate(Move):
         from ibp_lab.split_merge._singleton import singleton_sweep
         from ibp_lab.split_merge._target import LogJoint
 
-        return singleton_sweep(LogJoint(X, *hyper), Z, rng), {}
+        return singleton_sweep(LogJoint(X, *hyper, discount=hyper.discount), Z, rng), {}
 
 
 class _SplitMerge(Move):
@@ -143,7 +146,7 @@ class _SplitMerge(Move):
         from ibp_lab.split_merge._metropolis import empty_stats, finish_stats, metropolis_hastings
         from ibp_lab.split_merge._target import LogJoint
 
-        target = LogJoint(X, *hyper)
+        target = LogJoint(X, *hyper, discount=hyper.discount)
         stats = empty_stats()
         Z, _ = metropolis_hastings(target, Z, rng, self.n_proposals, self._proposer(target), stats)
         return np.ascontiguousarray(Z), finish_stats(stats)
@@ -214,8 +217,9 @@ class ChainResult:
         after sweep ``t + 1``; warm-up included): ``k_plus``, ``alpha``,
         ``sigma_x``, ``sigma_a``, ``log_likelihood`` (``log p(X | Z, sigma_x,
         sigma_a)``) and ``log_joint`` (``log_likelihood + log P([Z] | alpha,
-        beta)``; the hyperparameters' priors are not included). All are
-        label-free. ``trace.attrs`` records ``burn``, ``thin`` and ``beta``.
+        beta)``; the hyperparameters' priors are not included), and ``discount``
+        when it is updated or not 0. All are label-free. ``trace.attrs`` records
+        ``burn``, ``thin`` and ``beta``.
     samples : list of numpy.ndarray
         The kept ``Z`` (``int8``): sweeps with ``draw >= burn`` and
         ``(draw - burn) % thin == 0``.
@@ -263,10 +267,10 @@ class ChainResult:
         return self.sample_stats["seconds"].values
 
 
-def _log_prior_class(Z, alpha, beta):
+def _log_prior_class(Z, alpha, beta, discount=0.0):
     from ibp_lab.prior import log_prior  # imported on use, like every sibling module
 
-    return log_prior(Z, alpha, beta=beta) if Z.shape[0] else 0.0
+    return log_prior(Z, alpha, beta=beta, discount=discount) if Z.shape[0] else 0.0
 
 
 def _check_alpha_prior(alpha_prior) -> tuple[float, float]:
@@ -353,6 +357,9 @@ def run_chain(
     n_scale_steps: int = 3,
     progress: bool = False,
     moves=None,
+    discount: float = 0.0,
+    update_discount: bool = False,
+    discount_prior: tuple[float, float] = (1.0, 1.0),
 ) -> ChainResult:
     """Run one chain: moves on ``Z`` (default one Gibbs sweep) plus hyperparameter updates.
 
@@ -399,6 +406,17 @@ def run_chain(
         :class:`RandomSplitMerge`, :class:`SingletonUpdate`) or their names
         (``"gibbs_sweep"``, ``"sequential_split_merge"``, ...; default settings).
         Default ``[GibbsSweep()]``. At most ``10**7`` split-merge proposals per chain.
+    discount : float, optional
+        The three-parameter IBP's ``d`` in ``[0, 1)`` (default 0, the two-parameter
+        IBP): every move then targets the three-parameter posterior, and ``alpha``'s
+        conjugate update uses that prior's ``H_N(beta, d)``. Its starting value if
+        updated (then in ``[1e-8, 1 - 1e-9]``; 0, the default, starts at the mean of
+        ``discount_prior``).
+    update_discount : bool, optional
+        Draw ``d`` after ``alpha`` by one slice step on its exact conditional given
+        ``Z`` (:func:`ibp_lab.hyperposterior.discount_step`); the trace then records it.
+    discount_prior : (float, float), optional
+        ``(a, b)`` of the Beta prior on ``d`` (default uniform).
 
     Returns
     -------
@@ -437,10 +455,12 @@ def run_chain(
     _check_proposal_budget(moves, n_sweeps)
     N = X.shape[0]
     Z = np.ones((N, 1), np.int8) if Z0 is None else check_feature_matrix("Z0", Z0, n_rows=N)
+    discount_step = _DiscountStep(N, hyper, discount, update_discount, discount_prior)
+    hyper = dataclasses.replace(hyper, discount=discount_step.start)
 
-    h_n, alpha_max = harmonic(N, hyper.beta), alpha_upper(N, hyper.beta)
     scales = _ScaleUpdates(X, update_sigma_a, update_sigma_x, n_scale_steps, burn)
-    record = _Record(n_sweeps, burn, thin, moves)
+    record = _Record(n_sweeps, burn, thin, moves,
+                     with_discount=update_discount or hyper.discount > 0)
     iterator = range(n_sweeps)
     if progress:
         from tqdm.auto import tqdm
@@ -450,11 +470,55 @@ def run_chain(
     for t in iterator:
         Z = record.apply_moves(t, X, Z, rng, hyper)
         if update_alpha:
+            h_n, alpha_max = discount_step.harmonic_and_alpha_upper(hyper)
             alpha = _draw_alpha(rng, prior_shape + Z.shape[1], prior_rate + h_n, alpha_max)
             hyper = dataclasses.replace(hyper, alpha=alpha)
+        hyper = discount_step(Z, hyper, rng)
         hyper, log_lik = scales.update(t, Z, hyper, rng)
         record.draw(t, Z, hyper, log_lik, time.process_time() - start)
     return record.result(Z, hyper, scales.acceptance())
+
+
+class _DiscountStep:
+    """The discount in a chain: its starting value, the alpha update's constants, its step.
+
+    Held fixed (``update_discount=False``) ``d`` only changes the constants of the alpha
+    update, ``H_N(beta, d)`` and the largest alpha accepted; updated, it takes one slice
+    step on ``p(d | Z, alpha, beta)`` per iteration
+    (:func:`ibp_lab.hyperposterior.discount_step`).
+    """
+
+    def __init__(self, n_rows: int, hyper: Hyperparameters, discount, update: bool,
+                 prior) -> None:
+        from ibp_lab import hyperposterior  # imported on use, like every sibling module
+
+        self.n_rows, self.update = n_rows, check_flag("update_discount", update)
+        self.prior = hyperposterior._check_pair("discount_prior", prior)
+        if not self.update:
+            self.start = check_discount(n_rows, hyper.alpha, hyper.beta, discount)
+        elif check_positive("discount", discount, allow_zero=True, upper=None) == 0:
+            # d = 0 lies outside the Beta prior's support: start at the prior's mean
+            a, b = self.prior
+            self.start = hyperposterior._check_start_discount(
+                min(max(a / (a + b), hyperposterior.MIN_DISCOUNT), hyperposterior._MAX_DISCOUNT))
+        else:
+            self.start = hyperposterior._check_start_discount(discount)
+        self._step = hyperposterior.discount_step
+
+    def harmonic_and_alpha_upper(self, hyper: Hyperparameters) -> tuple[float, float]:
+        """``H_N(beta, d)`` and the largest alpha whose prior expects at most
+        ``MAX_EXPECTED_FEATURES`` features (:func:`ibp_lab._hyper.alpha_upper` at d = 0)."""
+        if hyper.discount == 0.0:
+            return harmonic(self.n_rows, hyper.beta), alpha_upper(self.n_rows, hyper.beta)
+        h_n = stable_harmonic(self.n_rows, hyper.beta, hyper.discount)
+        return h_n, min(MAX_PARAMETER, MAX_EXPECTED_FEATURES / h_n)
+
+    def __call__(self, Z: np.ndarray, hyper: Hyperparameters, rng) -> Hyperparameters:
+        if not self.update:
+            return hyper
+        discount = self._step(Z, rng, discount=hyper.discount, alpha=hyper.alpha,
+                              beta=hyper.beta, discount_prior=self.prior)
+        return dataclasses.replace(hyper, discount=discount)
 
 
 class _ScaleUpdates:
@@ -493,7 +557,7 @@ class _ScaleUpdates:
                 scale[name], log_lik, ok = _metropolis_scale(
                     rng, scale[name], math.exp(self.log_steps[name]), log_lik, log_lik_at)
                 self._adapt(t, name, ok)
-        return Hyperparameters(hyper.alpha, scale["sigma_x"], scale["sigma_a"], hyper.beta), log_lik
+        return dataclasses.replace(hyper, sigma_x=scale["sigma_x"], sigma_a=scale["sigma_a"]), log_lik
 
     def _adapt(self, t: int, name: str, ok: bool) -> None:
         if t < self.burn:
@@ -518,10 +582,12 @@ class _Record:
 
     NAMES = ("k_plus", "alpha", "sigma_x", "sigma_a", "log_likelihood", "log_joint")
 
-    def __init__(self, n_sweeps: int, burn: int, thin: int, moves: tuple[Move, ...]):
+    def __init__(self, n_sweeps: int, burn: int, thin: int, moves: tuple[Move, ...], *,
+                 with_discount: bool = False):
         self.burn, self.thin, self.moves = burn, thin, moves
         self.keys = _move_keys(moves)
-        self.values = {name: np.empty(n_sweeps) for name in self.NAMES}
+        self.names = self.NAMES + (("discount",) if with_discount else ())
+        self.values = {name: np.empty(n_sweeps) for name in self.names}
         self.samples, self.sample_draws = [], []
         self.seconds = np.empty(n_sweeps)
         self.accepted_moves = np.zeros(n_sweeps, np.int64)
@@ -537,9 +603,9 @@ class _Record:
         return Z
 
     def draw(self, t: int, Z, hyper, log_lik: float, seconds: float) -> None:
-        log_joint = log_lik + _log_prior_class(Z, hyper.alpha, hyper.beta)
-        for name, value in zip(self.NAMES, (Z.shape[1], hyper.alpha, hyper.sigma_x, hyper.sigma_a,
-                                            log_lik, log_joint)):
+        log_joint = log_lik + _log_prior_class(Z, hyper.alpha, hyper.beta, hyper.discount)
+        for name, value in zip(self.names, (Z.shape[1], hyper.alpha, hyper.sigma_x, hyper.sigma_a,
+                                            log_lik, log_joint, hyper.discount)):
             self.values[name][t] = value
         if t >= self.burn and (t - self.burn) % self.thin == 0:
             self.samples.append(Z.copy())
@@ -597,7 +663,8 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
         ``moves=[GibbsSweep(), SequentialSplitMerge(n_proposals=10)]``),
         ``alpha``, ``sigma_x``, ``sigma_a``, ``beta``, ``update_alpha``,
         ``update_sigma_a``, ``update_sigma_x``, ``alpha_prior``, ``burn``,
-        ``thin``, ``n_scale_steps``, ``progress``.
+        ``thin``, ``n_scale_steps``, ``progress``, ``discount``, ``update_discount``,
+        ``discount_prior``.
 
     Returns
     -------

@@ -661,8 +661,8 @@ def specs_models():
         ("objects", [chains.GibbsSweep(), chains.RandomSplitMerge(n_proposals=2)], A),
         ("too many proposals", [chains.RandomSplitMerge(n_proposals=10**7)], R)]
     _, move_stats = sm.random_split_merge(X, Z, 1.0, 0.5, 1.0, fresh_rng(), 5)
-    move_base = dict(X=X, Z=Z, **hyper, rng=fresh_rng(), n_proposals=5, beta=1.0)
-    move_kinds = dict(mc_kinds, n_proposals=C)
+    move_base = dict(X=X, Z=Z, **hyper, rng=fresh_rng(), n_proposals=5, beta=1.0, discount=0.0)
+    move_kinds = dict(mc_kinds, n_proposals=C, discount="nonneg")
     specs = [
         Spec("linear_gaussian.collapsed_loglik", lg.collapsed_loglik,
              dict(X=X, Z=Z, sigma_x=0.5, sigma_a=1.0), MODEL_KINDS, extremes=MODEL_EXTREMES),
@@ -683,14 +683,18 @@ def specs_models():
              dict(X=X, n_sweeps=4, rng=fresh_rng(), Z0=None, alpha=1.0, sigma_x=0.5, sigma_a=1.0,
                   beta=1.0, update_alpha=True, update_sigma_a=True, update_sigma_x=True,
                   alpha_prior=(1.0, 1.0), thin=1, burn=0, n_scale_steps=2, progress=False,
-                  moves=None),
+                  moves=None, discount=0.0, update_discount=False, discount_prior=(1.0, 1.0)),
              dict(X="matrix", n_sweeps=C, rng=G, Z0="binary", alpha=P, sigma_x=P, sigma_a=P, beta=P,
                   update_alpha="flag", update_sigma_a="flag", update_sigma_x="flag",
                   alpha_prior=alpha_prior, thin=C, burn=C, n_scale_steps=C, progress="flag",
-                  moves=moves_junk),
+                  moves=moves_junk, discount="nonneg", update_discount="flag",
+                  discount_prior=alpha_prior),
              _chain_check, time_limit=20,
              extremes=[("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), E),
-                       ("thin 0", dict(thin=0), R)]),
+                       ("thin 0", dict(thin=0), R)] + DISCOUNT_EXTREMES
+             + [("discount learned from 0.3", dict(discount=0.3, update_discount=True), A),
+                ("discount learned, default start", dict(update_discount=True), A),
+                ("discount learned from 1e-12", dict(discount=1e-12, update_discount=True), R)]),
         Spec("chains.run_chains", chains.run_chains,
              dict(X=X, n_chains=2, n_sweeps=3, rng=fresh_rng(), Z0=None, sigma_x=0.5, sigma_a=1.0),
              dict(X="matrix", n_chains=C, n_sweeps=C, rng=G), lambda out: _chain_check(out[1][0]),
@@ -739,12 +743,13 @@ def specs_models():
         Spec("exact.ClassPosterior.classes", lambda: list(posterior.classes())[:20], {}, {},
              lambda zs: next((is_binary(z) for z in zs if is_binary(z)), None)),
         Spec("split_merge.random_split_merge", sm.random_split_merge, move_base, move_kinds,
-             _stats_check, extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)]),
+             _stats_check, extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)] + DISCOUNT_EXTREMES),
         Spec("split_merge.sequential_split_merge", sm.sequential_split_merge, move_base, move_kinds,
-             _stats_check, extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)]),
+             _stats_check, extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)] + DISCOUNT_EXTREMES),
         Spec("split_merge.singleton_update", sm.singleton_update,
-             dict(X=X, Z=Z, **hyper, rng=fresh_rng(), beta=1.0), mc_kinds,
-             lambda Z_: is_binary(Z_, rows=6), extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)]),
+             dict(X=X, Z=Z, **hyper, rng=fresh_rng(), beta=1.0, discount=0.0),
+             dict(mc_kinds, discount="nonneg"), lambda Z_: is_binary(Z_, rows=6),
+             extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)] + DISCOUNT_EXTREMES),
         Spec("reports.seconds_per_step", reports.seconds_per_step,
              dict(X=X, Z=Z, **hyper, rng=fresh_rng(), beta=1.0, n_rounds=1, n_sweeps=1, n_proposals=2),
              dict(mc_kinds, n_rounds=C, n_sweeps=C, n_proposals=C),

@@ -21,7 +21,7 @@ from scipy.special import gammaln, logsumexp
 
 from ibp_lab import exact, gibbs
 from ibp_lab.chains import run_chain, run_chains
-from ibp_lab._hyper import MIN_NOISE_RATIO
+from ibp_lab._hyper import MIN_NOISE_RATIO, stable_harmonic
 from ibp_lab.linear_gaussian import collapsed_loglik
 from ibp_lab.prior import harmonic_rate, log_prior
 from tests.exactness import assert_leaves_posterior_invariant
@@ -571,6 +571,28 @@ def test_alpha_and_sigma_a_updates_match_exact_marginals():
     assert_mean_matches(post.sigma_a, mean_sigma_a)
     assert 0.2 < chain.acceptance["sigma_a"] < 0.7
     assert (post.sigma_x == 0.6).all()
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.slow  # measured about 10 s (make test only; see README)
+def test_alpha_update_under_a_discount_matches_the_exact_marginal():
+    """Issue 31: the chain runner's conjugate alpha update with d = 0.4 fixed, where
+    H is the three-parameter sum H_N(beta, d). alpha integrates out analytically as in
+    exact_marginals, with that H. False alarm <= 1e-3: 12 K+ bins and one mean."""
+    a, b, beta, d, sigma_x, sigma_a = 2.0, 4.0, 1.5, 0.4, 0.6, 1.2
+    post = exact.class_posterior(X3, 1.0, sigma_x, sigma_a, beta=beta, k_max=10, discount=d)
+    H = stable_harmonic(3, beta, d)
+    K = post.k_plus
+    lw = post.log_weights + H + gammaln(a + K) - (a + K) * np.log(b + H)
+    w = np.exp(lw - logsumexp(lw))
+    p_k = np.bincount(K, weights=w, minlength=11)
+    chain = run_chain(X3, 40_000, stat_rng(9), alpha=1.0, sigma_x=sigma_x, sigma_a=sigma_a,
+                      beta=beta, discount=d, alpha_prior=(a, b), burn=1_000,
+                      update_sigma_a=False, n_scale_steps=0)
+    trace = chain.posterior_trace
+    assert (trace.discount == d).all()
+    assert_k_plus_matches(trace.k_plus.values, p_k, n_means=1)
+    assert_mean_matches(trace.alpha, float(np.sum(w * (a + K) / (b + H))))
 
 
 @pytest.mark.statistical(rate=1e-3)

@@ -323,6 +323,40 @@ def test_chain_with_move_leaves_the_exact_posterior_invariant(move, companion, b
                                       n_steps=n_steps, k_max=12, what="move + companion")
 
 
+DISCOUNT_CHAIN_CASES = [
+    pytest.param(sm.random_split_merge, sm.singleton_update, id="random+singletons"),
+    pytest.param(sm.sequential_split_merge, sm.singleton_update, id="sequential+singletons"),
+]
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.parametrize("move, companion", DISCOUNT_CHAIN_CASES)
+@pytest.mark.slow  # measured about 20 s in all, alone (make test only; see README)
+def test_moves_with_a_discount_leave_the_three_parameter_posterior_invariant(move, companion):
+    """Issue 31: the moves and the singleton update with ``discount`` against the
+    enumerated three-parameter class posterior (beta = 1.5, d = 0.4) on three rows; the
+    singleton companion keeps the move from hiding behind a Gibbs sweep. False alarm
+    <= TEST_LEVEL per case (tests/exactness.py)."""
+    alpha, sigma_x, sigma_a, beta, d = 1.1, 0.6, 1.2, 1.5, 0.4
+    rng = stat_rng(18)
+    options = dict(beta=beta, discount=d)
+
+    def step(Z):
+        Z = companion(X3, Z, alpha, sigma_x, sigma_a, rng, **options)
+        return move(X3, Z, alpha, sigma_x, sigma_a, rng, 1, **options)[0]
+    assert_leaves_posterior_invariant(step, X3, alpha, sigma_x, sigma_a, beta=beta,
+                                      discount=d, n_steps=40_000, k_max=12,
+                                      what="move + companion with a discount")
+
+
+def test_log_joint_with_a_discount_is_the_three_parameter_law():
+    """The compiled target's prior against ibp_lab.prior.log_prior, duplicates included."""
+    Z = np.array([[1, 1, 0, 1], [1, 1, 1, 0], [0, 0, 1, 0]], np.int8)
+    for beta, d in [(1.5, 0.4), (0.3, 0.8), (2.0, 0.0)]:
+        target = _target.LogJoint(X3, 1.3, 0.6, 1.2, beta, discount=d)
+        assert target(Z)[1] == pytest.approx(log_prior(Z, 1.3, beta=beta, discount=d), rel=1e-12)
+
+
 def test_moves_alone_do_accept_on_tiny_data():
     """On three rows both kinds of proposal are accepted often (unlike on the digits)."""
     for move in (sm.random_split_merge, sm.sequential_split_merge):

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ibp_lab._checks import check_count, check_data_matrix, check_rng
-from ibp_lab._hyper import check_feature_matrix, check_hyperparameters
+from ibp_lab._hyper import check_discount, check_feature_matrix, check_hyperparameters
 from ibp_lab.split_merge._target import LogJoint
 
 #: Most proposals one call makes (each keeps six numbers in ``stats``).
@@ -78,11 +78,12 @@ def metropolis_hastings(target, Z, rng, n_proposals, propose, stats, current=Non
     return Z, current
 
 
-def check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, n_proposals, beta):
+def check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, n_proposals, beta, discount=0.0):
     X = check_data_matrix("X", X)
     Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
     # the same door as gibbs_sweep: moves and sweeps accept exactly the same settings
     hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
+    discount = check_discount(X.shape[0], hyper.alpha, hyper.beta, discount)
     rng = check_rng(rng)
     n_proposals = check_count("n_proposals", n_proposals, maximum=MAX_PROPOSALS)
-    return X, Z, LogJoint(X, *hyper), rng, n_proposals
+    return X, Z, LogJoint(X, *hyper, discount=discount), rng, n_proposals

@@ -247,7 +247,7 @@ def sequential_proposal(target: LogJoint, Z: np.ndarray, rng: np.random.Generato
 
 def sequential_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
                            rng: np.random.Generator, n_proposals: int, *,
-                           beta: float = 1.0) -> tuple[np.ndarray, dict]:
+                           beta: float = 1.0, discount: float = 0.0) -> tuple[np.ndarray, dict]:
     """Metropolis-Hastings with sequentially allocated splits and merges.
 
     Each proposal picks two rows ``i != j`` among those owning a feature and a
@@ -274,6 +274,9 @@ def sequential_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
         Number of proposals, >= 0.
     beta : float, optional
         IBP concentration, > 0.
+    discount : float, optional
+        ``d`` in ``[0, 1)``: the target's prior is the three-parameter IBP's class law
+        (the proposals are unchanged; only the acceptance ratio sees ``d``); default 0.
 
     Returns
     -------
@@ -293,7 +296,7 @@ def sequential_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     (True, True)
     """
     X, Z, target, rng, n_proposals = check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng,
-                                                        n_proposals, beta)
+                                                        n_proposals, beta, discount)
     stats = empty_stats()
     Z, _ = metropolis_hastings(target, Z, rng, n_proposals,
                                 lambda Z, rng: sequential_proposal(target, Z, rng), stats)

@@ -40,8 +40,7 @@ def singleton_step(target: LogJoint, Z: np.ndarray, i: int, rng, buf):
     """Resample row ``i``'s singletons: keep the first ones in place, drop or append the rest."""
     N = Z.shape[0]
     n_new, buf = _singleton_count(target.X, Z, i, rng.random(), target.sigma_x**2,
-                                  target.sigma_a**2,
-                                  target.alpha * target.beta / (target.beta + (N - 1)), buf)
+                                  target.sigma_a**2, target.singleton_rate, buf)
     singles = np.flatnonzero(Z[i] & (Z.sum(axis=0) == 1))
     if n_new == singles.size:
         return Z, buf
@@ -53,7 +52,8 @@ def singleton_step(target: LogJoint, Z: np.ndarray, i: int, rng, buf):
 
 
 def singleton_update(X, Z, alpha: float, sigma_x: float, sigma_a: float,
-                     rng: np.random.Generator, *, beta: float = 1.0) -> np.ndarray:
+                     rng: np.random.Generator, *, beta: float = 1.0,
+                     discount: float = 0.0) -> np.ndarray:
     """For each row in turn, redraw its number of singleton features exactly.
 
     A singleton of row ``i`` is a feature no other row owns. Given the other
@@ -77,6 +77,9 @@ def singleton_update(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     rng : numpy.random.Generator
     beta : float, optional
         IBP concentration, > 0.
+    discount : float, optional
+        ``d`` in ``[0, 1)``: the three-parameter IBP, whose singleton rate is the
+        buffet's ``N``-th customer's (:func:`ibp_lab.gibbs.gibbs_sweep`); default 0.
 
     Returns
     -------
@@ -90,7 +93,8 @@ def singleton_update(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     >>> bool(Z[0].sum() >= 1), int(Z[1].sum())  # row 1 is fitted without any feature
     (True, 0)
     """
-    X, Z, target, rng, _ = check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, 0, beta)
+    X, Z, target, rng, _ = check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, 0, beta,
+                                             discount)
     return singleton_sweep(target, Z, rng)
 
 

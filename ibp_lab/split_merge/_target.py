@@ -1,8 +1,8 @@
 """The target of the split-merge moves: the log joint of a class ``[Z]``.
 
 ``pi([Z])`` is proportional to ``P([Z] | alpha, beta) p(X | Z, sigma_x, sigma_a)``
-(see :mod:`ibp_lab.split_merge`). :class:`LogJoint` evaluates its two terms for
-one data set and fixed hyperparameters; :class:`Proposal` is what a move
+(see :mod:`ibp_lab.split_merge`), or the three-parameter law's with a discount ``d``.
+:class:`LogJoint` evaluates its two terms for one data set and fixed hyperparameters; :class:`Proposal` is what a move
 proposes; :func:`n_equal` counts columns by value, which is how the moves'
 proposal probabilities are written.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ibp_lab._hyper import harmonic
+from ibp_lab._hyper import stable_harmonic, stable_new_dish_rate
 from ibp_lab._kernel import log_joint
 
 
@@ -28,13 +28,21 @@ class LogJoint:
     :func:`ibp_lab.prior.log_prior`).
     """
 
-    def __init__(self, X, alpha, sigma_x, sigma_a, beta):
+    def __init__(self, X, alpha, sigma_x, sigma_a, beta, discount=0.0):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         self.alpha, self.sigma_x, self.sigma_a, self.beta = alpha, sigma_x, sigma_a, beta
+        self.discount = discount
         self.n_rows, self.n_dims = X.shape
+        #: Poisson rate of one row's singletons (the buffet's last customer's new dishes).
+        self.singleton_rate = float(stable_new_dish_rate(alpha, beta, discount, self.n_rows - 1))
+        if discount == 0.0:
+            per_feature = math.log(alpha) + math.log(beta)
+        else:  # the three-parameter law's constants (ibp_lab._kernel.class_log_prior)
+            per_feature = (math.log(alpha) + math.lgamma(1.0 + beta) - math.lgamma(1.0 - discount)
+                           - math.lgamma(beta + discount))
         self._constants = (
-            float(np.sum(X * X)), sigma_x, sigma_a, math.log(alpha) + math.log(beta),
-            alpha * harmonic(self.n_rows, beta), beta,
+            float(np.sum(X * X)), sigma_x, sigma_a, per_feature,
+            alpha * stable_harmonic(self.n_rows, beta, discount), beta, discount,
         )
 
     def __call__(self, Z: np.ndarray) -> tuple[float, float]:
