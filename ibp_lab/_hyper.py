@@ -385,7 +385,7 @@ def check_hyperparameters(
     Examples
     --------
     >>> check_hyperparameters(np.zeros((3, 2)), 1.0, 0.5, 1.0)
-    Hyperparameters(alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0)
+    Hyperparameters(alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0, discount=0.0)
     >>> check_hyperparameters(np.zeros((3, 2)), 1.0, 1e-4, 1.0)
     Traceback (most recent call last):
     ...
