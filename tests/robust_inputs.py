@@ -2517,6 +2517,52 @@ def specs_hyperposterior():
                        ("discount 1", dict(discount=1.0), R)]),
     ]
 
+def specs_nonconjugate():
+    """The samplers that keep the feature images (issue 30)."""
+    from ibp_lab import linear_gaussian as lg, slice_sampler, uncollapsed
+
+    X, Z = data(), z_matrix()
+    images = lg.sample_features(X, Z, fresh_rng(), sigma_x=0.5, sigma_a=1.0)
+    hyper = dict(alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0)
+    kinds = dict(X="matrix", Z="binary", A="matrix", rng=G, alpha=P, sigma_x=P, sigma_a=P,
+                 beta=P)
+    state_extremes = MODEL_EXTREMES + [
+        ("A one row short", dict(A=images[:1]), R), ("A one column short", dict(A=images[:, :2]), R),
+        ("A entries 1e150", dict(A=images * 0 + 1e150), R), ("alpha 1e6", dict(alpha=1e6), E),
+        ("an empty column of Z", dict(Z=np.column_stack([Z, np.zeros(6, np.int8)]),
+                                      A=np.vstack([images, images[:1]])), A)]
+    run_kinds = dict(X="matrix", n_sweeps=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, beta=P,
+                     Z0="binary", burn=C, thin=C)
+    run_base = dict(X=X, n_sweeps=4, rng=fresh_rng(), **hyper, Z0=None, burn=0, thin=1)
+    run_extremes = [("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), R),
+                    ("thin 0", dict(thin=0), R), ("huge n_sweeps", dict(n_sweeps=10**9), R),
+                    ("sigma_x 1e-100", dict(sigma_x=1e-100), E), ("alpha 1e6", dict(alpha=1e6), E)]
+    run_check = lambda run: first_problem(is_binary(run.Z),  # noqa: E731
+                                          scan_result_of(run.trace))
+    state_check = lambda out: first_problem(_sweep_check(out[0]),  # noqa: E731
+                                            is_finite_matrix(out[1]))
+    return [
+        Spec("linear_gaussian.sample_features", lg.sample_features,
+             dict(X=X, Z=Z, sigma_x=0.5, sigma_a=1.0, rng=fresh_rng()),
+             dict(MODEL_KINDS, rng=G), is_finite_matrix, extremes=MODEL_EXTREMES),
+        Spec("uncollapsed.uncollapsed_sweep", uncollapsed.uncollapsed_sweep,
+             dict(X=X, Z=Z, A=images, rng=fresh_rng(), **hyper), kinds, state_check,
+             extremes=state_extremes),
+        Spec("slice_sampler.slice_sweep", slice_sampler.slice_sweep,
+             dict(X=X, Z=Z, A=images, rng=fresh_rng(), **hyper), kinds, state_check,
+             extremes=state_extremes),
+        Spec("uncollapsed.run_uncollapsed", uncollapsed.run_uncollapsed, run_base, run_kinds,
+             run_check, extremes=run_extremes, time_limit=20),
+        Spec("slice_sampler.run_slice", slice_sampler.run_slice, run_base, run_kinds, run_check,
+             extremes=run_extremes, time_limit=20),
+    ]
+
+
+def is_finite_matrix(value):
+    value = np.asarray(value, float)
+    return None if value.ndim == 2 and np.all(np.isfinite(value)) else "not a finite matrix"
+
+
 GROUPS = {
     "theory": specs_theory,
     "prior": specs_prior, "recursive": specs_recursive, "datasets": specs_datasets,
@@ -2525,7 +2571,7 @@ GROUPS = {
     "plotting": specs_plotting, "widgets": specs_widgets, "explorers": specs_explorers,
     "plotting_submodules": specs_plotting_submodules, "exercises": specs_exercises,
     "late": specs_late, "births": specs_births, "smc": specs_smc,
-    "hyperposterior": specs_hyperposterior,
+    "hyperposterior": specs_hyperposterior, "nonconjugate": specs_nonconjugate,
 }
 
 
@@ -2558,7 +2604,8 @@ def all_cases(function: str | None = None, groups=None) -> list[Case]:
 #: Functions whose first call compiles numba kernels: run once in the parent, so that no
 #: child compiles against its time limit.
 _WARM = ("gibbs.", "split_merge.", "streaming.", "exact.", "heldout.ibp_gibbs", "linear_gaussian.",
-         "tempering.", "smc.", "chains.")
+         "tempering.", "smc.", "chains.", "uncollapsed.",
+         "slice_sampler.")
 
 
 def warm_up(cases) -> None:

@@ -134,7 +134,9 @@ MODULES = ("prior", "finite", "scan_order", "beta_process", "tempering", "variat
            "plotting.recursive", "plotting.beta_process", "plotting.tempering",
            "plotting.variational",
            # the birth rule and the recovery study of the streaming chapter
-           "streaming.births", "streaming.recovery")
+           "streaming.births", "streaming.recovery",
+           # the samplers that keep the feature images (issue 30)
+           "uncollapsed", "slice_sampler", "hyperposterior")
 
 
 def _public_callables():

@@ -1,0 +1,328 @@
+"""Samplers that keep the feature images: uncollapsed Gibbs with births by Metropolis-Hastings.
+
+Every other sampler of the book integrates the feature images ``A`` out, which only the
+linear-Gaussian model allows. A sampler that keeps ``A`` in its state works for any
+likelihood; this module builds one for the linear-Gaussian model, where its answer can still
+be checked against the collapsed enumeration (:mod:`ibp_lab.exact`), and the pieces the
+other uncollapsed samplers share (:mod:`ibp_lab.slice_sampler`, :mod:`ibp_lab.noisy_or`).
+
+One sweep of :func:`uncollapsed_sweep` is a Markov kernel on ``(Z, A)`` that leaves
+``p(Z, A | X)`` invariant, in three steps (Meeds, Ghahramani, Neal & Roweis 2007; Gorur,
+Jakel & Rasmussen 2006):
+
+1. **Shared features** (compiled): each ``z_nk`` of a feature that another row owns is drawn
+   from its conditional given everything else, ``A`` included. With ``m`` the other owners
+   and ``e_z = x_n - z_n A`` the residual of row ``n`` when ``z_nk = z``::
+
+       log-odds(z_nk = 1) = log m - log(N - 1 - m + beta)
+                            + (||e_0||^2 - ||e_1||^2) / (2 sigma_x^2)
+
+   ``O(D)`` per entry: only row ``n`` sees ``z_nk`` once ``A`` is given.
+2. **Births and deaths**: row ``n``'s singletons (the features only it owns) are replaced, as
+   one block, by a proposal drawn from their conditional prior: ``k' ~ Poisson(alpha beta /
+   (beta + N - 1))`` new features with images ``Normal(0, sigma_a^2)``. Prior and proposal
+   cancel, so the Metropolis-Hastings acceptance is the likelihood ratio of row ``n``::
+
+       min(1, exp((||e_old||^2 - ||e_new||^2) / (2 sigma_x^2)))
+
+3. **Images**: ``A`` from its exact conditional given ``Z``
+   (:func:`ibp_lab.linear_gaussian.sample_features`).
+
+Because step 3 draws ``A`` afresh from a law that depends on ``Z`` alone, the chain on ``Z``
+is Markov by itself; the tests compare its class frequencies with the enumeration.
+
+:func:`run_uncollapsed` runs a chain and returns an :class:`UncollapsedResult`, whose
+``trace`` holds the same label-free quantities as :func:`ibp_lab.chains.run_chain`'s (``k_plus``,
+``log_likelihood`` with ``A`` integrated out, ``log_joint``), so the samplers' effective
+samples per CPU second compare directly.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+from numba import njit
+
+from ibp_lab import _kernel
+from ibp_lab._checks import check_count, check_data_matrix, check_rng
+from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, new_dish_rate
+
+__all__ = ["UncollapsedResult", "uncollapsed_sweep", "run_uncollapsed"]
+
+#: Most sweeps one call runs.
+MAX_SWEEPS = 10**7
+#: Largest magnitude of a feature image passed in (its square, summed, stays finite).
+MAX_IMAGE = 1e100
+
+
+@njit(cache=True, inline="always")
+def likelihood_log_odds(resid, n, A, k, z, two_sx2):
+    """``log p(x_n | z_nk = 1, A) - log p(x_n | z_nk = 0, A)`` for the linear-Gaussian model.
+
+    ``resid[n] = x_n - z_n A`` with the current ``z = z_nk``; the residual without
+    feature ``k`` is ``e_0 = resid[n] + z a_k`` and ``||e_0||^2 - ||e_1||^2 = 2 e_0 . a_k -
+    ||a_k||^2``: ``O(D)``.
+    """
+    dot = 0.0
+    norm = 0.0
+    for d in range(A.shape[1]):
+        a = A[k, d]
+        dot += resid[n, d] * a
+        norm += a * a
+    if z:
+        dot += norm
+    return (2.0 * dot - norm) / two_sx2
+
+
+@njit(cache=True, inline="always")
+def draw_entry(Z, m, resid, A, n, k, log_odds, rng):
+    """Set ``z_nk`` to 1 with probability ``sigmoid(log_odds)``; keep ``m`` and ``resid`` right."""
+    new = 1 if rng.random() * (1.0 + math.exp(-log_odds)) < 1.0 else 0
+    if new != Z[n, k]:
+        sign = 1.0 if new else -1.0
+        for d in range(A.shape[1]):
+            resid[n, d] -= sign * A[k, d]
+        m[k] += new - Z[n, k]
+        Z[n, k] = new
+
+
+@njit(cache=True)
+def _flip_shared_features(Z, A, resid, m, log_odds_prior, two_sx2, rng):
+    """Step 1 over all rows, features in column order: one uniform per entry updated."""
+    N, K = Z.shape
+    for n in range(N):
+        for k in range(K):
+            others = m[k] - Z[n, k]
+            if others == 0:
+                continue  # a singleton of row n: step 2's business
+            gain = likelihood_log_odds(resid, n, A, k, Z[n, k], two_sx2)
+            draw_entry(Z, m, resid, A, n, k, log_odds_prior[others] + gain, rng)
+
+
+def _births_and_deaths(Z, A, resid, sigma_x, sigma_a, rate, rng):
+    """Step 2 for every row in turn: returns ``(Z, A, resid, n_accepted)``.
+
+    Rows' proposals are independent (a row's singletons and residual are its own), so
+    the rows are visited in order and the new columns appended once at the end.
+    """
+    m = Z.sum(axis=0)
+    keep = np.ones(Z.shape[1], bool)
+    born_rows, born_images, accepted = [], [], 0
+    for n in range(Z.shape[0]):
+        own = np.flatnonzero((Z[n] == 1) & (m == 1))
+        n_new = rng.poisson(rate)
+        images = rng.normal(0.0, sigma_a, size=(n_new, A.shape[1]))
+        old = resid[n]
+        base = old + A[own].sum(axis=0)
+        new = base - images.sum(axis=0)
+        log_ratio = (old @ old - new @ new) / (2.0 * sigma_x**2)
+        if log_ratio >= 0 or rng.random() < math.exp(log_ratio):
+            accepted += 1
+            keep[own] = False
+            resid[n] = new
+            born_rows.extend([n] * n_new)
+            born_images.append(images)
+    Z = Z[:, keep]
+    A = A[keep]
+    if born_rows:
+        born = np.zeros((Z.shape[0], len(born_rows)), np.int8)
+        born[born_rows, np.arange(len(born_rows))] = 1
+        Z = np.hstack([Z, born])
+        A = np.vstack([A] + born_images)
+    return Z, A, resid, accepted
+
+
+def _sweep(X, Z, A, hyper, rng):
+    """One sweep without checks: ``(Z, A, births_accepted)``."""
+    from ibp_lab.linear_gaussian import _draw_posterior_features
+
+    N = X.shape[0]
+    Z = np.ascontiguousarray(Z, np.int8)
+    resid = X - Z @ A
+    m = Z.sum(axis=0).astype(np.int64)
+    table = _kernel.prior_log_odds_table(N, hyper.beta)
+    _flip_shared_features(Z, A, resid, m, table, 2.0 * hyper.sigma_x**2, rng)
+    rate = new_dish_rate(hyper.alpha, hyper.beta, N - 1)
+    Z, A, resid, accepted = _births_and_deaths(Z, A, resid, hyper.sigma_x, hyper.sigma_a, rate, rng)
+    Z = Z[:, Z.any(axis=0)]
+    return Z, _draw_posterior_features(X, Z, hyper.sigma_x, hyper.sigma_a, rng), accepted
+
+
+def _checked_state(X, Z, A, rng, alpha, sigma_x, sigma_a, beta):
+    """The door of the one-sweep functions: ``(X, Z, A, hyper, rng)`` checked, the images
+    of ``Z``'s all-zero columns dropped with them."""
+    X = check_data_matrix("X", X)
+    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
+    Z_checked = check_feature_matrix("Z", Z, n_rows=X.shape[0])
+    owned = np.asarray(Z, float).any(axis=0)  # Z passed its door: a binary (N, K) matrix
+    A = check_data_matrix("A", A, min_rows=0)
+    if A.shape != (owned.size, X.shape[1]):
+        raise ValueError(f"A must have shape (K, D) = {(owned.size, X.shape[1])} for this Z "
+                         f"and X, got {A.shape}")
+    if A.size and np.abs(A).max() > MAX_IMAGE:  # squared norms must stay finite
+        raise ValueError(f"A's entries must be at most {MAX_IMAGE:g} in magnitude, got "
+                         f"{np.abs(A).max():g}")
+    return X, Z_checked, np.ascontiguousarray(A[owned], float), hyper, check_rng(rng)
+
+
+def uncollapsed_sweep(X, Z, A, rng: np.random.Generator, *, alpha: float, sigma_x: float,
+                      sigma_a: float, beta: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """One uncollapsed sweep: shared entries by Gibbs, births by Metropolis-Hastings, then ``A``.
+
+    See the module docstring for the three steps and their targets.
+
+    Parameters
+    ----------
+    X : array_like
+        ``(N, D)`` data.
+    Z : array_like
+        ``(N, K)`` binary feature matrix (all-zero columns are dropped with their images).
+    A : array_like
+        ``(K, D)`` feature images of ``Z``'s columns, all of them (before dropping).
+    rng : numpy.random.Generator
+    alpha, sigma_x, sigma_a, beta : float
+        The model's hyperparameters (as :func:`ibp_lab.gibbs.gibbs_sweep`).
+
+    Returns
+    -------
+    Z : numpy.ndarray
+        ``(N, K')`` ``int8``, no empty columns; kept features first, born ones after.
+    A : numpy.ndarray
+        ``(K', D)`` a fresh draw from ``p(A | X, Z)``.
+
+    Examples
+    --------
+    >>> X = [[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]]
+    >>> Z, A = uncollapsed_sweep(X, np.ones((3, 1)), [[0.5, 0.5]], np.random.default_rng(1),
+    ...                          alpha=1.0, sigma_x=0.5, sigma_a=1.0)
+    >>> Z.shape[0], A.shape == (Z.shape[1], 2)
+    (3, True)
+    """
+    X, Z, A, hyper, rng = _checked_state(X, Z, A, rng, alpha, sigma_x, sigma_a, beta)
+    Z, A, _ = _sweep(X, Z, A, hyper, rng)
+    return Z, A
+
+
+@dataclass
+class UncollapsedResult:
+    """What :func:`run_uncollapsed` and :func:`ibp_lab.slice_sampler.run_slice` return.
+
+    Attributes
+    ----------
+    trace : xarray.Dataset
+        One entry per sweep along ``draw`` (warm-up included): ``k_plus``,
+        ``log_likelihood`` (``log p(X | Z)``, ``A`` integrated out, so comparable with
+        :func:`ibp_lab.chains.run_chain`'s) and ``log_joint`` (plus ``log P([Z])``);
+        ``attrs`` record ``burn``, ``thin``, ``sampler`` and the hyperparameters.
+    samples : list of numpy.ndarray
+        The kept ``Z`` (draws ``>= burn``, every ``thin``-th).
+    sample_draws : numpy.ndarray
+        The ``draw`` of each kept sample.
+    Z, A : numpy.ndarray
+        The final state, to continue the chain.
+    sample_stats : xarray.Dataset
+        Per draw: ``seconds`` (CPU time from the start, :func:`time.process_time`) and the
+        sampler's own count (``births_accepted`` rows whose Metropolis-Hastings proposal was
+        accepted; ``features_instantiated`` by the slice).
+    """
+
+    trace: xr.Dataset
+    samples: list
+    sample_draws: np.ndarray
+    Z: np.ndarray
+    A: np.ndarray
+    sample_stats: xr.Dataset
+
+
+def check_run(X, n_sweeps, rng, alpha, sigma_x, sigma_a, beta, Z0, burn, thin):
+    """The shared door of the uncollapsed runners: checked ``X, n_sweeps, rng, hyper, Z0,
+    burn, thin`` (``Z0`` default: one feature owned by every row)."""
+    X = check_data_matrix("X", X)
+    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1, maximum=MAX_SWEEPS)
+    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
+    Z0 = np.ones((X.shape[0], 1), np.int8) if Z0 is None else \
+        check_feature_matrix("Z0", Z0, n_rows=X.shape[0])
+    burn = check_count("burn", burn, maximum=n_sweeps)
+    thin = check_count("thin", thin, minimum=1, maximum=MAX_SWEEPS)
+    return X, n_sweeps, check_rng(rng), hyper, Z0, burn, thin
+
+
+def run_kernel(sweep: Callable, X, n_sweeps: int, rng, hyper, Z0, burn: int, thin: int,
+               stat_name: str, sampler: str) -> UncollapsedResult:
+    """Run ``sweep(X, Z, A, hyper, rng) -> (Z, A, count)`` from ``Z0`` (``A`` drawn given it)
+    and record the label-free trace. Arguments already checked (:func:`check_run`)."""
+    from ibp_lab.chains import _log_prior_class
+    from ibp_lab.linear_gaussian import _draw_posterior_features, _loglik_from_stats
+
+    sum_sq = float(np.sum(X * X))
+    start = time.process_time()
+    Z = Z0
+    A = _draw_posterior_features(X, Z, hyper.sigma_x, hyper.sigma_a, rng)
+    values = {name: np.empty(n_sweeps) for name in ("k_plus", "log_likelihood", "log_joint",
+                                                      "seconds", stat_name)}
+    samples, draws = [], []
+    for t in range(n_sweeps):
+        Z, A, count = sweep(X, Z, A, hyper, rng)
+        seconds = time.process_time() - start  # the trace's bookkeeping is not the sampler's cost
+        ztz, ztx = _kernel.sufficient_stats(X, Z)
+        log_lik = _loglik_from_stats(ztz, ztx, sum_sq, *X.shape, hyper.sigma_x, hyper.sigma_a)
+        for name, value in (("k_plus", Z.shape[1]), ("log_likelihood", log_lik),
+                            ("log_joint", log_lik + _log_prior_class(Z, hyper.alpha, hyper.beta)),
+                            ("seconds", seconds), (stat_name, count)):
+            values[name][t] = value
+        if t >= burn and (t - burn) % thin == 0:
+            samples.append(Z.copy())
+            draws.append(t)
+    coords = {"draw": np.arange(n_sweeps)}
+    attrs = dict(burn=burn, thin=thin, sampler=sampler, alpha=hyper.alpha, beta=hyper.beta,
+                 sigma_x=hyper.sigma_x, sigma_a=hyper.sigma_a)
+    trace = xr.Dataset({"k_plus": ("draw", values["k_plus"].astype(np.int64)),
+                        "log_likelihood": ("draw", values["log_likelihood"]),
+                        "log_joint": ("draw", values["log_joint"])}, coords=coords, attrs=attrs)
+    stats = xr.Dataset({"seconds": ("draw", values["seconds"]),
+                        stat_name: ("draw", values[stat_name].astype(np.int64))}, coords=coords)
+    return UncollapsedResult(trace, samples, np.array(draws, np.int64), Z, A, stats)
+
+
+def run_uncollapsed(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
+                    sigma_a: float, beta: float = 1.0, Z0=None, burn: int = 0,
+                    thin: int = 1) -> UncollapsedResult:
+    """Run the uncollapsed sampler with Metropolis-Hastings births for ``n_sweeps`` sweeps.
+
+    Parameters
+    ----------
+    X : array_like
+        ``(N, D)`` data.
+    n_sweeps : int
+        Sweeps of :func:`uncollapsed_sweep`, >= 1.
+    rng : numpy.random.Generator
+    alpha, sigma_x, sigma_a, beta : float
+        Fixed hyperparameters.
+    Z0 : array_like, optional
+        Starting ``Z`` (default one feature owned by every row); ``A`` starts from its
+        conditional given ``Z0``.
+    burn, thin : int, optional
+        Warm-up sweeps not kept in ``samples`` (the trace keeps them) and the thinning.
+
+    Returns
+    -------
+    UncollapsedResult
+        ``sample_stats["births_accepted"]`` counts the rows whose proposal was accepted.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).normal(size=(6, 3))
+    >>> run = run_uncollapsed(X, 20, np.random.default_rng(1), alpha=1.0, sigma_x=1.0,
+    ...                       sigma_a=1.0, burn=10)
+    >>> run.trace.sizes["draw"], len(run.samples)
+    (20, 10)
+    """
+    X, n_sweeps, rng, hyper, Z0, burn, thin = check_run(X, n_sweeps, rng, alpha, sigma_x,
+                                                       sigma_a, beta, Z0, burn, thin)
+    return run_kernel(_sweep, X, n_sweeps, rng, hyper, Z0, burn, thin, "births_accepted",
+                      "uncollapsed Gibbs + Metropolis-Hastings births")
