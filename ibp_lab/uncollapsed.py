@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import xarray as xr
@@ -104,11 +104,19 @@ def _flip_shared_features(Z, A, resid, m, log_odds_prior, two_sx2, rng):
             draw_entry(Z, m, resid, A, n, k, log_odds_prior[others] + gain, rng)
 
 
-def _births_and_deaths(Z, A, resid, sigma_x, sigma_a, rate, rng):
-    """Step 2 for every row in turn: returns ``(Z, A, resid, n_accepted)``.
+def births_and_deaths(Z, A, rate: float, draw_images: Callable, log_ratio: Callable,
+                      commit: Callable, rng):
+    """Step 2 for every row in turn, for any likelihood: returns ``(Z, A, n_accepted)``.
 
-    Rows' proposals are independent (a row's singletons and residual are its own), so
-    the rows are visited in order and the new columns appended once at the end.
+    Row ``n``'s singletons are proposed away and ``Poisson(rate)`` new features proposed
+    in their place, with images ``draw_images(k, rng)`` (a ``(k, D)`` draw from their
+    prior); ``change`` is the new images' sum minus the old singletons' sum, all that the
+    row's likelihood sees. ``log_ratio(n, change)`` is ``log p(x_n | new) - log p(x_n |
+    old)``, the whole Metropolis-Hastings log ratio (prior and proposal cancel); on
+    acceptance ``commit(n, change)`` updates the caller's per-row state (residuals,
+    counts). Rows' proposals are independent (a row's singletons are its own), so the
+    rows are visited in order and the new columns appended once at the end. ``n_accepted``
+    counts the accepted proposals that changed the row's singletons.
     """
     m = Z.sum(axis=0)
     keep = np.ones(Z.shape[1], bool)
@@ -116,25 +124,36 @@ def _births_and_deaths(Z, A, resid, sigma_x, sigma_a, rate, rng):
     for n in range(Z.shape[0]):
         own = np.flatnonzero((Z[n] == 1) & (m == 1))
         n_new = rng.poisson(rate)
-        images = rng.normal(0.0, sigma_a, size=(n_new, A.shape[1]))
-        old = resid[n]
-        base = old + A[own].sum(axis=0)
-        new = base - images.sum(axis=0)
-        log_ratio = (old @ old - new @ new) / (2.0 * sigma_x**2)
-        if log_ratio >= 0 or rng.random() < math.exp(log_ratio):
-            accepted += 1
+        images = draw_images(n_new, rng)
+        change = images.sum(axis=0) - A[own].sum(axis=0)
+        log_r = log_ratio(n, change)
+        if log_r >= 0 or rng.random() < math.exp(log_r):
+            accepted += bool(own.size or n_new)  # a proposal that changes nothing is no news
             keep[own] = False
-            resid[n] = new
+            commit(n, change)
             born_rows.extend([n] * n_new)
             born_images.append(images)
-    Z = Z[:, keep]
-    A = A[keep]
+    Z, A = Z[:, keep], A[keep]
     if born_rows:
         born = np.zeros((Z.shape[0], len(born_rows)), np.int8)
         born[born_rows, np.arange(len(born_rows))] = 1
         Z = np.hstack([Z, born])
-        A = np.vstack([A] + born_images)
-    return Z, A, resid, accepted
+        A = np.vstack([A] + born_images).astype(A.dtype)
+    return Z, A, accepted
+
+
+def _gaussian_births(Z, A, resid, sigma_x, sigma_a, rate, rng):
+    """Step 2 for the linear-Gaussian model: the row's residual carries its likelihood."""
+    def log_ratio(n, change):
+        old = resid[n]
+        new = old - change
+        return (old @ old - new @ new) / (2.0 * sigma_x**2)
+
+    def commit(n, change):
+        resid[n] -= change
+
+    return births_and_deaths(Z, A, rate, lambda k, g: g.normal(0.0, sigma_a, size=(k, A.shape[1])),
+                             log_ratio, commit, rng)
 
 
 def _sweep(X, Z, A, hyper, rng):
@@ -148,7 +167,7 @@ def _sweep(X, Z, A, hyper, rng):
     table = _kernel.prior_log_odds_table(N, hyper.beta)
     _flip_shared_features(Z, A, resid, m, table, 2.0 * hyper.sigma_x**2, rng)
     rate = new_dish_rate(hyper.alpha, hyper.beta, N - 1)
-    Z, A, resid, accepted = _births_and_deaths(Z, A, resid, hyper.sigma_x, hyper.sigma_a, rate, rng)
+    Z, A, accepted = _gaussian_births(Z, A, resid, hyper.sigma_x, hyper.sigma_a, rate, rng)
     Z = Z[:, Z.any(axis=0)]
     return Z, _draw_posterior_features(X, Z, hyper.sigma_x, hyper.sigma_a, rng), accepted
 
@@ -227,8 +246,9 @@ class UncollapsedResult:
         The final state, to continue the chain.
     sample_stats : xarray.Dataset
         Per draw: ``seconds`` (CPU time from the start, :func:`time.process_time`) and the
-        sampler's own count (``births_accepted`` rows whose Metropolis-Hastings proposal was
-        accepted; ``features_instantiated`` by the slice).
+        sampler's own count (``births_accepted``: rows whose Metropolis-Hastings proposal
+        changed their singletons and was accepted; ``features_instantiated``: the unowned
+        sticks above the slice).
     """
 
     trace: xr.Dataset
@@ -252,35 +272,52 @@ def check_run(X, n_sweeps, rng, alpha, sigma_x, sigma_a, beta, Z0, burn, thin):
     return X, n_sweeps, check_rng(rng), hyper, Z0, burn, thin
 
 
-def run_kernel(sweep: Callable, X, n_sweeps: int, rng, hyper, Z0, burn: int, thin: int,
-               stat_name: str, sampler: str) -> UncollapsedResult:
-    """Run ``sweep(X, Z, A, hyper, rng) -> (Z, A, count)`` from ``Z0`` (``A`` drawn given it)
-    and record the label-free trace. Arguments already checked (:func:`check_run`)."""
+def _gaussian_start_and_measure(X, hyper):
+    """The linear-Gaussian runner's hooks: ``A`` drawn given ``Z0``, and the trace's
+    ``(log p(X | Z), log p(X | Z) + log P([Z]))`` with ``A`` integrated out."""
     from ibp_lab.chains import _log_prior_class
     from ibp_lab.linear_gaussian import _draw_posterior_features, _loglik_from_stats
 
     sum_sq = float(np.sum(X * X))
+
+    def start(Z, rng):
+        return _draw_posterior_features(X, Z, hyper.sigma_x, hyper.sigma_a, rng)
+
+    def measure(Z, A):
+        ztz, ztx = _kernel.sufficient_stats(X, Z)
+        log_lik = _loglik_from_stats(ztz, ztx, sum_sq, *X.shape, hyper.sigma_x, hyper.sigma_a)
+        return log_lik, log_lik + _log_prior_class(Z, hyper.alpha, hyper.beta)
+    return start, measure
+
+
+def run_kernel(sweep: Callable, X, n_sweeps: int, rng, hyper, Z0, burn: int, thin: int,
+               stat_name: str, sampler: str, hooks=None) -> UncollapsedResult:
+    """Run ``sweep(X, Z, A, hyper, rng) -> (Z, A, count)`` from ``Z0`` and record the
+    label-free trace. Arguments already checked (:func:`check_run`).
+
+    ``hooks = (start, measure)``: ``start(Z0, rng)`` gives the first images and
+    ``measure(Z, A)`` the trace's ``(log_likelihood, log_joint)``; the default is the
+    linear-Gaussian model's (:func:`_gaussian_start_and_measure`).
+    """
+    start_images, measure = hooks or _gaussian_start_and_measure(X, hyper)
     start = time.process_time()
     Z = Z0
-    A = _draw_posterior_features(X, Z, hyper.sigma_x, hyper.sigma_a, rng)
+    A = start_images(Z, rng)
     values = {name: np.empty(n_sweeps) for name in ("k_plus", "log_likelihood", "log_joint",
                                                       "seconds", stat_name)}
     samples, draws = [], []
     for t in range(n_sweeps):
         Z, A, count = sweep(X, Z, A, hyper, rng)
         seconds = time.process_time() - start  # the trace's bookkeeping is not the sampler's cost
-        ztz, ztx = _kernel.sufficient_stats(X, Z)
-        log_lik = _loglik_from_stats(ztz, ztx, sum_sq, *X.shape, hyper.sigma_x, hyper.sigma_a)
+        log_lik, log_joint = measure(Z, A)
         for name, value in (("k_plus", Z.shape[1]), ("log_likelihood", log_lik),
-                            ("log_joint", log_lik + _log_prior_class(Z, hyper.alpha, hyper.beta)),
-                            ("seconds", seconds), (stat_name, count)):
+                            ("log_joint", log_joint), ("seconds", seconds), (stat_name, count)):
             values[name][t] = value
         if t >= burn and (t - burn) % thin == 0:
             samples.append(Z.copy())
             draws.append(t)
     coords = {"draw": np.arange(n_sweeps)}
-    attrs = dict(burn=burn, thin=thin, sampler=sampler, alpha=hyper.alpha, beta=hyper.beta,
-                 sigma_x=hyper.sigma_x, sigma_a=hyper.sigma_a)
+    attrs = dict(burn=burn, thin=thin, sampler=sampler, **asdict(hyper))
     trace = xr.Dataset({"k_plus": ("draw", values["k_plus"].astype(np.int64)),
                         "log_likelihood": ("draw", values["log_likelihood"]),
                         "log_joint": ("draw", values["log_joint"])}, coords=coords, attrs=attrs)
@@ -312,7 +349,8 @@ def run_uncollapsed(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
     Returns
     -------
     UncollapsedResult
-        ``sample_stats["births_accepted"]`` counts the rows whose proposal was accepted.
+        ``sample_stats["births_accepted"]`` counts the rows whose proposal changed their
+        singletons and was accepted.
 
     Examples
     --------

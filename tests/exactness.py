@@ -89,7 +89,7 @@ def assert_leaves_posterior_invariant(step: Callable, X, alpha: float, sigma_x: 
                                       Z0=None, k_max: int | None = None, burn: int = 100,
                                       min_probability: float = 0.003, level: float = TEST_LEVEL,
                                       n_tests: int = 1, what: str = "kernel",
-                                      discount: float = 0.0):
+                                      discount: float = 0.0, posterior=None):
     """Fail unless ``step`` visits the classes of ``Z`` with their exact posterior probabilities.
 
     Parameters
@@ -118,6 +118,10 @@ def assert_leaves_posterior_invariant(step: Callable, X, alpha: float, sigma_x: 
         Name of the kernel in the failure message.
     discount : float
         The three-parameter IBP's discount of the posterior (default 0).
+    posterior : ibp_lab.exact.ClassPosterior, optional
+        The exact class posterior of another model (the noisy-OR's,
+        :func:`ibp_lab.noisy_or.class_posterior`); then ``sigma_x``, ``sigma_a``, ``beta``,
+        ``discount`` and ``k_max`` are not used.
 
     Returns
     -------
@@ -128,7 +132,7 @@ def assert_leaves_posterior_invariant(step: Callable, X, alpha: float, sigma_x: 
     n_rows = X.shape[0]
     if n_rows > MAX_ROWS:
         raise ValueError(f"X must have at most {MAX_ROWS} rows for enumeration, got {n_rows}")
-    post = _exact_posterior(X, alpha, sigma_x, sigma_a, beta, k_max, discount)
+    post = posterior or _exact_posterior(X, alpha, sigma_x, sigma_a, beta, k_max, discount)
     Z0 = np.ones((n_rows, 1), np.int8) if Z0 is None else Z0
     states = run_kernel(step, Z0, burn + n_steps)[burn:]
     bins = np.flatnonzero(post.probabilities >= min_probability)

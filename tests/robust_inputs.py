@@ -2555,6 +2555,47 @@ def specs_nonconjugate():
              run_check, extremes=run_extremes, time_limit=20),
         Spec("slice_sampler.run_slice", slice_sampler.run_slice, run_base, run_kinds, run_check,
              extremes=run_extremes, time_limit=20),
+    ] + _noisy_or_specs(Z, state_check, run_check)
+
+
+def _noisy_or_specs(Z, state_check, run_check):
+    from ibp_lab import noisy_or
+
+    X = (data() > 0).astype(np.int8)
+    W = np.array([[1, 0, 1], [0, 1, 1]])
+    model = dict(weight_prob=0.3, strength=0.8, leak=0.05)
+    probabilities = dict(weight_prob="probability", strength="probability", leak="probability")
+    finite = lambda v: None if np.isfinite(v) else f"not finite: {v}"  # noqa: E731
+    sweep_extremes = [("W one row short", dict(W=W[:1]), R), ("W entry 2", dict(W=W * 2), R),
+                      ("alpha 1e6", dict(alpha=1e6), R), ("strength 1 - 1e-12",
+                                                          dict(strength=1 - 1e-12), R)]
+    return [
+        Spec("noisy_or.NoisyOrParameters.checked", noisy_or.NoisyOrParameters.checked,
+             dict(alpha=1.0, **model, beta=1.0), dict(alpha=P, beta=P, **probabilities)),
+        Spec("noisy_or.log_likelihood", noisy_or.log_likelihood,
+             dict(X=X, Z=Z, W=W, strength=0.8, leak=0.05),
+             dict(X="binary", Z="binary", W="binary", strength="probability",
+                  leak="probability"), finite),
+        Spec("noisy_or.simulate", noisy_or.simulate, dict(Z=Z, W=W, rng=fresh_rng(), strength=0.8,
+                                                          leak=0.05),
+             dict(Z="binary", W="binary", rng=G, strength="probability", leak="probability"),
+             is_binary),
+        Spec("noisy_or.noisy_or_sweep", noisy_or.noisy_or_sweep,
+             dict(X=X, Z=Z, W=W, rng=fresh_rng(), alpha=1.0, **model, beta=1.0),
+             dict(X="binary", Z="binary", W="binary", rng=G, alpha=P, beta=P, **probabilities),
+             state_check, extremes=sweep_extremes),
+        Spec("noisy_or.run_noisy_or", noisy_or.run_noisy_or,
+             dict(X=X, n_sweeps=4, rng=fresh_rng(), alpha=1.0, **model, beta=1.0, Z0=None, burn=0,
+                  thin=1),
+             dict(X="binary", n_sweeps=C, rng=G, alpha=P, beta=P, Z0="binary", burn=C, thin=C,
+                  **probabilities), run_check, time_limit=20,
+             extremes=[("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), R),
+                       ("huge n_sweeps", dict(n_sweeps=10**9), R)]),
+        Spec("noisy_or.class_posterior", noisy_or.class_posterior,
+             dict(X=X[:3], alpha=1.0, **model, beta=1.0, k_max=3),
+             dict(X="binary", alpha=P, beta=P, k_max=C, **probabilities),
+             lambda post: is_distribution(post.probabilities), time_limit=20,
+             extremes=[("five rows", dict(X=X[:5]), R), ("k_max 40", dict(k_max=40), R)]),
     ]
 
 
@@ -2605,7 +2646,7 @@ def all_cases(function: str | None = None, groups=None) -> list[Case]:
 #: child compiles against its time limit.
 _WARM = ("gibbs.", "split_merge.", "streaming.", "exact.", "heldout.ibp_gibbs", "linear_gaussian.",
          "tempering.", "smc.", "chains.", "uncollapsed.",
-         "slice_sampler.")
+         "slice_sampler.", "noisy_or.")
 
 
 def warm_up(cases) -> None:
