@@ -20,9 +20,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = {name: ROOT / "ibp_lab" / "data" / "experiments" / f"{name}.json"
-           for name in ("smc_digits", "tempering_digits", "modes_digits", "tempering_trap")}
+           for name in ("smc_digits", "tempering_digits", "modes_digits", "tempering_trap",
+                         "nonconjugate_digits")}
 #: Keys that depend on the machine's speed, not on the sampler.
-TIMING = {"cpu_seconds", "seconds", "pilot_seconds_per_sweep", "plain_seconds_per_sweep"}
+TIMING = {"cpu_seconds", "seconds", "pilot_seconds_per_sweep", "plain_seconds_per_sweep",
+          "seconds_per_sweep"}
 
 
 def _script(name):
@@ -89,3 +91,10 @@ def test_the_trap_record_is_reproduced_by_its_reduced_runs():
     stored = json.loads(RECORDS["tempering_trap"].read_text())["quick"]
     _assert_same(stored, module.run(module.QUICK, tag=1,
                                     sweeps=[g["sweeps"] for g in stored["gibbs"]]))
+
+
+@pytest.mark.slow  # about 5 s
+def test_the_nonconjugate_record_is_reproduced_by_its_reduced_runs():
+    module = _script("nonconjugate_digits")
+    record = json.loads(RECORDS["nonconjugate_digits"].read_text())
+    _assert_same(record["quick"], module.runs(module.QUICK, tag=1))
