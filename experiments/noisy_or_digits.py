@@ -3,7 +3,7 @@ predictive check, the runs the non-conjugate chapter reads.
 
 Usage::
 
-    .venv/bin/python experiments/noisy_or_digits.py           # the full runs (about 1.5 min of CPU)
+    .venv/bin/python experiments/noisy_or_digits.py           # the full runs (about 6 min of CPU)
     .venv/bin/python experiments/noisy_or_digits.py --quick   # the reduced runs only (seconds)
 
 Data: the 300 training digits, a pixel on where its ink exceeds one half (binary, as the
@@ -40,7 +40,7 @@ from _record import quick_then_full  # noqa: E402
 SEED = 2032
 OUT = ROOT / "ibp_lab" / "data" / "experiments" / "noisy_or_digits.json"
 FIXED = dict(alpha=1.0, weight_prob=0.2, strength=0.9, leak=0.03)
-FULL = dict(chains=2, sweeps=3000, draw_every=50, rows=300, threshold=0.5)
+FULL = dict(chains=2, sweeps=8000, draw_every=100, rows=300, threshold=0.5)
 QUICK = dict(chains=2, sweeps=20, draw_every=5, rows=40, threshold=0.5)
 
 

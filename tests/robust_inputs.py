@@ -1604,6 +1604,10 @@ def specs_exercises():
         Spec("exercises.check_split_merge_ratio", m.check_split_merge_ratio,
              dict(fn=_not_written), dict(fn=fn, time_limit=P), _exercise_ok, time_limit=30,
              extremes=_student_extremes("fn")),
+        Spec("exercises.check_birth_step", m.check_birth_step,
+             dict(step=_not_written, rng=fresh_rng(), n_sweeps=2_000, n_one_row=500),
+             dict(step=fn, rng="optional_rng", n_sweeps=C, n_one_row=C, time_limit=P),
+             _exercise_ok, time_limit=60, extremes=_student_extremes("step")),
         Spec("exercises.check_ais", m.check_ais,
              dict(fn=_not_written), dict(fn=fn, time_limit=P), _exercise_ok, time_limit=30,
              extremes=_student_extremes("fn")),
@@ -2555,7 +2559,36 @@ def specs_nonconjugate():
              run_check, extremes=run_extremes, time_limit=20),
         Spec("slice_sampler.run_slice", slice_sampler.run_slice, run_base, run_kinds, run_check,
              extremes=run_extremes, time_limit=20),
-    ] + _noisy_or_specs(Z, state_check, run_check)
+    ] + _noisy_or_specs(Z, state_check, run_check) + _nonconjugate_figure_specs()
+
+
+def _nonconjugate_figure_specs():
+    import matplotlib
+
+    from ibp_lab.plotting import nonconjugate as fig
+
+    matplotlib.use("Agg")
+    rng = fresh_rng()
+    counts = rng.dirichlet(np.ones(5), size=4)
+    pixels = rng.random((4, 4))
+    trace = [1.0, 2.0, 2.0]
+    return [
+        Spec("plotting.nonconjugate.traces_by_sweep_figure", fig.traces_by_sweep_figure,
+             dict(traces={"chain 1": trace}, ylabel="K+"),
+             dict(traces=lambda b: _mapping_junk(trace)(b) + [
+                 ("2-D values", {"a": [trace, trace]}, R), ("empty values", {"a": []}, R),
+                 ("seven chains", {str(i): trace for i in range(7)}, R)], ylabel="text"),
+             _figure_drawn),
+        Spec("plotting.nonconjugate.binary_check_figure", fig.binary_check_figure,
+             dict(observed_counts=counts[0], replicated_counts=counts[1:],
+                  observed_pixels=pixels[0], replicated_pixels=pixels[1:], band=0.9),
+             dict(observed_counts="vector", replicated_counts="matrix", observed_pixels="vector",
+                  replicated_pixels="matrix", band="probability"), _figure_drawn,
+             extremes=[("counts above 1", dict(observed_counts=counts[0] * 3), R),
+                       ("pixels one short", dict(observed_pixels=pixels[0, :3]), R),
+                       ("replicated width", dict(replicated_pixels=pixels[1:, :3]), R),
+                       ("band 1", dict(band=1.0), R)]),
+    ]
 
 
 def _noisy_or_specs(Z, state_check, run_check):

@@ -136,7 +136,7 @@ MODULES = ("prior", "finite", "scan_order", "beta_process", "tempering", "variat
            # the birth rule and the recovery study of the streaming chapter
            "streaming.births", "streaming.recovery",
            # the samplers that keep the feature images (issue 30)
-           "uncollapsed", "slice_sampler", "noisy_or", "hyperposterior")
+           "uncollapsed", "slice_sampler", "noisy_or", "hyperposterior", "plotting.nonconjugate")
 
 
 def _public_callables():

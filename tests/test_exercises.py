@@ -20,6 +20,7 @@ from ibp_lab import gibbs
 from ibp_lab.exercises import (
     ExerciseResult,
     Measurement,
+    check_birth_step,
     check_class_probability,
     check_gibbs_sweep,
     check_recursive_step,
@@ -634,6 +635,74 @@ def test_check_ais_fails_a_constant_and_reports_errors():
 
 
 # --------------------------------------------------------------------------------------
+# check_birth_step: Metropolis-Hastings births and deaths (the non-conjugate chapter)
+# --------------------------------------------------------------------------------------
+
+
+def _birth_step(mistake=None):
+    """A plain student step; ``mistake`` plants one of the usual errors."""
+    def step(residual, own, rate, sigma_x, sigma_a, rng):
+        new = rng.normal(0.0, sigma_a, size=(rng.poisson(rate), residual.size))
+        sign = -1.0 if mistake == "change reversed" else 1.0
+        e_new = residual + sign * (own.sum(axis=0) - new.sum(axis=0))
+        log_r = (residual @ residual - e_new @ e_new) / (2 * sigma_x**2)
+        if mistake == "prior in the ratio":  # the images' prior counted although it cancels
+            log_r += ((own**2).sum() - (new**2).sum()) / (2 * sigma_a**2)
+        if mistake == "always accept":
+            log_r = 0.0
+        return new if np.log(rng.random()) < log_r else own
+    return step
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.slow  # about 8 s (make test only; see README)
+def test_check_birth_step_passes_a_plain_student_step():
+    result = check_birth_step(_birth_step())
+    assert result.passed, result.verdict
+    assert "agrees with exact enumeration" in result.verdict
+
+
+# Each mistake moves a K+ probability by 3 to 5 tolerances at the default seed (measured);
+# a run that misses one would be a false negative, not a false alarm.
+BIRTH_MISTAKES = [("always accept", "follows the prior"),
+                  ("prior in the ratio", "the prior of the new features and the proposal cancel"),
+                  ("change reversed", "the old singletons' images go back in")]
+
+
+@pytest.mark.parametrize("mistake, words", BIRTH_MISTAKES, ids=[m[0] for m in BIRTH_MISTAKES])
+@pytest.mark.slow  # 2 to 10 s each (make test only; see README)
+def test_check_birth_step_fails_each_mistake_in_words(mistake, words):
+    result = check_birth_step(_birth_step(mistake))
+    assert not result.passed
+    assert words in result.verdict, result.verdict
+
+
+def test_check_birth_step_reports_broken_basics():
+    def not_written(residual, own, rate, sigma_x, sigma_a, rng):
+        raise NotImplementedError
+
+    def in_place(residual, own, rate, sigma_x, sigma_a, rng):
+        residual += rng.normal()
+        return own
+
+    def no_rng(residual, own, rate, sigma_x, sigma_a, rng):
+        return own
+
+    def wrong_shape(residual, own, rate, sigma_x, sigma_a, rng):
+        rng.random()
+        return own.ravel()
+
+    assert "not written yet" in check_birth_step(not_written).verdict
+    assert "changed the arrays" in check_birth_step(in_place).verdict
+    assert "drew nothing from the rng" in check_birth_step(no_rng).verdict
+    assert "shape (k, D)" in check_birth_step(wrong_shape).verdict
+    with pytest.raises(TypeError, match="step"):
+        check_birth_step(1.0)
+    with pytest.raises(ValueError, match="n_sweeps"):
+        check_birth_step(no_rng, n_sweeps=10)
+
+
+# --------------------------------------------------------------------------------------
 # whatever the student's function does, the checker answers (third audit)
 # --------------------------------------------------------------------------------------
 
@@ -653,6 +722,7 @@ CHECKERS = [
     ("recursive step", check_recursive_step),
     ("gibbs sweep", check_gibbs_sweep),
     ("ais", check_ais),
+    ("birth step", check_birth_step),
 ]
 
 
@@ -665,7 +735,8 @@ def test_a_checker_answers_whatever_the_student_function_does(name, checker):
     assert not huge.passed
     # a number where a number is expected; a row or a matrix where one is expected
     expected = {"recursive step": "not an array of probabilities",
-                "gibbs sweep": "it returned an array of shape ()"}.get(
+                "gibbs sweep": "it returned an array of shape ()",
+                "birth step": "not an array of images"}.get(
         name, "too large for a float: work in log space")
     assert expected in huge.verdict, huge.verdict
     start = time.monotonic()

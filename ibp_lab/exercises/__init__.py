@@ -14,6 +14,8 @@ notebook shows the result as a short report; a teacher can grade with ``passed``
   against :func:`ibp_lab.recursive.marginals`.
 - :func:`check_split_merge_ratio`: the log acceptance ratio of a random split (chapter 7)
   on every split of every small class.
+- :func:`check_birth_step`: a Metropolis-Hastings update of a row's singletons in the
+  uncollapsed sampler (the non-conjugate chapter), inside a sweep, against enumeration.
 - :func:`check_ais`: an annealed importance sampler's estimate of the log evidence
   (chapter 8) against enumeration, over independent runs.
 
@@ -22,6 +24,7 @@ other exception is reported in the verdict with its message (an interrupt is not
 """
 
 from ibp_lab.exercises._ais import check_ais
+from ibp_lab.exercises._births import check_birth_step
 from ibp_lab.exercises._class_probability import check_class_probability
 from ibp_lab.exercises._gibbs import check_gibbs_sweep
 from ibp_lab.exercises._recursive import check_recursive_step
@@ -29,4 +32,4 @@ from ibp_lab.exercises._result import ExerciseResult, Measurement
 from ibp_lab.exercises._split_merge import check_split_merge_ratio
 
 __all__ = ["ExerciseResult", "Measurement", "check_gibbs_sweep", "check_class_probability",
-           "check_recursive_step", "check_split_merge_ratio", "check_ais"]
+           "check_recursive_step", "check_split_merge_ratio", "check_ais", "check_birth_step"]

@@ -25,6 +25,7 @@ re-exported here. One figure API and one axis convention throughout:
 - :mod:`ibp_lab.plotting.pymc`: the truncated IBP in PyMC.
 - :mod:`ibp_lab.plotting.variational`: evidence bounds, laws of K+ under q, ELBO traces.
 - :mod:`ibp_lab.plotting.streaming`: R-IBP streaming inference.
+- :mod:`ibp_lab.plotting.nonconjugate`: chains by sweep, predictive checks of binary images.
 """
 
 from ibp_lab.plotting._style import (
