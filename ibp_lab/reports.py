@@ -9,7 +9,9 @@ which only sample.
 - :func:`log_ratio_parts` ``(stats)``: the median of each term of the log
   acceptance ratio of a move's proposals, splits and merges apart;
 - :func:`summarize_run` ``(chains, *, warmup_fraction=0.5)``: R-hat, ESS, CPU time
-  and acceptances of the chains of one :func:`ibp_lab.chains.run_chains` call.
+  and acceptances of the chains of one :func:`ibp_lab.chains.run_chains` call;
+- :func:`ess_per_second_table` ``(runs, sweeps)``: effective samples per CPU second of
+  several samplers' chains, the non-conjugate chapter's table.
 
 Times are the process's CPU time (:func:`time.process_time`), not wall time:
 on a shared machine, other programs slow the wall clock but hardly the CPU
@@ -27,7 +29,7 @@ from ibp_lab._hyper import check_feature_matrix, check_hyperparameters
 from ibp_lab.gibbs import gibbs_sweep
 from ibp_lab.split_merge import random_split_merge, sequential_split_merge
 
-__all__ = ["seconds_per_step", "log_ratio_parts", "summarize_run"]
+__all__ = ["seconds_per_step", "log_ratio_parts", "summarize_run", "ess_per_second_table"]
 
 # seconds_per_step measures costs, it does not sample: a few thousand steps are plenty.
 _MAX_TIMING_ROUNDS = 1000
@@ -195,6 +197,125 @@ def summarize_run(chains, *, warmup_fraction: float = 0.5) -> dict:
         "ESS log joint": float(az.ess(values["log_joint"])),
         "log joint per chain": ", ".join(f"{v:.0f}" for v in values["log_joint"].mean(axis=1)),
     }
+
+
+#: What :func:`ess_per_second_table` reads of each chain.
+_CHAIN_KEYS = ("ess_log_joint", "ess_k_plus", "seconds", "mean_k_plus")
+
+
+def ess_per_second_table(runs, sweeps):
+    """Effective samples per CPU second of several samplers, chain by chain.
+
+    Parameters
+    ----------
+    runs : mapping
+        Sampler name -> ``{"chains": [...], "rhat_log_joint": r, "rhat_k_plus": r}``, each
+        chain a mapping with its bulk ESS of the log joint and of K+ (NaN when the value
+        never moved), its CPU ``seconds`` and ``mean_k_plus``. An optional entry
+        ``"collapsed"`` holds only ``{"seconds_per_sweep": t}``: the from-scratch sweep that
+        draws the same chain as ``"accelerated"`` (which must then be present), so its
+        ESS per sweep is that chain's and only its time differs.
+    sweeps : mapping
+        Sampler name -> sweeps per chain (the ESS counts the last nine tenths).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per sampler: sweeps per chain, CPU ms per sweep (median over chains), ESS
+        per CPU second of the log joint and of K+ (median over chains, and the range), the
+        chains whose K+ moved, R-hat of both (over all chains) and the chains' mean K+. The
+        collapsed row's sweeps per chain are None (it borrows the accelerated chains).
+
+    Examples
+    --------
+    >>> chain = dict(ess_log_joint=20.0, ess_k_plus=float("nan"), seconds=2.0, mean_k_plus=3.0)
+    >>> runs = {"accelerated": dict(chains=[chain, chain], rhat_log_joint=1.2, rhat_k_plus=1.5),
+    ...         "collapsed": dict(seconds_per_sweep=0.1)}
+    >>> table = ess_per_second_table(runs, {"accelerated": 100})
+    >>> table["ESS/s log joint"].tolist()
+    [10.0, 2.0]
+    """
+    import pandas as pd
+
+    runs, sweeps = _check_comparison(runs, sweeps)
+    rows = {}
+    for name, run in runs.items():
+        if name == "collapsed":
+            continue
+        chains = run["chains"]
+        seconds = np.array([c["seconds"] for c in chains], float)
+        per_lj = np.array([c["ess_log_joint"] for c in chains], float) / seconds
+        per_k = np.nan_to_num(np.array([c["ess_k_plus"] for c in chains], float)) / seconds
+        rows[name] = _comparison_row(sweeps[name], 1e3 * seconds / sweeps[name], per_lj, per_k,
+                                     chains, run)
+    if "collapsed" in runs:
+        fast = runs["accelerated"]
+        ms_fast = 1e3 * np.array([c["seconds"] for c in fast["chains"]], float) / sweeps["accelerated"]
+        ms_slow = 1e3 * runs["collapsed"]["seconds_per_sweep"]
+        scale = ms_fast / ms_slow  # same ESS per sweep, slower sweeps
+        rows["collapsed"] = _comparison_row(
+            None, np.full(len(fast["chains"]), ms_slow),
+            rows["accelerated"].pop("_lj") * scale, rows["accelerated"].pop("_k") * scale,
+            fast["chains"], fast)
+    for row in rows.values():
+        row.pop("_lj", None), row.pop("_k", None)
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def _comparison_row(n_sweeps, ms, per_lj, per_k, chains, run) -> dict:
+    moved = sum(bool(np.isfinite(c["ess_k_plus"])) for c in chains)
+    means = [c["mean_k_plus"] for c in chains]
+    return {"sweeps per chain": None if n_sweeps is None else int(n_sweeps),
+            "ms per sweep": float(np.median(ms)),
+            "ESS/s log joint": float(np.median(per_lj)),
+            "range, log joint": f"{per_lj.min():.2g}-{per_lj.max():.2g}",
+            "ESS/s K+": float(np.median(per_k)),
+            "range, K+": f"{per_k.min():.2g}-{per_k.max():.2g}",
+            "chains with K+ moving": f"{moved} of {len(chains)}",
+            "R-hat log joint": float(run["rhat_log_joint"]),
+            "R-hat K+": float(run["rhat_k_plus"]),
+            "mean K+ by chain": f"{min(means):.1f}-{max(means):.1f}",
+            "_lj": per_lj.copy(), "_k": per_k.copy()}
+
+
+def _check_comparison(runs, sweeps) -> tuple[dict, dict]:
+    from collections.abc import Mapping
+
+    for name, value in (("runs", runs), ("sweeps", sweeps)):
+        if not isinstance(value, Mapping) or not value:
+            raise TypeError(f"{name} must be a non-empty dict keyed by sampler name, got "
+                            f"{type(value).__name__}")
+    runs = dict(runs)
+    if "collapsed" in runs:
+        if "accelerated" not in runs:
+            raise ValueError("runs has 'collapsed' but no 'accelerated': the collapsed row "
+                             "borrows the accelerated chains' ESS per sweep")
+        collapsed = runs["collapsed"]
+        if not isinstance(collapsed, Mapping) or "seconds_per_sweep" not in collapsed:
+            raise ValueError("runs['collapsed'] must be a dict with 'seconds_per_sweep'")
+        check_positive("runs['collapsed']['seconds_per_sweep']", collapsed["seconds_per_sweep"])
+    for name, run in runs.items():
+        if name == "collapsed":
+            continue
+        if not isinstance(run, Mapping) or not {"chains", "rhat_log_joint", "rhat_k_plus"} <= set(run):
+            raise ValueError(f"runs[{name!r}] must be a dict with 'chains', 'rhat_log_joint' "
+                             "and 'rhat_k_plus'")
+        if not isinstance(run["chains"], (list, tuple)) or not run["chains"]:
+            raise ValueError(f"runs[{name!r}]['chains'] must be a non-empty list")
+        for c, chain in enumerate(run["chains"]):
+            if not isinstance(chain, Mapping) or not set(_CHAIN_KEYS) <= set(chain):
+                raise ValueError(f"runs[{name!r}]['chains'][{c}] must be a dict with "
+                                 f"{', '.join(_CHAIN_KEYS)}")
+            check_positive(f"runs[{name!r}]['chains'][{c}]['seconds']", chain["seconds"])
+            for key in ("ess_log_joint", "ess_k_plus"):  # NaN: the value never moved
+                if not (isinstance(chain[key], (int, float)) and not isinstance(chain[key], bool)
+                        and (np.isnan(chain[key]) or 0 < chain[key] < np.inf)):
+                    raise ValueError(f"runs[{name!r}]['chains'][{c}][{key!r}] must be a "
+                                     f"positive number or NaN, got {chain[key]!r}")
+        if name not in sweeps:
+            raise ValueError(f"sweeps has no entry for {name!r}")
+        check_count(f"sweeps[{name!r}]", sweeps[name], minimum=1)
+    return runs, dict(sweeps)
 
 
 def _check_chain_list(name: str, chains) -> list:

@@ -758,8 +758,29 @@ def specs_models():
              dict(stats=_dict_junk)),
         Spec("reports.summarize_run", reports.summarize_run, dict(chains=run, warmup_fraction=0.5),
              dict(chains=_chains_junk, warmup_fraction="probability")),
+        _comparison_spec(reports),
     ]
     return specs
+
+
+def _comparison_spec(reports):
+    """reports.ess_per_second_table: a record's runs, as the non-conjugate chapter reads them."""
+    chain = dict(ess_log_joint=20.0, ess_k_plus=float("nan"), seconds=2.0, mean_k_plus=3.0)
+    run = dict(chains=[chain, chain], rhat_log_joint=1.2, rhat_k_plus=1.5)
+    runs = {"accelerated": run, "slice": run, "collapsed": dict(seconds_per_sweep=0.1)}
+    bad_chain = lambda **kw: {"accelerated": dict(run, chains=[dict(chain, **kw)])}  # noqa: E731
+    return Spec("reports.ess_per_second_table", reports.ess_per_second_table,
+                dict(runs=runs, sweeps={"accelerated": 100, "slice": 50}),
+                dict(runs=_dict_junk, sweeps=_dict_junk),
+                lambda table: None if table.shape[0] == 3 else f"{table.shape[0]} rows",
+                extremes=[("no accelerated", dict(runs={"collapsed": runs["collapsed"]}), R),
+                          ("zero seconds", dict(runs=bad_chain(seconds=0.0)), R),
+                          ("negative ESS", dict(runs=bad_chain(ess_log_joint=-1.0)), R),
+                          ("str ESS", dict(runs=bad_chain(ess_k_plus="x")), R),
+                          ("no chains", dict(runs={"slice": dict(run, chains=[])}), R),
+                          ("sweeps missing", dict(sweeps={"accelerated": 100}), R),
+                          ("sweeps 0", dict(sweeps={"accelerated": 0, "slice": 50}), R),
+                          ("sweeps 1e300", dict(sweeps={"accelerated": 1e300, "slice": 50}), R)])
 
 
 # ---------------------------------------------------------------------------------------

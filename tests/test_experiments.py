@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = {name: ROOT / "ibp_lab" / "data" / "experiments" / f"{name}.json"
            for name in ("smc_digits", "tempering_digits", "modes_digits", "tempering_trap",
-                         "nonconjugate_digits")}
+                         "nonconjugate_digits", "noisy_or_digits")}
 #: Keys that depend on the machine's speed, not on the sampler.
 TIMING = {"cpu_seconds", "seconds", "pilot_seconds_per_sweep", "plain_seconds_per_sweep",
           "seconds_per_sweep"}
@@ -97,4 +97,11 @@ def test_the_trap_record_is_reproduced_by_its_reduced_runs():
 def test_the_nonconjugate_record_is_reproduced_by_its_reduced_runs():
     module = _script("nonconjugate_digits")
     record = json.loads(RECORDS["nonconjugate_digits"].read_text())
+    _assert_same(record["quick"], module.runs(module.QUICK, tag=1))
+
+
+@pytest.mark.slow  # about 2 s
+def test_the_noisy_or_record_is_reproduced_by_its_reduced_runs():
+    module = _script("noisy_or_digits")
+    record = json.loads(RECORDS["noisy_or_digits"].read_text())
     _assert_same(record["quick"], module.runs(module.QUICK, tag=1))
