@@ -103,6 +103,8 @@ def binary_check_figure(observed_counts, replicated_counts, observed_pixels,
     left.fill_between(on, low, high, step="mid", color=PALETTE["sky"], alpha=0.5,
                       label=f"replicated, central {band:.0%}")
     left.step(on, observed_counts, where="mid", color=PALETTE["black"], label="observed")
+    seen = np.flatnonzero((observed_counts > 0) | (high > 0))
+    left.set_xlim(max(seen[0] - 2, 0), min(seen[-1] + 2, on[-1]))
     left.set_xlabel("pixels on in an image")
     left.set_ylabel("share of images")
     left.legend(frameon=False)
@@ -110,9 +112,10 @@ def binary_check_figure(observed_counts, replicated_counts, observed_pixels,
     middle = np.median(replicated_pixels, axis=0)
     outside = (observed_pixels < low) | (observed_pixels > high)
     right.errorbar(observed_pixels, middle, yerr=[middle - low, high - middle], fmt="o", ms=3,
-                   color=PALETTE["blue"], ecolor=PALETTE["sky"], label="inside the band")
+                   color=PALETTE["blue"], ecolor=PALETTE["sky"],
+                   label=f"replicated: median, central {band:.0%}")
     right.plot(observed_pixels[outside], middle[outside], "o", ms=4, color=PALETTE["vermillion"],
-               label="outside the band")
+               label="observed outside its interval")
     right.plot([0, 1], [0, 1], color=PALETTE["grey"], lw=0.8)
     right.set_xlabel("share of images with the pixel on, observed")
     right.set_ylabel("replicated")
