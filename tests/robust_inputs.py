@@ -1991,7 +1991,7 @@ def specs_plotting_submodules():
         Spec("plotting.recursive.memory_figure", recursive.memory_figure,
              dict(n_values=[10, 100], state_bytes=[100, 200], history_bytes=[140, 1800]),
              dict(n_values=sizes_junk, state_bytes=bytes_junk, history_bytes=bytes_junk), draw),
-    ] + _beta_process_specs(draw)
+    ] + _beta_process_specs(draw) + _nonconjugate_figure_specs()
 
 
 def _beta_process_specs(draw):
@@ -2580,7 +2580,7 @@ def specs_nonconjugate():
              run_check, extremes=run_extremes, time_limit=20),
         Spec("slice_sampler.run_slice", slice_sampler.run_slice, run_base, run_kinds, run_check,
              extremes=run_extremes, time_limit=20),
-    ] + _noisy_or_specs(Z, state_check, run_check) + _nonconjugate_figure_specs()
+    ] + _noisy_or_specs(Z, state_check, run_check)
 
 
 def _nonconjugate_figure_specs():
