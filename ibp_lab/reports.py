@@ -199,83 +199,116 @@ def summarize_run(chains, *, warmup_fraction: float = 0.5) -> dict:
     }
 
 
-#: What :func:`ess_per_second_table` reads of each chain.
+#: What :func:`ess_per_second_table` reads of each chain and of each sampler's run.
 _CHAIN_KEYS = ("ess_log_joint", "ess_k_plus", "seconds", "mean_k_plus")
+_RUN_KEYS = ("chains", "rhat_log_joint", "rhat_k_plus", "pooled_ess_log_joint",
+             "pooled_ess_k_plus")
 
 
 def ess_per_second_table(runs, sweeps):
-    """Effective samples per CPU second of several samplers, chain by chain.
+    """Effective samples per CPU second of several samplers: chain by chain, and of all
+    chains together.
 
     Parameters
     ----------
     runs : mapping
-        Sampler name -> ``{"chains": [...], "rhat_log_joint": r, "rhat_k_plus": r}``, each
-        chain a mapping with its bulk ESS of the log joint and of K+ (NaN when the value
-        never moved), its CPU ``seconds`` and ``mean_k_plus``. An optional entry
-        ``"collapsed"`` holds only ``{"seconds_per_sweep": t}``: the from-scratch sweep that
-        draws the same chain as ``"accelerated"`` (which must then be present), so its
-        ESS per sweep is that chain's and only its time differs.
+        Sampler name -> ``{"chains": [...], "rhat_log_joint", "rhat_k_plus",
+        "pooled_ess_log_joint", "pooled_ess_k_plus"}``: each chain a mapping with its bulk
+        ESS of the log joint and of K+ (NaN, or None as JSON writes it, when the value never
+        moved), its CPU ``seconds`` and ``mean_k_plus``; the pooled values are the
+        multi-chain bulk ESS (NaN or None when nothing moved), which R-hat's between-chain
+        variance lowers, and an R-hat that is not a number may be None too. An optional
+        entry ``"collapsed"`` holds only ``{"seconds_per_sweep": t}``: the from-scratch
+        sweep that draws the same chains as ``"accelerated"`` (which must then be present),
+        so its ESS per sweep and R-hat are those chains' and only its time differs.
     sweeps : mapping
         Sampler name -> sweeps per chain (the ESS counts the last nine tenths).
 
     Returns
     -------
     pandas.DataFrame
-        One row per sampler: sweeps per chain, CPU ms per sweep (median over chains), ESS
-        per CPU second of the log joint and of K+ (median over chains, and the range), the
-        chains whose K+ moved, R-hat of both (over all chains) and the chains' mean K+. The
-        collapsed row's sweeps per chain are None (it borrows the accelerated chains).
+        One row per sampler: how it was measured (``"run"``, or ``"derived"`` for the
+        collapsed row), sweeps per chain, the realised CPU seconds per chain (range), CPU ms
+        per sweep (median), the median over chains of the ESS of the log joint per 1,000
+        sweeps, the ESS per CPU second of the log joint and of K+ (median over chains, and
+        range), the multi-chain ESS per CPU second of both (all chains' ESS over all their
+        seconds), the chains whose K+ moved, R-hat of both and the chains' mean K+.
 
     Examples
     --------
     >>> chain = dict(ess_log_joint=20.0, ess_k_plus=float("nan"), seconds=2.0, mean_k_plus=3.0)
-    >>> runs = {"accelerated": dict(chains=[chain, chain], rhat_log_joint=1.2, rhat_k_plus=1.5),
-    ...         "collapsed": dict(seconds_per_sweep=0.1)}
-    >>> table = ess_per_second_table(runs, {"accelerated": 100})
-    >>> table["ESS/s log joint"].tolist()
-    [10.0, 2.0]
+    >>> run = dict(chains=[chain, chain], rhat_log_joint=1.2, rhat_k_plus=1.5,
+    ...            pooled_ess_log_joint=8.0, pooled_ess_k_plus=float("nan"))
+    >>> table = ess_per_second_table({"accelerated": run,
+    ...                               "collapsed": dict(seconds_per_sweep=0.1)},
+    ...                              {"accelerated": 100})
+    >>> table["ESS/s log joint"].tolist(), table["multi-chain ESS/s log joint"].tolist()
+    ([10.0, 2.0], [2.0, 0.4])
     """
     import pandas as pd
 
     runs, sweeps = _check_comparison(runs, sweeps)
-    rows = {}
-    for name, run in runs.items():
-        if name == "collapsed":
-            continue
-        chains = run["chains"]
-        seconds = np.array([c["seconds"] for c in chains], float)
-        per_lj = np.array([c["ess_log_joint"] for c in chains], float) / seconds
-        per_k = np.nan_to_num(np.array([c["ess_k_plus"] for c in chains], float)) / seconds
-        rows[name] = _comparison_row(sweeps[name], 1e3 * seconds / sweeps[name], per_lj, per_k,
-                                     chains, run)
+    runs = {name: _with_nan(run) for name, run in runs.items()}
+    rows = {name: _comparison_row(run, sweeps[name], 1.0) for name, run in runs.items()
+            if name != "collapsed"}
     if "collapsed" in runs:
         fast = runs["accelerated"]
-        ms_fast = 1e3 * np.array([c["seconds"] for c in fast["chains"]], float) / sweeps["accelerated"]
         ms_slow = 1e3 * runs["collapsed"]["seconds_per_sweep"]
-        scale = ms_fast / ms_slow  # same ESS per sweep, slower sweeps
-        rows["collapsed"] = _comparison_row(
-            None, np.full(len(fast["chains"]), ms_slow),
-            rows["accelerated"].pop("_lj") * scale, rows["accelerated"].pop("_k") * scale,
-            fast["chains"], fast)
-    for row in rows.values():
-        row.pop("_lj", None), row.pop("_k", None)
+        # the same chains, each sweep ms_slow / ms_fast times slower
+        slow = np.array([ms_slow * sweeps["accelerated"] / 1e3 / c["seconds"]
+                         for c in fast["chains"]])
+        rows["collapsed"] = _comparison_row(fast, sweeps["accelerated"], slow)
+        rows["collapsed"]["measured"] = "derived"
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def _comparison_row(n_sweeps, ms, per_lj, per_k, chains, run) -> dict:
+def _with_nan(run: dict) -> dict:
+    """A record's run with its missing values (JSON null: nothing moved) as NaN."""
+    def number(value):
+        return float("nan") if value is None else value
+
+    if "chains" not in run:
+        return run
+    out = {key: number(value) for key, value in run.items() if key != "chains"}
+    out["chains"] = [{key: number(value) for key, value in chain.items()}
+                     for chain in run["chains"]]
+    return out
+
+
+def _comparison_row(run, n_sweeps: int, slower) -> dict:
+    """One sampler's row; ``slower`` (one per chain) stretches the chains' CPU seconds."""
+    chains = run["chains"]
+    seconds = np.array([c["seconds"] for c in chains], float) * slower
+    ess_lj = np.array([c["ess_log_joint"] for c in chains], float)
+    per_lj = ess_lj / seconds
+    per_k = np.nan_to_num(np.array([c["ess_k_plus"] for c in chains], float)) / seconds
     moved = sum(bool(np.isfinite(c["ess_k_plus"])) for c in chains)
     means = [c["mean_k_plus"] for c in chains]
-    return {"sweeps per chain": None if n_sweeps is None else int(n_sweeps),
-            "ms per sweep": float(np.median(ms)),
+    return {"measured": "run", "sweeps per chain": int(n_sweeps),
+            "CPU s per chain": f"{seconds.min():.3g}-{seconds.max():.3g}",
+            "ms per sweep": float(np.median(1e3 * seconds / n_sweeps)),
+            "ESS per 1000 sweeps, log joint": float(np.median(ess_lj) / (0.9 * n_sweeps) * 1e3),
             "ESS/s log joint": float(np.median(per_lj)),
             "range, log joint": f"{per_lj.min():.2g}-{per_lj.max():.2g}",
             "ESS/s K+": float(np.median(per_k)),
             "range, K+": f"{per_k.min():.2g}-{per_k.max():.2g}",
+            "multi-chain ESS/s log joint": float(np.nan_to_num(run["pooled_ess_log_joint"])
+                                                 / seconds.sum()),
+            "multi-chain ESS/s K+": float(np.nan_to_num(run["pooled_ess_k_plus"])
+                                          / seconds.sum()),
             "chains with K+ moving": f"{moved} of {len(chains)}",
             "R-hat log joint": float(run["rhat_log_joint"]),
             "R-hat K+": float(run["rhat_k_plus"]),
-            "mean K+ by chain": f"{min(means):.1f}-{max(means):.1f}",
-            "_lj": per_lj.copy(), "_k": per_k.copy()}
+            "mean K+ by chain": f"{min(means):.1f}-{max(means):.1f}"}
+
+
+def _check_ess(where: str, value) -> None:
+    """A positive finite ESS, or NaN or None (the value never moved)."""
+    if value is None:
+        return
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and (np.isnan(value) or 0 < value < np.inf)):
+        raise ValueError(f"{where} must be a positive number or NaN, got {value!r}")
 
 
 def _check_comparison(runs, sweeps) -> tuple[dict, dict]:
@@ -297,21 +330,20 @@ def _check_comparison(runs, sweeps) -> tuple[dict, dict]:
     for name, run in runs.items():
         if name == "collapsed":
             continue
-        if not isinstance(run, Mapping) or not {"chains", "rhat_log_joint", "rhat_k_plus"} <= set(run):
-            raise ValueError(f"runs[{name!r}] must be a dict with 'chains', 'rhat_log_joint' "
-                             "and 'rhat_k_plus'")
+        if not isinstance(run, Mapping) or not set(_RUN_KEYS) <= set(run):
+            raise ValueError(f"runs[{name!r}] must be a dict with {', '.join(_RUN_KEYS)}")
         if not isinstance(run["chains"], (list, tuple)) or not run["chains"]:
             raise ValueError(f"runs[{name!r}]['chains'] must be a non-empty list")
+        for key in ("pooled_ess_log_joint", "pooled_ess_k_plus", "rhat_log_joint",
+                    "rhat_k_plus"):  # R-hat, like an ESS, is positive, or missing
+            _check_ess(f"runs[{name!r}][{key!r}]", run[key])
         for c, chain in enumerate(run["chains"]):
             if not isinstance(chain, Mapping) or not set(_CHAIN_KEYS) <= set(chain):
                 raise ValueError(f"runs[{name!r}]['chains'][{c}] must be a dict with "
                                  f"{', '.join(_CHAIN_KEYS)}")
             check_positive(f"runs[{name!r}]['chains'][{c}]['seconds']", chain["seconds"])
-            for key in ("ess_log_joint", "ess_k_plus"):  # NaN: the value never moved
-                if not (isinstance(chain[key], (int, float)) and not isinstance(chain[key], bool)
-                        and (np.isnan(chain[key]) or 0 < chain[key] < np.inf)):
-                    raise ValueError(f"runs[{name!r}]['chains'][{c}][{key!r}] must be a "
-                                     f"positive number or NaN, got {chain[key]!r}")
+            for key in ("ess_log_joint", "ess_k_plus"):
+                _check_ess(f"runs[{name!r}]['chains'][{c}][{key!r}]", chain[key])
         if name not in sweeps:
             raise ValueError(f"sweeps has no entry for {name!r}")
         check_count(f"sweeps[{name!r}]", sweeps[name], minimum=1)

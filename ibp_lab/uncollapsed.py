@@ -308,7 +308,9 @@ def run_kernel(sweep: Callable, X, n_sweeps: int, rng, hyper, Z0, burn: int, thi
     samples, draws = [], []
     for t in range(n_sweeps):
         Z, A, count = sweep(X, Z, A, hyper, rng)
-        seconds = time.process_time() - start  # the trace's bookkeeping is not the sampler's cost
+        # CPU seconds since the start, the trace's bookkeeping of earlier sweeps included
+        # (as in chains.run_chain, so that the samplers' times compare)
+        seconds = time.process_time() - start
         log_lik, log_joint = measure(Z, A)
         for name, value in (("k_plus", Z.shape[1]), ("log_likelihood", log_lik),
                             ("log_joint", log_joint), ("seconds", seconds), (stat_name, count)):

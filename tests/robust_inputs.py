@@ -766,7 +766,8 @@ def specs_models():
 def _comparison_spec(reports):
     """reports.ess_per_second_table: a record's runs, as the non-conjugate chapter reads them."""
     chain = dict(ess_log_joint=20.0, ess_k_plus=float("nan"), seconds=2.0, mean_k_plus=3.0)
-    run = dict(chains=[chain, chain], rhat_log_joint=1.2, rhat_k_plus=1.5)
+    run = dict(chains=[chain, chain], rhat_log_joint=1.2, rhat_k_plus=1.5,
+               pooled_ess_log_joint=8.0, pooled_ess_k_plus=float("nan"))
     runs = {"accelerated": run, "slice": run, "collapsed": dict(seconds_per_sweep=0.1)}
     bad_chain = lambda **kw: {"accelerated": dict(run, chains=[dict(chain, **kw)])}  # noqa: E731
     return Spec("reports.ess_per_second_table", reports.ess_per_second_table,
@@ -777,6 +778,8 @@ def _comparison_spec(reports):
                           ("zero seconds", dict(runs=bad_chain(seconds=0.0)), R),
                           ("negative ESS", dict(runs=bad_chain(ess_log_joint=-1.0)), R),
                           ("str ESS", dict(runs=bad_chain(ess_k_plus="x")), R),
+                          ("pooled ESS inf", dict(runs={"slice": dict(run, pooled_ess_k_plus=np.inf)}),
+                           R),
                           ("no chains", dict(runs={"slice": dict(run, chains=[])}), R),
                           ("sweeps missing", dict(sweeps={"accelerated": 100}), R),
                           ("sweeps 0", dict(sweeps={"accelerated": 0, "slice": 50}), R),
