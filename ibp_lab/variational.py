@@ -73,6 +73,20 @@ _ROW_PASSES = 50
 _ROUNDING = 1e-9
 
 @dataclass
+class _Base:
+    """Factors ``q0(A_k) = Normal(mean_k, variance_k I)`` and ``q0(v_k) = Beta(tau_k)``.
+
+    Streaming variational Bayes (Broderick et al. 2013) puts the posterior after the
+    rows seen so far where batch inference puts the prior; every block update below
+    reads its starting factor from here, so one set of updates serves both.
+    """
+
+    mean: np.ndarray  # (K, D)
+    variance: np.ndarray  # (K,)
+    tau: np.ndarray  # (K, 2)
+
+
+@dataclass
 class _Problem:
     X: np.ndarray
     alpha: float
@@ -80,6 +94,9 @@ class _Problem:
     sa2: float
     n_features: int
     family: str
+    #: The factors each block update starts from: None for the prior (batch inference);
+    #: the last posterior in streaming inference (:mod:`ibp_lab.streaming_variational`).
+    base: _Base | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -157,10 +174,15 @@ def _stick_log_pi(tau: np.ndarray, problem: _Problem, y=None):
     return e_log_pi, bound
 
 
+def _start_tau(problem: _Problem) -> np.ndarray:
+    """The Beta parameters the update adds the rows' counts to: prior or ``q0``."""
+    return _prior_tau(problem) if problem.base is None else problem.base.tau
+
+
 def _finite_tau(state: _State, problem: _Problem) -> np.ndarray:
     on = state.nu.sum(axis=0)
     off = problem.shape[0] - on
-    return np.column_stack([problem.alpha / problem.n_features + on, 1.0 + off])
+    return _start_tau(problem) + np.column_stack([on, off])
 
 
 def _stick_tau(state: _State, problem: _Problem) -> np.ndarray:
@@ -173,9 +195,9 @@ def _stick_tau(state: _State, problem: _Problem) -> np.ndarray:
     # sum_{m > k} off_m sum_{i = k+1}^{m} y_mi: y's columns summed from k + 1 up
     y_after = np.cumsum(y[:, ::-1], axis=1)[:, ::-1]  # y_after[m, k] = sum_{i >= k} y_mi
     shifted = np.concatenate([y_after[:, 1:], np.zeros((y.shape[0], 1))], axis=1)
-    tau1 = problem.alpha + tail(on) + (off[:, None] * np.tril(shifted)).sum(axis=0)
-    tau2 = 1.0 + (off[:, None] * y).sum(axis=0)
-    return np.column_stack([tau1, tau2])
+    tau1 = tail(on) + (off[:, None] * np.tril(shifted)).sum(axis=0)
+    tau2 = (off[:, None] * y).sum(axis=0)
+    return _start_tau(problem) + np.column_stack([tau1, tau2])
 
 
 #: family -> (E[log pi_k] and E[log(1 - pi_k)] or its bound; the Beta block update)
@@ -183,6 +205,13 @@ _FAMILY = {
     "finite": (_finite_log_pi, _finite_tau),
     "stick_breaking": (_stick_log_pi, _stick_tau),
 }
+
+
+def _sample_probabilities(tau: np.ndarray, family: str, n_draws: int,
+                          rng: np.random.Generator) -> np.ndarray:
+    """``(n_draws, K)`` draws of ``(pi_1, ..., pi_K)`` from ``q(v)`` or ``q(pi)``."""
+    v = rng.beta(tau[:, 0], tau[:, 1], size=(n_draws, tau.shape[0]))
+    return np.cumprod(v, axis=1) if family == "stick_breaking" else v
 
 
 def _prior_log_odds(tau: np.ndarray, problem: _Problem) -> np.ndarray:
@@ -199,8 +228,14 @@ def _update_feature(k: int, state: _State, problem: _Problem) -> None:
     """``q(A_k)``: precision ``1/sigma_a^2 + sum_n nu_nk / sigma_x^2`` in every pixel."""
     nu_k = state.nu[:, k]
     others = state.resid + np.outer(nu_k, state.phi[k])  # x_n - sum_{l != k} nu_nl phi_l
-    state.Phi[k] = 1.0 / (1.0 / problem.sa2 + nu_k.sum() / problem.sx2)
-    state.phi[k] = state.Phi[k] / problem.sx2 * (nu_k @ others)
+    base = problem.base
+    if base is None:
+        state.Phi[k] = 1.0 / (1.0 / problem.sa2 + nu_k.sum() / problem.sx2)
+        state.phi[k] = state.Phi[k] / problem.sx2 * (nu_k @ others)
+    else:  # the same update, from q0(A_k) instead of the prior
+        state.Phi[k] = 1.0 / (1.0 / base.variance[k] + nu_k.sum() / problem.sx2)
+        state.phi[k] = state.Phi[k] * (base.mean[k] / base.variance[k]
+                                       + (nu_k @ others) / problem.sx2)
     state.resid = others - np.outer(nu_k, state.phi[k])
 
 
@@ -252,8 +287,12 @@ def _expected_loglik(state: _State, problem: _Problem) -> float:
 
 
 def _feature_terms(state: _State, problem: _Problem) -> float:
-    """``E_q log p(A) + H[q(A)]``."""
+    """``E_q log p(A) + H[q(A)]``, or ``-KL(q(A) || q0(A))`` from a streaming base."""
     D = problem.shape[1]
+    if problem.base is not None:
+        ratio = state.Phi / problem.base.variance
+        shift = ((state.phi - problem.base.mean) ** 2).sum(axis=1) / problem.base.variance
+        return float(-0.5 * (D * (ratio - 1.0 - np.log(ratio)) + shift).sum())
     sq_phi = (state.phi**2).sum(axis=1)
     log_prior = -0.5 * D * (_LOG_2PI + np.log(problem.sa2)) - 0.5 * (
         D * state.Phi + sq_phi) / problem.sa2
@@ -264,25 +303,25 @@ def _feature_terms(state: _State, problem: _Problem) -> float:
 def _stick_prior_terms(state: _State, problem: _Problem, y=None) -> float:
     """``E_q log p(pi) + E_q log p(Z | pi) + H[q(pi)] + H[q(Z)]``."""
     e_on, e_off = _FAMILY[problem.family][0](state.tau, problem, y)
-    a = problem.alpha / problem.n_features if problem.family == "finite" else problem.alpha
     z_terms = state.nu @ e_on + (1 - state.nu) @ e_off
-    return float(-_beta_kl_from_prior(state.tau, a).sum() + z_terms.sum()
+    return float(-_beta_kl(state.tau, _start_tau(problem)).sum() + z_terms.sum()
                  + _bernoulli_entropy(state.nu))
 
 
-def _beta_kl_from_prior(tau: np.ndarray, a: float) -> np.ndarray:
-    """``KL(Beta(tau_k) || Beta(a, 1))`` per row: ``-(E_q log p(v_k) + H[q(v_k)])``.
+def _beta_kl(tau: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """``KL(Beta(tau_k) || Beta(start_k))`` per row: ``-(E_q log p(v_k) + H[q(v_k)])``.
 
     Written as a KL rather than as the prior's expectation plus the entropy: with a tiny
-    ``a`` (``alpha / K`` below about 1e-15) each of those two holds a term near
+    ``a = start_k0`` (``alpha / K`` below about 1e-15) each of those two holds a term near
     ``(1 - a) / tau_k0``, of order 1/a, that the other cancels, and the sum lost whole
     nats to rounding (the fit's ELBO then fell between iterations). Here the same
     quantity is ``(tau_k0 - a) psi(tau_k0)`` and the like, which stay of order one.
     """
     a1, b1 = tau[:, 0], tau[:, 1]
+    a0, b0 = start[:, 0], start[:, 1]
     total = digamma(a1 + b1)
-    return (betaln(a, 1.0) - betaln(a1, b1) + (a1 - a) * (digamma(a1) - total)
-            + (b1 - 1.0) * (digamma(b1) - total))
+    return (betaln(a0, b0) - betaln(a1, b1) + (a1 - a0) * (digamma(a1) - total)
+            + (b1 - b0) * (digamma(b1) - total))
 
 
 def _elbo(state: _State, problem: _Problem, y=None) -> float:
@@ -621,9 +660,7 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
         n_draws = check_count("n_draws", n_draws, minimum=1)
         rng = check_rng(rng)
         check_size("the draws", float(n_draws) * self._fitted.n_features, names="n_draws")
-        tau = self._state.tau
-        v = rng.beta(tau[:, 0], tau[:, 1], size=(n_draws, tau.shape[0]))
-        return np.cumprod(v, axis=1) if self._fitted.family == "stick_breaking" else v
+        return _sample_probabilities(self._state.tau, self._fitted.family, n_draws, rng)
 
     def predictive_draws(self, n_draws: int, rng: np.random.Generator):
         """The arguments of :func:`ibp_lab.heldout.finite_feature_heldout` for ``q``.

@@ -2586,6 +2586,47 @@ def specs_nonconjugate():
     ] + _noisy_or_specs(Z, state_check, run_check)
 
 
+def specs_streaming_vi():
+    """Streaming variational inference (issue 29's baseline)."""
+    from ibp_lab import streaming_variational as svi
+
+    X = data()
+    base = dict(X=X, alpha=1.0, sigma_x=0.5, sigma_a=1.0, family="stick_breaking",
+                n_features=3, batch_size=2, max_iter=5, tol=1e-6, rng=fresh_rng())
+    kinds = dict(X="matrix", alpha=P, sigma_x=P, sigma_a=P,
+                 family=_choice(["stick_breaking", "finite"]), n_features=C, batch_size=C,
+                 max_iter=C, tol="nonneg", rng=G)
+
+    def fitted_check(res):
+        return first_problem(scan_result_of(res.features),
+                             in_unit_interval(res.feature_probabilities),
+                             None if np.all(np.isfinite(res.step_bounds)) else "bounds not finite")
+
+    res = svi.stream_variational(**dict(base, rng=fresh_rng()))
+    finite = svi.stream_variational(**dict(base, family="finite", rng=fresh_rng()))
+    number = lambda v: None if np.isfinite(v) else f"not finite: {v}"  # noqa: E731
+    return [
+        Spec("streaming_variational.stream_variational", svi.stream_variational, base, kinds,
+             fitted_check,
+             extremes=[("alpha 1e-100", dict(alpha=1e-100), E), ("alpha 1e6", dict(alpha=1e6), E),
+                       ("sigma_x 1e-9", dict(sigma_x=1e-9), E),
+                       ("data 1e150", dict(X=X * 1e150), E),
+                       ("one batch", dict(batch_size=10**6), A),
+                       ("finite alpha 1e-100", dict(family="finite", alpha=1e-100), E)]),
+        Spec("streaming_variational.StreamResult.elbo", lambda: res.elbo(), {}, {}, number),
+        Spec("streaming_variational.StreamResult.ibp_elbo", lambda: res.ibp_elbo(), {}, {},
+             number, junk=[("finite family", lambda: finite.ibp_elbo(), ("family",), R)]),
+        Spec("streaming_variational.StreamResult.predictive_draws",
+             lambda n_draws, rng: res.predictive_draws(n_draws, rng),
+             dict(n_draws=4, rng=fresh_rng()), dict(n_draws=C, rng=G),
+             lambda out: first_problem(in_unit_interval(out[0]),
+                                       is_nonnegative(out[2], "variances"))),
+        Spec("streaming_variational.StreamResult.transform", lambda X_new: res.transform(X_new),
+             dict(X_new=X[:2]), dict(X_new="matrix"), in_unit_interval,
+             extremes=[("one column short", dict(X_new=X[:2, :-1]), R)]),
+    ]
+
+
 def _nonconjugate_figure_specs():
     import matplotlib
 
@@ -2670,6 +2711,7 @@ GROUPS = {
     "plotting_submodules": specs_plotting_submodules, "exercises": specs_exercises,
     "late": specs_late, "births": specs_births, "smc": specs_smc,
     "hyperposterior": specs_hyperposterior, "nonconjugate": specs_nonconjugate,
+    "streaming_vi": specs_streaming_vi,
 }
 
 

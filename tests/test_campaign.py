@@ -136,7 +136,9 @@ MODULES = ("prior", "finite", "scan_order", "beta_process", "tempering", "variat
            # the birth rule and the recovery study of the streaming chapter
            "streaming.births", "streaming.recovery",
            # the samplers that keep the feature images (issue 30)
-           "uncollapsed", "slice_sampler", "noisy_or", "hyperposterior", "plotting.nonconjugate")
+           "uncollapsed", "slice_sampler", "noisy_or", "hyperposterior", "plotting.nonconjugate",
+           # streaming variational inference, the R-IBP paper's baseline (issue 29)
+           "streaming_variational")
 
 
 def _public_callables():

@@ -1,0 +1,196 @@
+"""Streaming variational inference: its bound, its block updates and its bookkeeping.
+
+Exact answers: the evidence by enumeration on tiny data (every ELBO bounds it); each block
+update's optimality (no perturbation of its block raises the step's bound); the
+conjugate sums of the finite family (``tau`` and the features' precisions are the prior's
+plus every row's expected counts, whatever the batches); one batch of all the rows is
+batch variational inference, number for number.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ibp_lab import exact
+from ibp_lab.streaming_variational import stream_variational
+from ibp_lab.variational import (
+    VariationalIBP,
+    _Base,
+    _elbo,
+    _Problem,
+    _stick_terms,
+    _State,
+    _update_column,
+    _update_feature,
+    _update_sticks,
+    finite_log_evidence,
+)
+
+HYPER = dict(alpha=1.3, sigma_x=0.6, sigma_a=1.1)
+
+
+def _tiny(seed: int, n_rows: int = 4, n_dims: int = 2) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n_rows, n_dims))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_finite_bound_sits_below_the_exact_evidence(seed, batch_size):
+    X = _tiny(seed)
+    res = stream_variational(X, **HYPER, family="finite", n_features=3, batch_size=batch_size,
+                             rng=np.random.default_rng(seed))
+    evidence = finite_log_evidence(X, **HYPER, n_features=3)
+    assert np.isfinite(res.elbo())
+    assert res.elbo() <= evidence + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("batch_size", [1, 2])
+def test_infinite_bound_sits_below_the_ibp_evidence(seed, batch_size):
+    X = _tiny(seed)
+    res = stream_variational(X, **HYPER, family="stick_breaking", n_features=4,
+                             batch_size=batch_size, rng=np.random.default_rng(seed))
+    evidence = exact.log_evidence(X, **HYPER)
+    assert res.ibp_elbo() <= res.elbo()  # the columns beyond K cost something
+    assert res.ibp_elbo() <= evidence + 1e-9
+
+
+def test_the_bound_is_not_vacuous_on_tiny_data():
+    """A bound far below the evidence would pass the tests above for a broken q: the
+    finite stream's final ELBO is within a few nats of log p(X) on four rows."""
+    X = _tiny(0)
+    evidence = finite_log_evidence(X, **HYPER, n_features=3)
+    gaps = [evidence - stream_variational(X, **HYPER, family="finite", n_features=3,
+                                          batch_size=1, rng=np.random.default_rng(s)).elbo()
+            for s in range(5)]
+    assert 0 <= min(gaps) < 3.0
+
+
+def _random_step(family: str, seed: int):
+    """A batch, a non-trivial last posterior q0 and a random q: a step's problem and state."""
+    rng = np.random.default_rng(seed)
+    K, D = 3, 4
+    X = rng.normal(size=(5, D))
+    base = _Base(rng.normal(size=(K, D)), rng.uniform(0.2, 2.0, K),
+                 rng.uniform(0.5, 4.0, (K, 2)))
+    problem = _Problem(X, 1.3, 0.36, 1.21, K, family, base)
+    nu, phi = rng.random((5, K)), rng.normal(size=(K, D))
+    state = _State(nu, phi, rng.uniform(0.1, 1.0, K), rng.uniform(0.5, 4.0, (K, 2)),
+                   X - nu @ phi)
+    return problem, state, rng
+
+
+def _perturbed(state: _State, X: np.ndarray, **changes) -> _State:
+    new = _State(state.nu.copy(), state.phi.copy(), state.Phi.copy(), state.tau.copy(), None)
+    for name, value in changes.items():
+        setattr(new, name, value)
+    new.resid = X - new.nu @ new.phi
+    return new
+
+
+@pytest.mark.parametrize("family", ["finite", "stick_breaking"])
+@pytest.mark.parametrize("seed", range(3))
+def test_each_block_update_maximises_the_step_bound(family, seed):
+    """After a block's update, 40 random perturbations of that block (and only it) each
+    lower the step's bound: the update is the block's maximiser, from q0, not the prior.
+    The stick-breaking Betas are checked at the weights y they were updated with."""
+    problem, state, rng = _random_step(family, seed)
+    X, k = problem.X, 1
+    _update_feature(k, state, problem)
+    top = _elbo(state, problem)
+    for _ in range(40):
+        phi, Phi = state.phi.copy(), state.Phi.copy()
+        phi[k] += 0.05 * rng.normal(size=phi.shape[1])
+        Phi[k] *= np.exp(0.1 * rng.normal())
+        assert _elbo(_perturbed(state, X, phi=phi, Phi=Phi), problem) < top
+    log_odds = _log_odds(state, problem)
+    _update_column(k, state, problem, log_odds)
+    top = _elbo(state, problem)
+    for _ in range(40):
+        nu = state.nu.copy()
+        nu[:, k] = np.clip(nu[:, k] + 0.05 * rng.normal(size=nu.shape[0]), 1e-6, 1 - 1e-6)
+        assert _elbo(_perturbed(state, X, nu=nu), problem) < top
+    y = _stick_terms(state.tau)[2] if family == "stick_breaking" else None
+    _update_sticks(state, problem)
+    top = _elbo(state, problem, y)
+    for _ in range(40):
+        tau = state.tau * np.exp(0.05 * rng.normal(size=state.tau.shape))
+        assert _elbo(_perturbed(state, X, tau=tau), problem, y) < top
+
+
+def _log_odds(state, problem):
+    from ibp_lab.variational import _prior_log_odds
+    return _prior_log_odds(state.tau, problem)
+
+
+def test_planted_bug_an_update_from_the_prior_is_caught():
+    """The check above fails if the feature update forgets q0 and starts from the prior."""
+    problem, state, rng = _random_step("finite", 0)
+    prior_problem = _Problem(problem.X, problem.alpha, problem.sx2, problem.sa2,
+                             problem.n_features, problem.family)
+    _update_feature(1, state, prior_problem)  # the bug: the prior in place of q0
+    top = _elbo(state, problem)
+    raised = 0
+    for _ in range(40):
+        phi = state.phi.copy()
+        phi[1] += 0.05 * rng.normal(size=phi.shape[1])
+        raised += _elbo(_perturbed(state, problem.X, phi=phi), problem) > top
+    assert raised > 0
+
+
+@pytest.mark.parametrize("batch_size", [1, 4, 7])
+def test_finite_stream_adds_every_rows_counts(batch_size):
+    """Conjugate bookkeeping: q(pi_k) is the prior plus each row's frozen (nu, 1 - nu), and
+    q(A_k)'s precision the prior's plus sum_n nu_nk / sigma_x^2, whatever the batches."""
+    X = np.random.default_rng(5).normal(size=(13, 3))
+    K = 3
+    # each step run to a tight fixed point: within a pass q(A_k) is updated before
+    # nu_{., k}, so they agree only at convergence
+    res = stream_variational(X, **HYPER, family="finite", n_features=K,
+                             batch_size=batch_size, max_iter=20000, tol=1e-13,
+                             rng=np.random.default_rng(1))
+    nu = res.feature_probabilities
+    prior = np.array([HYPER["alpha"] / K, 1.0])
+    np.testing.assert_allclose(res.tau, prior + np.column_stack([nu.sum(0), (1 - nu).sum(0)]),
+                               rtol=1e-12)
+    precision = 1 / HYPER["sigma_a"] ** 2 + nu.sum(0) / HYPER["sigma_x"] ** 2
+    np.testing.assert_allclose(1 / res.feature_variances, precision, rtol=1e-6)
+
+
+def test_one_batch_of_every_row_is_batch_variational_inference():
+    """Same start, same updates: equal to rounding. Eight passes, while each still raises
+    the ELBO by nats (near convergence the two could stop a pass apart on a rounding-level
+    change, which is not what this test is about)."""
+    X = np.random.default_rng(2).normal(size=(12, 3))
+    res = stream_variational(X, **HYPER, family="finite", n_features=4, batch_size=12,
+                             max_iter=8, tol=0.0, rng=np.random.default_rng(7))
+    vi = VariationalIBP(**HYPER, family="finite", n_features=4, max_iter=8, tol=0.0,
+                        rng=7).fit(X)
+    assert vi.n_iter_ == 8
+    np.testing.assert_allclose(res.features, vi.features_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(res.feature_probabilities, vi.feature_probabilities_,
+                               rtol=1e-12, atol=1e-14)
+    assert res.elbo() == pytest.approx(vi.elbo_[-1], rel=1e-12)
+
+
+def test_the_infinite_variant_opens_columns_as_rows_use_them():
+    from ibp_lab.datasets import simulate_four_feature_data
+
+    X, _, _ = simulate_four_feature_data(np.random.default_rng(0), sigma_x=0.5)
+    res = stream_variational(X, alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=8,
+                             batch_size=10, rng=np.random.default_rng(1))
+    assert res.n_columns[0] == 1
+    assert np.all(np.diff(res.n_columns) >= 0)
+    assert 4 <= res.n_columns[-1] <= 8
+    # a column opened later is empty in the rows streamed before it
+    opened = np.searchsorted(res.n_columns, res.n_columns[-1])
+    assert np.all(res.feature_probabilities[:10 * opened, -1] == 0)
+
+
+def test_same_seed_same_stream():
+    X = _tiny(3, n_rows=9)
+    a, b = (stream_variational(X, **HYPER, batch_size=2, rng=np.random.default_rng(4))
+            for _ in range(2))
+    np.testing.assert_array_equal(a.features, b.features)
+    np.testing.assert_array_equal(a.feature_probabilities, b.feature_probabilities)
