@@ -71,8 +71,9 @@ __all__ = [
 ]
 
 _LOG_2PI = float(np.log(2 * np.pi))
-#: Most features :func:`finite_feature_heldout` sums over exactly (2^K patterns per digit).
-MAX_PATTERN_FEATURES = 14
+#: Most features :func:`finite_feature_heldout` sums over exactly (2^K patterns per digit;
+#: at 18, about a second per draw for 40 digits of 24 pixels).
+MAX_PATTERN_FEATURES = 18
 # Most (draw, digit, pattern) terms finite_feature_heldout evaluates: beyond it a call
 # would run for hours; refused up front rather than left to hang.
 _MAX_PATTERN_TERMS = 2 * 10**9

@@ -1994,7 +1994,7 @@ def specs_plotting_submodules():
         Spec("plotting.recursive.memory_figure", recursive.memory_figure,
              dict(n_values=[10, 100], state_bytes=[100, 200], history_bytes=[140, 1800]),
              dict(n_values=sizes_junk, state_bytes=bytes_junk, history_bytes=bytes_junk), draw),
-    ] + _beta_process_specs(draw) + _nonconjugate_figure_specs()
+    ] + _beta_process_specs(draw) + _nonconjugate_figure_specs() + _paper_figure_specs()
 
 
 def _beta_process_specs(draw):
@@ -2586,6 +2586,25 @@ def specs_nonconjugate():
     ] + _noisy_or_specs(Z, state_check, run_check)
 
 
+def _compare_methods_spec():
+    """comparisons.compare_methods: paired scores of repeated runs."""
+    from ibp_lab import comparisons
+
+    scores = {"a": [(1.0, 1.1), (2.0, 2.0), None], "b": [(1.5, 1.4), (2.2, 2.3), (0.1, 0.2)]}
+    seconds = {"a": [1.0, 1.0, 2.0], "b": [0.5, 0.4, 0.6]}
+    return Spec("comparisons.compare_methods", comparisons.compare_methods,
+                dict(scores=scores, seconds=seconds, reference="a"),
+                dict(scores=_dict_junk, seconds=_dict_junk,
+                     reference=lambda b: [("unknown", "c", R), ("None", None, R), ("int", 3, R)]),
+                lambda rows: None if len(rows) == 2 else f"{len(rows)} rows",
+                extremes=[("NaN score", dict(scores=dict(scores, b=[(np.nan, 1.0)] * 3)), R),
+                          ("inf seconds", dict(seconds=dict(seconds, b=[np.inf] * 3)), R),
+                          ("huge scores", dict(scores={"a": [(1e300, -1e300)] * 3,
+                                                       "b": scores["b"]}), E),
+                          ("one run", dict(scores={"a": [(1.0, 1.0)], "b": [(2.0, 2.0)]},
+                                           seconds={"a": [1.0], "b": [1.0]}), A)])
+
+
 def specs_streaming_vi():
     """Streaming variational inference (issue 29's baseline)."""
     from ibp_lab import streaming_variational as svi
@@ -2613,6 +2632,14 @@ def specs_streaming_vi():
                        ("data 1e150", dict(X=X * 1e150), E),
                        ("one batch", dict(batch_size=10**6), A),
                        ("finite alpha 1e-100", dict(family="finite", alpha=1e-100), E)]),
+        _compare_methods_spec(),
+        Spec("comparisons.claim_verdict", __import__("ibp_lab.comparisons").comparisons.claim_verdict,
+             dict(differences=[0.5, 0.4], standard_errors=[0.1, 0.1], z=2.0),
+             dict(differences="vector", standard_errors="vector", z=P),
+             lambda v: None if isinstance(v, str) else f"not a verdict: {v!r}",
+             extremes=[("lengths differ", dict(standard_errors=[0.1]), R),
+                       ("negative error", dict(standard_errors=[-0.1, 0.1]), R),
+                       ("zero errors", dict(standard_errors=[0.0, 0.0]), A)]),
         Spec("streaming_variational.StreamResult.elbo", lambda: res.elbo(), {}, {}, number),
         Spec("streaming_variational.StreamResult.ibp_elbo", lambda: res.ibp_elbo(), {}, {},
              number, junk=[("finite family", lambda: finite.ibp_elbo(), ("family",), R)]),
@@ -2653,6 +2680,31 @@ def _nonconjugate_figure_specs():
                        ("pixels one short", dict(observed_pixels=pixels[0, :3]), R),
                        ("replicated width", dict(replicated_pixels=pixels[1:, :3]), R),
                        ("band 1", dict(band=1.0), R)]),
+    ]
+
+
+def _paper_figure_specs():
+    import matplotlib
+
+    from ibp_lab.plotting import paper as fig
+
+    matplotlib.use("Agg")
+    means = {"a": [-3.0, -4.0], "b": [-3.5, -5.0]}
+    spreads = {"a": [0.1, 0.2], "b": [0.3, 0.1]}
+    seconds = {"a": [0.5, 0.6], "b": [0.05, 0.07]}
+    return [
+        Spec("plotting.paper.score_and_time_figure", fig.score_and_time_figure,
+             dict(settings=[1.0, 2.0], means=means, spreads=spreads, seconds=seconds,
+                  xlabel="alpha", ylabel="score"),
+             dict(settings="vector", means=_mapping_junk([-3.0, -4.0]),
+                  spreads=_mapping_junk([0.1, 0.2]), seconds=_mapping_junk([0.5, 0.6]),
+                  xlabel="text", ylabel="text"), _figure_drawn,
+             extremes=[("settings decreasing", dict(settings=[2.0, 1.0]), R),
+                       ("one setting short", dict(settings=[1.0]), R),
+                       ("negative spread", dict(spreads=dict(spreads, a=[-0.1, 0.2])), R),
+                       ("zero seconds", dict(seconds=dict(seconds, a=[0.0, 0.6])), R),
+                       ("a method missing", dict(seconds={"a": [0.5, 0.6]}), R),
+                       ("seven methods", dict(means={str(i): [1.0, 2.0] for i in range(7)}), R)]),
     ]
 
 

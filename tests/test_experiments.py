@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = {name: ROOT / "ibp_lab" / "data" / "experiments" / f"{name}.json"
            for name in ("smc_digits", "tempering_digits", "modes_digits", "tempering_trap",
-                         "nonconjugate_digits", "noisy_or_digits")}
+                         "nonconjugate_digits", "noisy_or_digits", "paper_fig5")}
 #: Keys that depend on the machine's speed, not on the sampler.
 TIMING = {"cpu_seconds", "seconds", "pilot_seconds_per_sweep", "plain_seconds_per_sweep",
           "seconds_per_sweep"}
@@ -104,4 +104,10 @@ def test_the_nonconjugate_record_is_reproduced_by_its_reduced_runs():
 def test_the_noisy_or_record_is_reproduced_by_its_reduced_runs():
     module = _script("noisy_or_digits")
     record = json.loads(RECORDS["noisy_or_digits"].read_text())
+    _assert_same(record["quick"], module.runs(module.QUICK, tag=1))
+
+
+def test_the_fig5_record_is_reproduced_by_its_reduced_runs():
+    module = _script("paper_fig5")
+    record = json.loads(RECORDS["paper_fig5"].read_text())
     _assert_same(record["quick"], module.runs(module.QUICK, tag=1))
