@@ -13,6 +13,8 @@ standard error; the rest is how much the difference really varies from run to ru
 
 - :func:`compare_methods`: the table, one row (a dict) per method.
 - :func:`claim_verdict`: whether a claimed direction holds in every setting.
+- :func:`scores_from_runs`: the two dicts :func:`compare_methods` takes, from a list of
+  runs as the experiment records store them.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from ibp_lab._checks import check_positive, check_real_array
 
-__all__ = ["compare_methods", "claim_verdict"]
+__all__ = ["compare_methods", "claim_verdict", "scores_from_runs"]
 
 _MAX_SCORE = 1e100
 
@@ -180,3 +182,44 @@ def claim_verdict(differences, standard_errors, *, z: float = 2.0) -> str:
     if clear_down.any():
         return "reversed in some settings"
     return "holds in some settings" if clear_up.any() else "not resolved"
+
+
+def scores_from_runs(runs, methods) -> tuple[dict, dict]:
+    """``scores`` and ``seconds`` for :func:`compare_methods`, from stored runs.
+
+    Parameters
+    ----------
+    runs : list of dict
+        One per run (data set, seed or start), each with a ``"methods"`` dict:
+        ``method -> {"score_a": float or None, "score_b": float or None, "seconds": float}``.
+    methods : list of str
+        The methods to take, in order.
+
+    Returns
+    -------
+    scores, seconds : dict
+        ``method -> [(a, b), ...]`` and ``method -> [t, ...]``, one entry per run.
+
+    Examples
+    --------
+    >>> runs = [{"methods": {"m": {"score_a": 1.0, "score_b": 1.2, "seconds": 0.3}}}]
+    >>> scores_from_runs(runs, ["m"])
+    ({'m': [(1.0, 1.2)]}, {'m': [0.3]})
+    """
+    if not isinstance(runs, Sequence) or isinstance(runs, (str, bytes)) or not runs:
+        raise TypeError("runs must be a non-empty list of dicts, each with a 'methods' dict")
+    if isinstance(methods, (str, bytes)) or not isinstance(methods, Sequence) or not methods:
+        raise TypeError("methods must be a non-empty list of method names")
+    scores, seconds = {m: [] for m in methods}, {m: [] for m in methods}
+    for i, run in enumerate(runs):
+        table = run.get("methods") if isinstance(run, Mapping) else None
+        if not isinstance(table, Mapping):
+            raise ValueError(f"runs[{i}] must be a dict with a 'methods' dict")
+        for m in methods:
+            entry = table.get(m)
+            if not isinstance(entry, Mapping) or not {"score_a", "score_b", "seconds"} <= set(entry):
+                raise ValueError(f"runs[{i}]['methods'] must give {m!r} a dict with score_a, "
+                                 "score_b and seconds")
+            scores[m].append((entry["score_a"], entry["score_b"]))
+            seconds[m].append(entry["seconds"])
+    return scores, seconds

@@ -2586,6 +2586,43 @@ def specs_nonconjugate():
     ] + _noisy_or_specs(Z, state_check, run_check)
 
 
+def _class_structure_specs():
+    """class_structure: feature sharing between classes against a classifier's confusions."""
+    from ibp_lab import class_structure as cs
+
+    Z = fresh_rng().random((8, 3))
+    labels = np.array([1, 1, 3, 3, 5, 5, 7, 7])
+    S = np.array([[1, .5, .1, .2], [.5, 1, .3, .1], [.1, .3, 1, .8], [.2, .1, .8, 1]])
+    classes = [1, 3, 5, 7]
+    ints = lambda b: [("floats", np.asarray(b, float) + 0.5, R), ("2-D", np.asarray(b)[None], R),  # noqa: E731
+                      ("None", None, R), ("str", "abc", R), ("one short", np.asarray(b)[:-1], R)]
+    finite = lambda out: None if np.all(np.isfinite(out[1])) else "not finite"  # noqa: E731
+    return [
+        Spec("class_structure.class_sharing", cs.class_sharing, dict(Z=Z, labels=labels),
+             dict(Z="matrix", labels=ints), finite,
+             extremes=[("Z above 1", dict(Z=Z + 1), R), ("a class of one row",
+                                                         dict(labels=np.arange(8)), R),
+                       ("all zero", dict(Z=Z * 0), A)]),
+        Spec("class_structure.confusion_similarity", cs.confusion_similarity,
+             dict(labels=labels, predicted=labels[::-1]), dict(labels=ints, predicted=ints),
+             finite, extremes=[("unknown prediction", dict(predicted=labels + 100), R)]),
+        Spec("class_structure.matrix_agreement", cs.matrix_agreement, dict(A=S, B=S[::-1, ::-1]),
+             dict(A="matrix", B="matrix"),
+             lambda out: None if np.isfinite(out[0]) and 0 < out[1] <= 1 else f"bad {out}",
+             extremes=[("nine classes", dict(A=np.eye(9), B=np.eye(9)), R),
+                       ("not symmetric", dict(A=np.triu(S)), R), ("constant", dict(B=S * 0), R)]),
+        Spec("class_structure.closest_pair", cs.closest_pair,
+             dict(classes=classes, S=S, a=1, b=3),
+             dict(classes=lambda b: [("None", None, R), ("two", [1, 3], R), ("2-D", [b], R)],
+                  S="matrix", a=lambda b: [("unknown", 2, R), ("None", None, R)],
+                  b=lambda b: [("same as a", 1, R), ("str", "3", R)]),
+             lambda v: None if isinstance(v, bool) else f"not a bool: {v!r}"),
+        Spec("class_structure.most_isolated", cs.most_isolated, dict(classes=classes, S=S),
+             dict(classes=lambda b: [("None", None, R), ("two", [1, 3], R)], S="matrix"),
+             lambda v: None if v in classes else f"not a class: {v!r}"),
+    ]
+
+
 def _compare_methods_spec():
     """comparisons.compare_methods: paired scores of repeated runs."""
     from ibp_lab import comparisons
@@ -2633,6 +2670,15 @@ def specs_streaming_vi():
                        ("one batch", dict(batch_size=10**6), A),
                        ("finite alpha 1e-100", dict(family="finite", alpha=1e-100), E)]),
         _compare_methods_spec(),
+        *_class_structure_specs(),
+        Spec("comparisons.scores_from_runs", __import__("ibp_lab.comparisons").comparisons.scores_from_runs,
+             dict(runs=[{"methods": {"m": {"score_a": 1.0, "score_b": 1.2, "seconds": 0.3}}}],
+                  methods=["m"]),
+             dict(runs=lambda b: [("None", None, R), ("str", "runs", R), ("empty", [], R),
+                                  ("no methods", [{}], R), ("entry missing", [{"methods": {}}], R)],
+                  methods=lambda b: [("None", None, R), ("str", "m", R), ("empty", [], R),
+                                     ("unknown", ["x"], R)]),
+             lambda out: None if len(out) == 2 else "not (scores, seconds)"),
         Spec("comparisons.claim_verdict", __import__("ibp_lab.comparisons").comparisons.claim_verdict,
              dict(differences=[0.5, 0.4], standard_errors=[0.1, 0.1], z=2.0),
              dict(differences="vector", standard_errors="vector", z=P),

@@ -138,7 +138,8 @@ MODULES = ("prior", "finite", "scan_order", "beta_process", "tempering", "variat
            # the samplers that keep the feature images (issue 30)
            "uncollapsed", "slice_sampler", "noisy_or", "hyperposterior", "plotting.nonconjugate",
            # streaming variational inference, the R-IBP paper's baseline (issue 29)
-           "streaming_variational", "comparisons", "plotting.paper")
+           "streaming_variational", "comparisons", "plotting.paper",
+           "class_structure")
 
 
 def _public_callables():
