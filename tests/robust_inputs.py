@@ -2751,6 +2751,12 @@ def _paper_figure_specs():
                        ("zero seconds", dict(seconds=dict(seconds, a=[0.0, 0.6])), R),
                        ("a method missing", dict(seconds={"a": [0.5, 0.6]}), R),
                        ("seven methods", dict(means={str(i): [1.0, 2.0] for i in range(7)}), R)]),
+        Spec("plotting.paper.class_matrices_figure", fig.class_matrices_figure,
+             dict(classes=[1, 3, 5], matrices={"a": np.eye(3), "b": np.ones((3, 3))}),
+             dict(classes=lambda b: [("None", None, R), ("one class", [1], R), ("2-D", [b], R)],
+                  matrices=_mapping_junk(np.eye(3))), _figure_drawn,
+             extremes=[("wrong shape", dict(matrices={"a": np.eye(4)}), R),
+                       ("five panels", dict(matrices={str(i): np.eye(3) for i in range(5)}), R)]),
     ]
 
 

@@ -40,6 +40,8 @@ def _assert_same(stored, rerun, where="record"):
         for key in stored:
             if key not in TIMING:
                 _assert_same(stored[key], rerun[key], f"{where}.{key}")
+    elif isinstance(stored, str) or stored is None:
+        assert stored == rerun, f"{where}: stored {stored!r}, rerun {rerun!r}"
     elif isinstance(stored, list) and stored and not isinstance(stored[0], (int, float)):
         assert len(stored) == len(rerun), where
         for i, (a, b) in enumerate(zip(stored, rerun)):

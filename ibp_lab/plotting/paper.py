@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from ibp_lab.plotting._doors import check_finite, check_runs
 from ibp_lab.plotting._style import CYCLE
 
-__all__ = ["score_and_time_figure"]
+__all__ = ["score_and_time_figure", "class_matrices_figure"]
 
 
 def _per_setting(name: str, values: Mapping, methods, n_settings: int) -> dict:
@@ -87,5 +87,50 @@ def score_and_time_figure(settings, means: Mapping, spreads: Mapping, seconds: M
     ax_time.set_ylabel("CPU seconds per run (median)")
     ax_time.set_yscale("log")
     ax_time.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def class_matrices_figure(classes, matrices: Mapping) -> Figure:
+    """Class-by-class matrices side by side, each with its own colour scale, the diagonal
+    left blank (the figures compare the pairs of different classes).
+
+    Parameters
+    ----------
+    classes : array_like
+        ``(C,)`` class names (numbers or strings), ``2 <= C <= 20``.
+    matrices : mapping of str to array_like
+        Panel title -> ``(C, C)`` finite matrix (at most 4 panels).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = class_matrices_figure([1, 3, 5], {"sharing": np.eye(3), "confusion": np.ones((3, 3))})
+    >>> len(fig.axes)  # two panels and their colour bars
+    4
+    """
+    labels = np.asarray(classes)
+    if labels.ndim != 1 or not 2 <= labels.size <= 20:
+        raise ValueError(f"classes must be 2 to 20 class names, got shape {labels.shape}")
+    panels = check_runs("matrices", matrices)
+    if len(panels) > 4:
+        raise ValueError(f"matrices must hold at most 4 panels, got {len(panels)}")
+    C = labels.size
+    for title, M in panels.items():
+        if M.shape != (C, C):
+            raise ValueError(f"matrices[{title!r}] must be ({C}, {C}) like classes, got "
+                             f"shape {M.shape}")
+    fig = Figure(figsize=(3.4 * len(panels), 3.0))
+    axes = np.atleast_1d(fig.subplots(1, len(panels)))
+    for ax, (title, M) in zip(axes, panels.items()):
+        shown = np.where(np.eye(C, dtype=bool), np.nan, M)
+        image = ax.imshow(shown, cmap="viridis")
+        ax.set_xticks(range(C), [str(c) for c in labels.tolist()])
+        ax.set_yticks(range(C), [str(c) for c in labels.tolist()])
+        ax.set_title(title, fontsize=10)
+        fig.colorbar(image, ax=ax, shrink=0.8)
     fig.tight_layout()
     return fig
