@@ -188,11 +188,11 @@ def _check_class_matrix(classes, S) -> tuple[np.ndarray, np.ndarray]:
     return classes, S
 
 
-def closest_pair(classes, S, a, b) -> bool:
-    """Whether classes ``a`` and ``b`` are each other's most similar class in ``S``.
+def closest_pair(classes, S, first, second) -> bool:
+    """Whether classes ``first`` and ``second`` are each other's most similar in ``S``.
 
-    True when ``S[a, b]`` is at least every other off-diagonal entry of rows ``a`` and
-    ``b`` ("3 and 5 share more features with each other than with any other class").
+    True when their entry of ``S`` is at least every other off-diagonal entry of their two
+    rows ("3 and 5 share more features with each other than with any other class").
 
     Examples
     --------
@@ -202,10 +202,10 @@ def closest_pair(classes, S, a, b) -> bool:
     """
     classes, S = _check_class_matrix(classes, S)
     where = {c: i for i, c in enumerate(classes.tolist())}
-    if a not in where or b not in where or a == b:
-        raise ValueError(f"a and b must be two different classes of {classes.tolist()}, "
-                         f"got {a!r} and {b!r}")
-    i, j = where[a], where[b]
+    if first not in where or second not in where or first == second:
+        raise ValueError(f"first and second must be two different classes of "
+                         f"{classes.tolist()}, got {first!r} and {second!r}")
+    i, j = where[first], where[second]
     others = np.where(np.eye(S.shape[0], dtype=bool), -np.inf, S)
     return bool(S[i, j] >= others[i].max() and S[i, j] >= others[j].max())
 

@@ -207,16 +207,18 @@ def _check_stream(X, alpha, sigma_x, sigma_a, family, n_features, batch_size, ma
     return problem, batch_size, max_iter, tol, check_rng(rng)
 
 
-def stream_variational(X, *, alpha: float, sigma_x: float, sigma_a: float,
-                       family: str = "stick_breaking", n_features: int = 20,
-                       batch_size: int = 10, max_iter: int = 100, tol: float = 1e-6,
-                       rng: np.random.Generator) -> StreamResult:
+def stream_variational(X, rng: np.random.Generator, *, alpha: float, sigma_x: float,
+                       sigma_a: float, family: str = "stick_breaking", n_features: int = 20,
+                       batch_size: int = 10, max_iter: int = 100,
+                       tol: float = 1e-6) -> StreamResult:
     """Streaming variational inference: the rows of ``X`` in batches, each seen once.
 
     Parameters
     ----------
     X : array_like
         ``(N, D)`` rows, streamed in order.
+    rng : numpy.random.Generator
+        Draws each batch's random start of ``q(Z_b)``.
     alpha, sigma_x, sigma_a : float
         IBP mass (``beta = 1``), noise and feature standard deviations, > 0.
     family : {"stick_breaking", "finite"}, optional
@@ -229,8 +231,6 @@ def stream_variational(X, *, alpha: float, sigma_x: float, sigma_a: float,
     max_iter, tol : optional
         Coordinate-ascent passes per step at most; stop when a pass raises the step's
         bound by less than ``tol`` nats.
-    rng : numpy.random.Generator
-        Draws each batch's random start of ``q(Z_b)``.
 
     Returns
     -------
@@ -240,8 +240,8 @@ def stream_variational(X, *, alpha: float, sigma_x: float, sigma_a: float,
     --------
     >>> from ibp_lab.datasets import simulate_four_feature_data
     >>> X, _, _ = simulate_four_feature_data(np.random.default_rng(0), sigma_x=0.2)
-    >>> res = stream_variational(X, alpha=1.0, sigma_x=0.2, sigma_a=1.0,
-    ...                          n_features=8, rng=np.random.default_rng(1))
+    >>> res = stream_variational(X, np.random.default_rng(1), alpha=1.0, sigma_x=0.2,
+    ...                          sigma_a=1.0, n_features=8)
     >>> res.features.shape[1], res.feature_probabilities.shape[0]
     (36, 100)
     >>> int(res.n_columns[0])  # the infinite variant starts with one column
