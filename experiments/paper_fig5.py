@@ -91,22 +91,24 @@ def _timed(fit):
     return out, time.process_time() - start
 
 
-def _finite_score(test, obs, hid, draws):
+def _finite_score(split, draws, sigma_x):
+    _, test, obs, hid = split
     probabilities, features, variances = draws
     return float(heldout.finite_feature_heldout(
-        test, obs, hid, probabilities, features, sigma_x=TRUTH["sigma_x"],
+        test, obs, hid, probabilities, features, sigma_x=sigma_x,
         feature_variances=variances).log_density.mean())
 
 
-def _variational(fit, test, obs, hid, plan, rng):
+def _variational(fit, split, hyper, plan, rng):
     """A fitted q (streaming or batch): two scores from independent draws of q(pi)."""
-    return [_finite_score(test, obs, hid, fit.predictive_draws(plan["score_draws"], r))
+    return [_finite_score(split, fit.predictive_draws(plan["score_draws"], r),
+                          hyper["sigma_x"])
             for r in rng.spawn(2)]
 
 
-def _ribp(train, test, obs, hid, alpha, rng):
-    model, seconds = _timed(lambda: RecursiveIBP(alpha=alpha, beta=1.0, **TRUTH,
-                                                 rng=rng).fit(train))
+def _ribp(split, hyper, plan, rng, beta=1.0):
+    train = split[0]
+    model, seconds = _timed(lambda: RecursiveIBP(**hyper, beta=beta, rng=rng).fit(train))
     k = len(model.features_)
     if k > heldout.MAX_PATTERN_FEATURES:
         return dict(score_a=None, score_b=None, seconds=seconds, k=k)
@@ -115,35 +117,36 @@ def _ribp(train, test, obs, hid, alpha, rng):
              model.feature_variances_[None])
     if k == 0:  # no feature kept: the rows are noise; one feature of probability 0
         draws = (np.zeros((1, 1)), np.zeros((1, 1, train.shape[1])), np.zeros((1, 1)))
-    score = _finite_score(test, obs, hid, draws)
+    score = _finite_score(split, draws, hyper["sigma_x"])
     return dict(score_a=score, score_b=score, seconds=seconds, k=k)
 
 
-def _svi(train, test, obs, hid, alpha, family, plan, rng):
+def _svi(split, hyper, plan, rng, family):
     fit_rng, score_rng = rng.spawn(2)
     fit, seconds = _timed(lambda: stream_variational(
-        train, alpha=alpha, **TRUTH, family=family, n_features=plan["truncation"],
-        batch_size=plan["svi_batch"], rng=fit_rng))
-    a, b = _variational(fit, test, obs, hid, plan, score_rng)
+        split[0], fit_rng, **hyper, family=family, n_features=plan["truncation"],
+        batch_size=plan["svi_batch"]))
+    a, b = _variational(fit, split, hyper, plan, score_rng)
     used = int((fit.feature_probabilities.max(axis=0) > 0.5).sum())
     return dict(score_a=a, score_b=b, seconds=seconds, k=used)
 
 
-def _vi(train, test, obs, hid, alpha, family, plan, rng):
+def _vi(split, hyper, plan, rng, family):
     fit_rng, score_rng = rng.spawn(2)
     fit, seconds = _timed(lambda: VariationalIBP(
-        alpha=alpha, **TRUTH, family=family, n_features=plan["truncation"],
-        max_iter=plan["vi_max_iter"], tol=1e-4, rng=fit_rng).fit(train))
-    a, b = _variational(fit, test, obs, hid, plan, score_rng)
+        **hyper, family=family, n_features=plan["truncation"],
+        max_iter=plan["vi_max_iter"], tol=1e-4, rng=fit_rng).fit(split[0]))
+    a, b = _variational(fit, split, hyper, plan, score_rng)
     used = int((fit.feature_probabilities_.max(axis=0) > 0.5).sum())
     return dict(score_a=a, score_b=b, seconds=seconds, k=used)
 
 
-def _gibbs(train, test, obs, hid, alpha, plan, rng):
+def _gibbs(split, hyper, plan, rng):
+    train, test, obs, hid = split
     fit_rng, score_rng = rng.spawn(2)
     sweeps = plan["sweeps"]
     chain, seconds = _timed(lambda: run_chain(
-        train, sweeps, fit_rng, alpha=alpha, **TRUTH, update_alpha=False,
+        train, sweeps, fit_rng, **hyper, update_alpha=False,
         update_sigma_a=False, burn=sweeps // 2, thin=max(1, sweeps // 2 // plan["draws"])))
     draws = heldout.chain_draws(chain)
     half = len(draws) // 2
@@ -155,21 +158,26 @@ def _gibbs(train, test, obs, hid, alpha, plan, rng):
     return dict(score_a=scores[0], score_b=scores[1], seconds=seconds, k=k)
 
 
+def score_methods(train, test, hyper: dict, plan: dict, rngs) -> dict:
+    """Every method fitted on ``train`` at ``hyper`` (alpha, sigma_x, sigma_a; beta = 1)
+    and scored on ``test``'s second half of columns given its first half."""
+    dims = train.shape[1]
+    split = (train, test, np.arange(dims // 2), np.arange(dims // 2, dims))
+    r = dict(zip(METHODS, rngs))
+    return {
+        "R-IBP": _ribp(split, hyper, plan, r["R-IBP"]),
+        "SVI finite": _svi(split, hyper, plan, r["SVI finite"], "finite"),
+        "SVI infinite": _svi(split, hyper, plan, r["SVI infinite"], "stick_breaking"),
+        "VI finite": _vi(split, hyper, plan, r["VI finite"], "finite"),
+        "VI infinite": _vi(split, hyper, plan, r["VI infinite"], "stick_breaking"),
+        "Gibbs": _gibbs(split, hyper, plan, r["Gibbs"]),
+    }
+
+
 def one_data_set(alpha: float, plan: dict, rng: np.random.Generator) -> dict:
     data_rng, *method_rngs = rng.spawn(1 + len(METHODS))
     train, test, k_true = simulate(alpha, plan, data_rng)
-    obs, hid = np.arange(plan["dims"] // 2), np.arange(plan["dims"] // 2, plan["dims"])
-    r = dict(zip(METHODS, method_rngs))
-    out = {
-        "R-IBP": _ribp(train, test, obs, hid, alpha, r["R-IBP"]),
-        "SVI finite": _svi(train, test, obs, hid, alpha, "finite", plan, r["SVI finite"]),
-        "SVI infinite": _svi(train, test, obs, hid, alpha, "stick_breaking", plan,
-                             r["SVI infinite"]),
-        "VI finite": _vi(train, test, obs, hid, alpha, "finite", plan, r["VI finite"]),
-        "VI infinite": _vi(train, test, obs, hid, alpha, "stick_breaking", plan,
-                           r["VI infinite"]),
-        "Gibbs": _gibbs(train, test, obs, hid, alpha, plan, r["Gibbs"]),
-    }
+    out = score_methods(train, test, dict(alpha=alpha, **TRUTH), plan, method_rngs)
     return dict(k_true=k_true, methods=out)
 
 

@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = {name: ROOT / "ibp_lab" / "data" / "experiments" / f"{name}.json"
            for name in ("smc_digits", "tempering_digits", "modes_digits", "tempering_trap",
-                         "nonconjugate_digits", "noisy_or_digits", "paper_fig5")}
+                         "nonconjugate_digits", "noisy_or_digits", "paper_fig5", "paper_fig8")}
 #: Keys that depend on the machine's speed, not on the sampler.
 TIMING = {"cpu_seconds", "seconds", "pilot_seconds_per_sweep", "plain_seconds_per_sweep",
           "seconds_per_sweep"}
@@ -112,4 +112,10 @@ def test_the_noisy_or_record_is_reproduced_by_its_reduced_runs():
 def test_the_fig5_record_is_reproduced_by_its_reduced_runs():
     module = _script("paper_fig5")
     record = json.loads(RECORDS["paper_fig5"].read_text())
+    _assert_same(record["quick"], module.runs(module.QUICK, tag=1))
+
+
+def test_the_fig8_record_is_reproduced_by_its_reduced_runs():
+    module = _script("paper_fig8")
+    record = json.loads(RECORDS["paper_fig8"].read_text())
     _assert_same(record["quick"], module.runs(module.QUICK, tag=1))
