@@ -3,7 +3,7 @@ every method over a grid of hyperparameters, and the R-IBP's CPU time against al
 
 Usage::
 
-    .venv/bin/python experiments/paper_fig8.py           # the full runs (about 10 min of CPU)
+    .venv/bin/python experiments/paper_fig8.py           # the full runs (about 5 min of CPU)
     .venv/bin/python experiments/paper_fig8.py --quick   # the reduced runs only (seconds)
 
 Run it on an otherwise idle machine: the record keeps realised CPU seconds.

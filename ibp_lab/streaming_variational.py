@@ -22,11 +22,12 @@ Variants (``family``):
 
 - ``"finite"``: ``K = n_features`` columns from the start, ``pi_k ~ Beta(alpha / K, 1)``.
 - ``"stick_breaking"``, the *infinite* variant: the truncation grows. The stream starts
-  with one column and opens a new one (from the prior) after every batch in which the
-  last column was used (expected count above one half), up to ``n_features``. A column
-  opened after ``t`` rows starts from the prior, which ignores that those rows did not
-  use it; this favours new columns. It does not spoil :meth:`StreamResult.elbo`, a lower
-  bound on ``log p(X)`` for whatever ``q`` the stream ends with.
+  with one column. Whenever a batch uses its last column (expected count above one
+  half), a new column is appended from the prior and the batch is fitted again, until
+  the last column is spare or ``n_features`` columns are open. A column opened after
+  ``t`` rows starts from the prior, which ignores that those rows did not use it; this
+  favours new columns. It does not spoil :meth:`StreamResult.elbo`, a lower bound on
+  ``log p(X)`` for whatever ``q`` the stream ends with.
 
 - :func:`stream_variational`: the stream; returns a :class:`StreamResult`.
 """
@@ -81,7 +82,7 @@ class StreamResult:
     step_bounds : numpy.ndarray
         The step's bound at the end of each batch.
     n_columns : numpy.ndarray
-        Columns ``K`` during each batch.
+        Columns ``K`` at the end of each batch.
     cpu_seconds : float
         CPU time of the stream.
     """
@@ -159,6 +160,13 @@ def _prior_columns(problem: _Problem, n_columns: int) -> _Base:
     tau = _prior_tau(_Problem(problem.X, problem.alpha, problem.sx2, problem.sa2,
                               n_columns, problem.family))
     return _Base(np.zeros((n_columns, D)), np.full(n_columns, problem.sa2), tau)
+
+
+def _with_fresh_column(base: _Base, problem: _Problem) -> _Base:
+    fresh = _prior_columns(problem, 1)
+    return _Base(np.vstack([base.mean, fresh.mean]),
+                 np.concatenate([base.variance, fresh.variance]),
+                 np.vstack([base.tau, fresh.tau]))
 
 
 def _step(X_b: np.ndarray, base: _Base, whole: _Problem, max_iter: int, tol: float,
@@ -244,8 +252,8 @@ def stream_variational(X, rng: np.random.Generator, *, alpha: float, sigma_x: fl
     ...                          sigma_a=1.0, n_features=8)
     >>> res.features.shape[1], res.feature_probabilities.shape[0]
     (36, 100)
-    >>> int(res.n_columns[0])  # the infinite variant starts with one column
-    1
+    >>> bool(res.n_columns[-1] <= 8)  # the infinite variant opens columns as rows use them
+    True
     """
     problem, batch_size, max_iter, tol, rng = _check_stream(
         X, alpha, sigma_x, sigma_a, family, n_features, batch_size, max_iter, tol, rng)
@@ -254,18 +262,18 @@ def stream_variational(X, rng: np.random.Generator, *, alpha: float, sigma_x: fl
     base = _prior_columns(problem, 1 if grows else problem.n_features)
     rows, bounds, columns = [], [], []
     for first in range(0, problem.shape[0], batch_size):
-        state, bound = _step(problem.X[first:first + batch_size], base, problem, max_iter,
-                             tol, rng)
+        X_b = problem.X[first:first + batch_size]
+        state, bound = _step(X_b, base, problem, max_iter, tol, rng)
+        # the infinite variant: while the batch uses its last column, fit the batch again
+        # with one more column from the prior, so a spare column is always left
+        while (grows and state.tau.shape[0] < problem.n_features
+               and state.nu[:, -1].sum() > _OPEN_AT):
+            base = _with_fresh_column(base, problem)
+            state, bound = _step(X_b, base, problem, max_iter, tol, rng)
         rows.append(state.nu)
         bounds.append(bound)
         columns.append(state.tau.shape[0])
         base = _Base(state.phi, state.Phi, state.tau)
-        used = sum(nu[:, -1].sum() for nu in rows if nu.shape[1] == columns[-1])
-        if grows and columns[-1] < problem.n_features and used > _OPEN_AT:
-            fresh = _prior_columns(problem, 1)
-            base = _Base(np.vstack([base.mean, fresh.mean]),
-                         np.concatenate([base.variance, fresh.variance]),
-                         np.vstack([base.tau, fresh.tau]))
     K = columns[-1]
     nu_all = np.zeros((problem.shape[0], K))
     first = 0

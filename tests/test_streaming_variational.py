@@ -175,17 +175,30 @@ def test_one_batch_of_every_row_is_batch_variational_inference():
 
 
 def test_the_infinite_variant_opens_columns_as_rows_use_them():
+    """Several columns can open in one batch; a spare (unused) last column is left unless
+    the cap is reached; a column opened later is empty in the rows streamed before it."""
     from ibp_lab.datasets import simulate_four_feature_data
 
     X, _, _ = simulate_four_feature_data(np.random.default_rng(0), sigma_x=0.5)
-    res = stream_variational(X, alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=8,
-                             batch_size=10, rng=np.random.default_rng(1))
-    assert res.n_columns[0] == 1
+    res = stream_variational(X, np.random.default_rng(1), alpha=1.0, sigma_x=0.5,
+                             sigma_a=1.0, n_features=12, batch_size=10)
+    assert res.n_columns[0] >= 2  # the first batch opened more than one
     assert np.all(np.diff(res.n_columns) >= 0)
-    assert 4 <= res.n_columns[-1] <= 8
-    # a column opened later is empty in the rows streamed before it
-    opened = np.searchsorted(res.n_columns, res.n_columns[-1])
-    assert np.all(res.feature_probabilities[:10 * opened, -1] == 0)
+    assert 4 <= res.n_columns[-1] <= 12
+    last_batch = res.feature_probabilities[-10:]
+    assert res.n_columns[-1] == 12 or last_batch[:, -1].sum() <= 0.5
+    for b, k in enumerate(res.n_columns):
+        rows = res.feature_probabilities[10 * b:10 * (b + 1)]
+        assert np.all(rows[:, k:] == 0)
+
+
+def test_the_cap_binds_without_stopping_the_stream():
+    from ibp_lab.datasets import simulate_four_feature_data
+
+    X, _, _ = simulate_four_feature_data(np.random.default_rng(0), sigma_x=0.5)
+    res = stream_variational(X, np.random.default_rng(1), alpha=1.0, sigma_x=0.5,
+                             sigma_a=1.0, n_features=2, batch_size=10)
+    assert res.n_columns.max() == 2 and res.feature_probabilities.shape == (100, 2)
 
 
 def test_same_seed_same_stream():
