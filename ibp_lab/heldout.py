@@ -64,6 +64,7 @@ __all__ = [
     "FullGaussian",
     "PPCA",
     "finite_feature_heldout",
+    "finite_factor_logpdf",
     "ibp_gibbs_heldout",
     "compare_heldout",
     "chain_draws",
@@ -418,6 +419,101 @@ def finite_feature_heldout(
             mean[rows] += (np.exp(weights) @ patterns) @ A_hid
         log_bottom_draws.append(log_bottom)
     return HeldoutResult(_log_mean_exp(np.array(log_bottom_draws)), mean / S)
+
+
+#: Most features :func:`finite_factor_logpdf` sums over (a K-sized solve per pattern).
+MAX_FACTOR_FEATURES = 16
+
+
+def finite_factor_logpdf(X, probabilities, features, *, sigma_x, sigma_w,
+                         feature_variances=None) -> np.ndarray:
+    """Log density of whole rows under a factor model with ``K`` gated features, the
+    weights integrated out and the ``2^K`` patterns summed exactly.
+
+    A row owns feature ``k`` with probability ``probabilities[k]`` (independently) and is
+    ``x = sum_k z_k w_k A_k + e`` with weights ``w_k ~ N(0, sigma_w^2)`` and noise
+    ``e ~ N(0, sigma_x^2 I)``; ``A_k`` has mean ``features[k]`` and variance
+    ``feature_variances[k]`` in every coordinate. Given the pattern ``z``, ``x`` has mean
+    0 and covariance ``sigma_w^2 sum_k z_k (mu_k mu_k^T + s_k I) + sigma_x^2 I``, exactly;
+    each pattern is scored by the Gaussian with that covariance, which is the exact law
+    when the features are known (``s_k = 0``) and matches its first two moments
+    otherwise. This is the R-IBP factor-analysis model's predictive with the weights
+    integrated out, where drawing them from their prior would bias the log density low.
+
+    Parameters
+    ----------
+    X : array_like
+        ``(n, D)`` rows.
+    probabilities : array_like
+        ``(K,)`` in [0, 1], ``1 <= K <= 16`` (at 16, a few seconds).
+    features : array_like
+        ``(K, D)`` feature means.
+    sigma_x, sigma_w : float
+        Noise and weight standard deviations, > 0.
+    feature_variances : array_like, optional
+        ``(K,)`` per-coordinate variances of the features, >= 0 (default 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)`` log densities.
+
+    Examples
+    --------
+    One feature owned for sure: the row is Gaussian with covariance
+    ``sigma_w^2 mu mu^T + sigma_x^2 I``.
+
+    >>> from scipy.stats import multivariate_normal
+    >>> mu, x = np.array([1.0, 2.0]), np.array([[0.5, -0.3]])
+    >>> got = finite_factor_logpdf(x, [1.0], [mu], sigma_x=0.5, sigma_w=2.0)
+    >>> want = multivariate_normal(np.zeros(2), 4 * np.outer(mu, mu) + 0.25 * np.eye(2))
+    >>> bool(np.isclose(got[0], want.logpdf(x[0])))
+    True
+    """
+    X = check_data_matrix("X", X)
+    probs = check_real_array("probabilities", probabilities)
+    A = check_real_array("features", features)
+    if probs.ndim != 1 or not 1 <= probs.size <= MAX_FACTOR_FEATURES:
+        raise ValueError(f"probabilities must be a 1-D array of 1 to {MAX_FACTOR_FEATURES} "
+                         f"feature probabilities, got shape {probs.shape}")
+    K, D = probs.size, X.shape[1]
+    if not np.all((probs >= 0) & (probs <= 1)):
+        raise ValueError("probabilities must lie in [0, 1]")
+    if A.shape != (K, D) or not np.all(np.isfinite(A)):
+        raise ValueError(f"features must be a finite ({K}, {D}) array, got shape {A.shape}")
+    s = np.zeros(K) if feature_variances is None else check_real_array(
+        "feature_variances", feature_variances)
+    if s.shape != (K,) or not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError(f"feature_variances must be {K} finite numbers >= 0")
+    sx = check_positive("sigma_x", sigma_x)
+    sw = check_positive("sigma_w", sigma_w)
+    if np.abs(X).max(initial=0.0) > 1e50 or np.abs(A).max(initial=0.0) * sw > 1e50:
+        raise ValueError("X, features and sigma_w must be at most 1e50 in size (the "
+                         "quadratic forms would overflow)")
+    with np.errstate(divide="ignore"):
+        log_p, log_q = np.log(probs), np.log1p(-probs)
+    sq = (X**2).sum(axis=1)
+    proj = X @ A.T  # (n, K): the features' inner products with the rows
+    gram = A @ A.T
+    terms = []
+    for pattern in itertools.product([False, True], repeat=K):
+        z = np.array(pattern)
+        log_prior = np.where(z, log_p, log_q).sum()
+        v = sx**2 + sw**2 * s[z].sum()
+        # Woodbury: (v I + sw^2 U^T U)^-1 = (I - U^T (v/sw^2 I + U U^T)^-1 U) / v
+        inner = v / sw**2 * np.eye(int(z.sum())) + gram[np.ix_(z, z)]
+        if z.any() and np.linalg.cond(inner) > 1e12:
+            # sigma_x^2 / sigma_w^2 negligible beside features that are (nearly)
+            # collinear: the pattern's covariance is singular to working precision
+            raise ValueError(
+                f"sigma_x = {sx:g} is too small beside sigma_w = {sw:g} and these features: "
+                "a pattern's covariance is singular; use a larger sigma_x")
+        _, logdet_inner = np.linalg.slogdet(inner)
+        logdet = (D - z.sum()) * np.log(v) + logdet_inner + z.sum() * np.log(sw**2)
+        u = proj[:, z]
+        quad = (sq - np.einsum("ij,ij->i", u, np.linalg.solve(inner, u.T).T)) / v
+        terms.append(log_prior - 0.5 * (D * _LOG_2PI + logdet + quad))
+    return logsumexp(np.array(terms), axis=0)
 
 
 def _check_finite_model(X, probabilities, features, sigma_x, feature_variances):
