@@ -31,8 +31,8 @@ and ten data sets. The chapter says so.
 Score (the same for every method): the log predictive density of each test row's second
 half of coordinates given its first half, ``log p(x_hid | x_obs, X_train)``, averaged over
 the test rows (:mod:`ibp_lab.heldout`). The paper scores whole rows with 100 draws of the
-features from the prior; conditioning on half a row gives every method the same,
-task. Each score is computed twice (``score_a``, ``score_b``): with independent draws
+test rows' features and the feature images from the posterior; conditioning on half a
+row is a different quantity that every method can be scored on in the same way. Each score is computed twice (``score_a``, ``score_b``): with independent draws
 of ``q(pi)`` for the variational methods, exactly (twice the same) for the R-IBP, and from
 the two halves of the chain for Gibbs (correlated halves, so its Monte Carlo error is
 understated); ``rows_a`` keeps the first scoring's per-row log densities. CPU seconds (``process_time``) are
