@@ -15,6 +15,7 @@ standard error; the rest is how much the difference really varies from run to ru
 - :func:`claim_verdict`: whether a claimed direction holds in every setting.
 - :func:`scores_from_runs`: the two dicts :func:`compare_methods` takes, from a list of
   runs as the experiment records store them.
+- :func:`comparison_table`: :func:`compare_methods`' rows as the table a chapter prints.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 
 from ibp_lab._checks import check_positive, check_real_array
 
-__all__ = ["compare_methods", "claim_verdict", "scores_from_runs"]
+__all__ = ["compare_methods", "claim_verdict", "scores_from_runs", "comparison_table"]
 
 _MAX_SCORE = 1e100
 
@@ -223,3 +224,50 @@ def scores_from_runs(runs, methods) -> tuple[dict, dict]:
             scores[m].append((entry["score_a"], entry["score_b"]))
             seconds[m].append(entry["seconds"])
     return scores, seconds
+
+
+#: compare_methods' keys -> the table's column names ({ref}: the reference method).
+_TABLE_COLUMNS = {"scored": "runs scored", "mean": "mean", "sd": "sd",
+                  "difference": "vs {ref}", "difference_se": "se", "mc_se": "MC se",
+                  "wins": "wins", "cpu_median": "CPU s", "cpu_range": "CPU s range"}
+
+
+def comparison_table(rows, *, reference: str):
+    """The rows of :func:`compare_methods` as a table, one line per method.
+
+    Parameters
+    ----------
+    rows : list of dict
+        What :func:`compare_methods` returned.
+    reference : str
+        The reference method those rows were computed against (it names the column of
+        differences).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by method, with the columns ``runs scored``, ``mean``, ``sd``,
+        ``vs <reference>`` (mean paired difference), ``se``, ``MC se`` (its Monte Carlo
+        part), ``wins``, ``CPU s`` (median) and ``CPU s range``.
+
+    Examples
+    --------
+    >>> rows = compare_methods({"A": [(1.0, 1.0), (2.0, 2.0)], "B": [(1.5, 1.3), (2.4, 2.6)]},
+    ...                        {"A": [0.1, 0.2], "B": [1.0, 1.1]}, reference="A")
+    >>> list(comparison_table(rows, reference="A").columns[3:5])
+    ['vs A', 'se']
+    """
+    import pandas as pd
+
+    if (not isinstance(rows, Sequence) or isinstance(rows, (str, bytes)) or not rows
+            or not all(isinstance(r, Mapping) and {"method", *_TABLE_COLUMNS} <= set(r)
+                       for r in rows)):
+        raise TypeError("rows must be the non-empty list of dicts that compare_methods returns")
+    methods = [r["method"] for r in rows]
+    if not isinstance(reference, str) or reference not in methods:
+        raise ValueError(f"reference must be one of the methods {methods}, got {reference!r}")
+    names = {k: v.format(ref=reference) for k, v in _TABLE_COLUMNS.items()}
+    frame = pd.DataFrame([{names[k]: r[k] for k in names} for r in rows],
+                         index=pd.Index(methods, name="method"))
+    frame["CPU s range"] = [f"{lo:.3g}-{hi:.3g}" for lo, hi in frame["CPU s range"]]
+    return frame

@@ -2656,6 +2656,14 @@ def _compare_methods_spec():
                                            seconds={"a": [1.0], "b": [1.0]}), A)])
 
 
+def _example_rows():
+    from ibp_lab import comparisons
+
+    return comparisons.compare_methods({"a": [(1.0, 1.1), (2.0, 2.0)],
+                                        "b": [(1.5, 1.4), (2.2, 2.3)]},
+                                       {"a": [1.0, 2.0], "b": [0.5, 0.6]}, reference="a")
+
+
 def specs_streaming_vi():
     """Streaming variational inference (issue 29's baseline)."""
     from ibp_lab import streaming_variational as svi
@@ -2693,6 +2701,15 @@ def specs_streaming_vi():
                   methods=lambda b: [("None", None, R), ("str", "m", R), ("empty", [], R),
                                      ("unknown", ["x"], R)]),
              lambda out: None if len(out) == 2 else "not (scores, seconds)"),
+        Spec("comparisons.comparison_table",
+             __import__("ibp_lab.comparisons").comparisons.comparison_table,
+             dict(rows=_example_rows(),
+                  reference="a"),
+             dict(rows=lambda b: [("None", None, R), ("str", "rows", R), ("empty", [], R),
+                                  ("not rows", [{"method": "a"}], R)],
+                  reference=lambda b: [("unknown", "c", R), ("None", None, R),
+                                       ("int", 3, R)]),
+             lambda t: None if t.shape[0] == 2 else f"{t.shape[0]} rows"),
         Spec("comparisons.claim_verdict", __import__("ibp_lab.comparisons").comparisons.claim_verdict,
              dict(differences=[0.5, 0.4], standard_errors=[0.1, 0.1], z=2.0),
              dict(differences="vector", standard_errors="vector", z=P),

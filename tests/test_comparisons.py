@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ibp_lab import comparisons
 from ibp_lab.comparisons import compare_methods
 
 
@@ -83,3 +84,22 @@ def test_claim_verdict_refuses_bad_input(d, se, z):
 
     with pytest.raises(ValueError):
         claim_verdict(d, se, z=z)
+
+
+def test_the_table_carries_every_row_and_names_the_reference():
+    scores = {"A": [(1.0, 1.2), (2.0, 2.0), (0.5, 0.7)],
+              "B": [(1.5, 1.3), (2.4, 2.6), None]}
+    seconds = {"A": [0.1, 0.2, 0.3], "B": [1.0, 1.1, 4.0]}
+    rows = comparisons.compare_methods(scores, seconds, reference="A")
+    table = comparisons.comparison_table(rows, reference="A")
+    assert list(table.index) == ["A", "B"]
+    for row in rows:
+        line = table.loc[row["method"]]
+        assert line["runs scored"] == row["scored"] and line["wins"] == row["wins"]
+        assert line["vs A"] == pytest.approx(row["difference"])
+        assert line["se"] == pytest.approx(row["difference_se"])
+        assert line["MC se"] == pytest.approx(row["mc_se"])
+        assert line["CPU s"] == pytest.approx(row["cpu_median"])
+    assert table.loc["B", "CPU s range"] == "1-4"
+    with pytest.raises(ValueError, match="reference"):
+        comparisons.comparison_table(rows, reference="C")

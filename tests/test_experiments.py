@@ -21,10 +21,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = {name: ROOT / "ibp_lab" / "data" / "experiments" / f"{name}.json"
            for name in ("smc_digits", "tempering_digits", "modes_digits", "tempering_trap",
-                         "nonconjugate_digits", "noisy_or_digits", "paper_fig5", "paper_fig8")}
+                         "nonconjugate_digits", "noisy_or_digits", "paper_fig5", "paper_fig8",
+                         "digits_methods")}
 #: Keys that depend on the machine's speed, not on the sampler.
 TIMING = {"cpu_seconds", "seconds", "pilot_seconds_per_sweep", "plain_seconds_per_sweep",
-          "seconds_per_sweep"}
+          "seconds_per_sweep", "budget"}
 
 
 def _script(name):
