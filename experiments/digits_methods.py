@@ -4,7 +4,7 @@ two scorings per run so that Monte Carlo error can be told from real differences
 
 Usage::
 
-    .venv/bin/python experiments/digits_methods.py           # the full runs (about 6 min of CPU)
+    .venv/bin/python experiments/digits_methods.py           # the full runs (about 8 min of CPU)
     .venv/bin/python experiments/digits_methods.py --quick   # the reduced runs only (seconds)
 
 Run it on an otherwise idle machine: the record keeps realised CPU seconds.
@@ -62,7 +62,7 @@ from _record import quick_then_full  # noqa: E402
 SEED = 1012
 OUT = ROOT / "ibp_lab" / "data" / "experiments" / "digits_methods.json"
 METHODS = ("VI, best of 8", "VI, one start", "Gibbs, same CPU", "R-IBP")
-FULL = dict(runs=5, alpha=2.0, sigma_x=0.25, sigma_a=0.3, n_features=12, starts=8,
+FULL = dict(runs=10, alpha=2.0, sigma_x=0.25, sigma_a=0.3, n_features=12, starts=8,
             vi_max_iter=1000, block=5, blocks=None, draws=40, score_draws=20, train=300,
             test=200)
 QUICK = dict(runs=2, alpha=2.0, sigma_x=0.25, sigma_a=0.3, n_features=4, starts=8,

@@ -120,3 +120,10 @@ def test_the_fig8_record_is_reproduced_by_its_reduced_runs():
     module = _script("paper_fig8")
     record = json.loads(RECORDS["paper_fig8"].read_text())
     _assert_same(record["quick"], module.runs(module.QUICK, tag=1))
+
+
+@pytest.mark.slow  # about 10 s
+def test_the_digits_methods_record_is_reproduced_by_its_reduced_runs():
+    module = _script("digits_methods")
+    record = json.loads(RECORDS["digits_methods"].read_text())
+    _assert_same(record["quick"], module.runs(module.QUICK, tag=1))
