@@ -60,3 +60,23 @@ def test_the_checker_catches_a_stale_pointer(tmp_path):
     page = tmp_path / "07_split_merge.md"
     page.write_text("(ch-split-merge)=\n# Moves\n\nNext: [PyMC](09_pymc.md) tries PyMC.\n\nEnd.\n")
     assert LINK.findall(next_pointers(page)[0]) == ["09_pymc"]
+
+
+def _eval_forms():
+    """The build's own pattern of the ``{eval}`` forms it accepts (``book/_ext``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("eval_glue",
+                                                  ROOT / "book" / "_ext" / "eval_glue.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.EVAL_FORMS
+
+
+@pytest.mark.parametrize("path", ORDER, ids=lambda p: p.stem)
+def test_every_eval_in_the_prose_is_a_form_the_build_accepts(path):
+    # the build refuses any other expression (a failed book), found here without a build
+    forms = _eval_forms()
+    refused = [text for text in re.findall(r"\{eval\}`([^`]*)`", path.read_text())
+               if not forms.match(text.strip())]
+    assert refused == []
