@@ -283,12 +283,28 @@ def test_pilot_skips_a_buffer_of_noise_and_leaves_real_buffers_alone():
     assert not births._shares_a_feature(noise, np.random.default_rng(0), alpha, 0.5, 1.0)
     assert births.decompose_buffer(noise, np.random.default_rng(0), alpha=alpha,
                                    sigma_x=0.5, sigma_a=1.0).n_features == 0
-    X, _, A = simulate_four_feature_data(np.random.default_rng(6), n=100)
+    X, _, _ = simulate_four_feature_data(np.random.default_rng(6), n=100)
     assert births._shares_a_feature(X, np.random.default_rng(0), 1.0, 0.5, 1.0)
-    found = births.decompose_buffer(X, np.random.default_rng(0), alpha=1.0, sigma_x=0.5,
-                                    sigma_a=1.0)
-    assert found.n_features == 4
-    assert match_features(A, found.means).ref_correlation().min() > 0.9
+    assert births.decompose_buffer(X, np.random.default_rng(0), alpha=1.0, sigma_x=0.5,
+                                   sigma_a=1.0).n_features >= 1
+
+
+@pytest.mark.statistical(rate=1e-3)
+def test_a_first_buffer_of_the_canonical_images_is_decomposed_into_the_four_features():
+    # Measured (first buffers of 100 images, every row admitted, alpha_B = 1): 87 of 90
+    # decompositions found the four features at correlation > 0.9 (data sets 1, 3 and 6
+    # with 20 sampler seeds each, 10-15 with 5), so the rate is >= 0.9 at 95% confidence;
+    # the schedule used before (4 empty starts of 250 sweeps) found them in 57 of the first
+    # 60. At p = 0.9, 20 or fewer successes in 30 has probability
+    # stats.binom.cdf(20, 30, 0.9) = 4.5e-4.
+    found_four = 0
+    for case in range(30):
+        X, _, A = simulate_four_feature_data(stat_rng(700 + case // 5), n=100)
+        found = births.decompose_buffer(X, stat_rng(800 + case), alpha=1.0, sigma_x=0.5,
+                                        sigma_a=1.0)
+        found_four += bool(found.n_features == 4 and
+                           match_features(A, found.means).ref_correlation().min() > 0.9)
+    assert found_four >= 21
 
 
 # ---------------------------------------------------------------------------------------
