@@ -309,8 +309,9 @@ def first_buffer_quality(seed: int = 0, polish_sweeps: int = 30) -> None:
     ``s`` from ``default_rng(s)``). For each window: the log joint ``log p(X | Z) + log
     P([Z])`` of the planted ``Z`` minus that of the features born (the *gap*, in nats;
     negative when the decomposition beats the planted assignments), and the CPU time, for
-    three decompositions: the default (``decompose_buffer``, pilot off: ``RESTARTS`` empty
-    starts of ``SWEEPS`` sweeps with split-merge); a BP-means start (one pass, penalty
+    three decompositions: the default (``decompose_buffer``, pilot off: ``RESTARTS`` starts
+    of ``SWEEPS`` sweeps with split-merge, the first from the sorted BP-means start below);
+    a BP-means start (one pass, penalty
     ``sigma_x^2`` times the admission threshold) over the rows in their order; the same
     over the rows sorted by increasing norm (a row showing one feature has a smaller norm
     than rows showing sums of features, so features are created from single-feature rows
