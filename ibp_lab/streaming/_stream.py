@@ -387,16 +387,17 @@ class StreamState:
         self.buffer_residuals[m] = residual
         self.buffer_rows.append(n)
         if m + 1 == self.settings.buffer_size:
-            self.decompose_buffer()
+            self.decompose_buffer(pilot=True)
 
     def flush(self) -> None:
         """Decompose what waits in the buffer (the last chance of these rows)."""
         if self.buffer_rows:
-            self.decompose_buffer()
+            self.decompose_buffer(pilot=False)
 
-    def decompose_buffer(self) -> None:
-        """Births from the buffer's residuals (:func:`ibp_lab.streaming.births.decompose_buffer`),
-        the pilot first, full or not (a last buffer of noise costs no more than a full one).
+    def decompose_buffer(self, *, pilot: bool) -> None:
+        """Births from the buffer's residuals (:func:`ibp_lab.streaming.births.decompose_buffer`).
+
+        ``pilot``: run the pilot first (full buffers; not the last buffer of :meth:`flush`).
         """
         settings = self.settings
         rows = np.array(self.buffer_rows, dtype=np.int64)
@@ -405,7 +406,7 @@ class StreamState:
         alpha = births.buffer_alpha(rows, log_alpha=settings.log_alpha, beta=settings.beta)
         found = births.decompose_buffer(residuals, np.random.default_rng(self.n_seen),
                                         alpha=alpha, sigma_x=settings.sigma_x,
-                                        sigma_a=settings.sigma_a, pilot=True)
+                                        sigma_a=settings.sigma_a, pilot=pilot)
         if found.n_features:
             self.add_features(found, rows)
 

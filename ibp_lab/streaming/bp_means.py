@@ -29,6 +29,7 @@ probabilities at all. Taking ``sigma_x -> 0`` in the R-IBP updates (derived in c
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ibp_lab._checks import check_count, check_data_matrix, check_flag, check_positive
 
@@ -78,18 +79,31 @@ def bp_means_one_pass(
     gamma = check_positive("gamma", gamma)
     n_steps = check_count("n_steps", n_steps, minimum=1, maximum=10_000)
     ossify = check_flag("ossify", ossify)
-    features: list[np.ndarray] = []
-    variance: list[float] = []  # posterior variance of each feature in units of sigma^2
-    owners: list[int] = []
-    rows: list[np.ndarray] = []
-    for n, x in enumerate(X, start=1):
-        K = len(features)
-        A0 = np.array(features).reshape(K, X.shape[1])
-        v0 = np.array(variance)
-        m = np.array(owners, dtype=float)
-        A = A0.copy()
-        z = m / n
-        residual = x - z @ A
+    return _one_pass(np.ascontiguousarray(X, dtype=np.float64), gamma**2, n_steps, ossify)
+
+
+@njit(cache=True)
+def _grow(array, rows):
+    """``array`` with room for ``rows`` rows (the first ones copied)."""
+    out = np.zeros((rows,) + array.shape[1:], array.dtype)
+    out[: array.shape[0]] = array
+    return out
+
+
+@njit(cache=True)
+def _one_pass(X, gamma2, n_steps, ossify):
+    """The pass of :func:`bp_means_one_pass`, compiled (checked inputs)."""
+    n, D = X.shape
+    capacity = 8
+    features = np.zeros((capacity, D))  # A after each point's turn, in order of creation
+    variance = np.zeros(capacity)  # posterior variance of each feature, units of sigma^2
+    owners = np.zeros(capacity)
+    Z = np.zeros((n, capacity), np.int8)
+    K = 0
+    for i in range(n):
+        A = features[:K].copy()
+        z = owners[:K] / (i + 1)
+        residual = X[i] - z @ A
         for _ in range(n_steps):
             for l in range(K):  # (i) ownership lowers the squared error
                 r = residual + z[l] * A[l]
@@ -98,27 +112,29 @@ def bp_means_one_pass(
             for l in range(K):  # (iii) owned features move towards their residual
                 r = residual + z[l] * A[l]
                 if z[l] == 1.0:
-                    eta = v0[l] / (1 + v0[l]) / ((m[l] + 1) if ossify else 1.0)
-                    A[l] = A0[l] + eta * (r - A0[l])
+                    eta = variance[l] / (1.0 + variance[l])
+                    if ossify:
+                        eta /= owners[l] + 1.0
+                    A[l] = features[l] + eta * (r - features[l])
                 else:
-                    A[l] = A0[l]
+                    A[l] = features[l]
                 residual = r - z[l] * A[l]
         for l in range(K):
             if z[l] == 1.0:
-                if ossify:
-                    variance[l] = v0[l] - v0[l] ** 2 / ((m[l] + 1) * (1 + v0[l]))
-                else:
-                    variance[l] = v0[l] / (1 + v0[l])
+                v = variance[l]
+                variance[l] = v - v**2 / ((owners[l] + 1.0) * (1.0 + v)) if ossify \
+                    else v / (1.0 + v)
             features[l] = A[l]
-            owners[l] += int(z[l])
-        if residual @ residual > gamma**2:  # (ii) a new feature: the residual
-            features.append(residual.copy())
-            variance.append(1.0)
-            owners.append(1)
-            z = np.append(z, 1.0)
-        rows.append(z.astype(np.int8))
-    K = len(features)
-    Z = np.zeros((X.shape[0], K), dtype=np.int8)
-    for i, z in enumerate(rows):
-        Z[i, : z.size] = z
-    return Z, np.array(features).reshape(K, X.shape[1])
+            owners[l] += z[l]
+            Z[i, l] = np.int8(z[l])
+        if residual @ residual > gamma2:  # (ii) a new feature: the residual
+            if K == capacity:
+                capacity *= 2
+                features, variance = _grow(features, capacity), _grow(variance, capacity)
+                owners, Z = _grow(owners, capacity), _grow(Z.T.copy(), capacity).T.copy()
+            features[K] = residual
+            variance[K] = 1.0
+            owners[K] = 1.0
+            Z[i, K] = 1
+            K += 1
+    return np.ascontiguousarray(Z[:, :K]), features[:K].copy()
