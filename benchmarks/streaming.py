@@ -259,11 +259,12 @@ def item_six_stream(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return Z @ A + 0.5 * rng.normal(size=(n, 55)), Z
 
 
-def from_empty_cost(n: int = 20_000, seed: int = 0) -> None:
+def from_empty_cost(n: int = 20_000, seed: int = 0, repeats: int = 7) -> None:
     """From an empty model, the stream of issue 25: D = 55, five features (``N(0, 1)``
     entries) each on with probability 0.3, noise 0.5; default births (the buffer) against
-    single births on the same rows; CPU time per observation, births included, and the
-    buffer's time per phase."""
+    single births on the same rows; CPU time per observation, births included (the median
+    and range of ``repeats`` fits: one fit varies by some 10% on a shared machine), and
+    the buffer's time per phase in one more fit."""
     from ibp_lab.streaming import births
     from ibp_lab.streaming._stream import StreamState
 
@@ -271,31 +272,40 @@ def from_empty_cost(n: int = 20_000, seed: int = 0) -> None:
     RecursiveIBP(sigma_x=0.5, rng=0).fit(X[:300])  # compile (or load) the kernels first
     RecursiveIBP(sigma_x=0.5, births="single", rng=0).fit(X[:300])
     print(f"\nfrom an empty model: {n} rows, D = 55, 5 features on w.p. 0.3, noise 0.5; "
-          "RecursiveIBP(sigma_x=0.5, rng=0, keep_history=False).fit(X), CPU time")
+          "RecursiveIBP(sigma_x=0.5, rng=0, keep_history=False).fit(X), CPU time, "
+          f"median (range) of {repeats} fits")
+
+    def one_fit(rule: str) -> tuple[float, RecursiveIBP]:
+        model = RecursiveIBP(sigma_x=0.5, births=rule, rng=0, keep_history=False)
+        cpu = time.process_time()
+        model.fit(X)
+        return (time.process_time() - cpu) / n, model
+
     per_obs = {}
     for rule in ("single", "buffer"):
-        model = RecursiveIBP(sigma_x=0.5, births=rule, rng=0, keep_history=False)
-        clock = PhaseClock()
-        if rule == "buffer":  # the phases, each charged exclusively
-            clock.wrap(StreamState, "observe_fast", "fast path")
-            clock.wrap(StreamState, "observe", "Python events")
-            clock.wrap(StreamState, "admit", "admissions")
-            clock.wrap(StreamState, "decompose_buffer", "decompositions")
-            clock.wrap(births, "_shares_a_feature", "pilots")
-        cpu = time.process_time()
-        try:
-            model.fit(X)
-        finally:
-            clock.unwrap()
-        per_obs[rule] = (time.process_time() - cpu) / n
-        print(f"  births={rule!r}: {per_obs[rule] * 1e6:6.1f} us/obs, "
+        first, model = one_fit(rule)  # what a user's first stream costs
+        times = sorted([first] + [one_fit(rule)[0] for _ in range(repeats - 1)])
+        per_obs[rule] = float(np.median(times))
+        print(f"  births={rule!r}: {per_obs[rule] * 1e6:6.1f} us/obs ({times[0] * 1e6:.1f}-"
+              f"{times[-1] * 1e6:.1f}; the first fit {first * 1e6:.1f}), "
               f"{model.features_.shape[0]} features, n_features_expected_ "
               f"{model.n_features_expected_:.2f}")
-        for phase, seconds in clock.seconds.items():
-            print(f"      {phase:15s} {seconds / n * 1e6:7.2f} us/obs  ({clock.calls[phase]} calls, "
-                  f"{seconds:.3f} s)")
+    clock = PhaseClock()  # the phases, each charged exclusively
+    clock.wrap(StreamState, "observe_fast", "fast path")
+    clock.wrap(StreamState, "observe", "Python events")
+    clock.wrap(StreamState, "admit", "admissions")
+    clock.wrap(StreamState, "decompose_buffer", "decompositions")
+    clock.wrap(births, "_shares_a_feature", "pilots")
+    try:
+        one_fit("buffer")
+    finally:
+        clock.unwrap()
+    print("  the buffer's phases, in one more fit:")
+    for phase, seconds in clock.seconds.items():
+        print(f"      {phase:15s} {seconds / n * 1e6:7.2f} us/obs  ({clock.calls[phase]} calls, "
+              f"{seconds:.3f} s)")
     verdict = "met" if per_obs["buffer"] <= 15e-6 else "NOT met"
-    print(f"  target at most 15 us/obs with the default births: {verdict} "
+    print(f"  target at most 15 us/obs with the default births (the median): {verdict} "
           f"(x{per_obs['buffer'] / per_obs['single']:.1f} single births)")
 
 

@@ -297,6 +297,14 @@ def sequential_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     """
     X, Z, target, rng, n_proposals = check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng,
                                                         n_proposals, beta, discount)
+    return sequential_moves(target, Z, rng, n_proposals)
+
+
+def sequential_moves(target, Z, rng, n_proposals) -> tuple[np.ndarray, dict]:
+    """:func:`sequential_split_merge` on checked inputs: ``target`` is the ``LogJoint`` that
+    :func:`~ibp_lab.split_merge._metropolis.check_move_inputs` builds, ``Z`` an ``int8``
+    matrix without empty columns (a caller that makes many rounds of moves on one data set
+    checks once)."""
     stats = empty_stats()
     Z, _ = metropolis_hastings(target, Z, rng, n_proposals,
                                 lambda Z, rng: sequential_proposal(target, Z, rng), stats)

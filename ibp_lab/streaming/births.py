@@ -102,7 +102,8 @@ from ibp_lab._hyper import harmonic
 from ibp_lab.gibbs import _sweeps, gibbs_sweep
 from ibp_lab.linear_gaussian import collapsed_loglik, feature_posterior
 from ibp_lab.prior import log_prior
-from ibp_lab.split_merge import sequential_split_merge
+from ibp_lab.split_merge._metropolis import check_move_inputs
+from ibp_lab.split_merge._sequential import sequential_moves
 from ibp_lab.streaming.bp_means import bp_means_one_pass
 
 __all__ = ["ADMIT_LEVEL", "RESTARTS", "SWEEPS", "SPLIT_MERGE_EVERY", "SPLIT_MERGE_PROPOSALS",
@@ -325,14 +326,16 @@ def _joint_births(residuals, rng, alpha, sigma_x, sigma_a, pilot) -> BufferBirth
         return empty
     residuals = np.ascontiguousarray(residuals, dtype=np.float64)
     best, best_z = -np.inf, np.zeros((n_rows, 0))
+    # the moves' target, checked once for every round of every start
+    target = check_move_inputs(residuals, best_z, alpha, sigma_x, sigma_a, rng,
+                               SPLIT_MERGE_PROPOSALS, 1.0)[2]
     for start in range(RESTARTS):
         Z = _bp_means_start(residuals, sigma_x) if start == 0 else np.zeros((n_rows, 0))
         for _ in range(SWEEPS // SPLIT_MERGE_EVERY):
             # several sweeps in one call of the compiled kernel (inputs checked above)
             Z = _sweeps(residuals, Z, alpha, sigma_x, sigma_a, 1.0, SPLIT_MERGE_EVERY, rng)[0]
             if Z.shape[1]:
-                Z, _ = sequential_split_merge(residuals, Z, alpha, sigma_x, sigma_a, rng,
-                                              SPLIT_MERGE_PROPOSALS)
+                Z, _ = sequential_moves(target, Z, rng, SPLIT_MERGE_PROPOSALS)
         joint = collapsed_loglik(residuals, Z, sigma_x, sigma_a) + log_prior(Z, alpha)
         if joint > best:
             best, best_z = joint, Z
