@@ -350,12 +350,11 @@ def first_buffer_quality(seed: int = 0, polish_sweeps: int = 30) -> None:
         return collapsed_loglik(R, Z, 0.5, 1.0) + log_prior(Z, 1.0)
 
     def polished_bp_means(R, sampler, sort):
-        order = np.argsort(np.sum(R**2, axis=1), kind="stable") if sort \
-            else np.arange(R.shape[0])
-        gamma = 0.5 * np.sqrt(births.admission_threshold(R.shape[1]))
-        Z_sorted = bp_means_one_pass(R[order], gamma)[0]
-        Z = np.zeros(Z_sorted.shape)
-        Z[order] = Z_sorted
+        if sort:  # the buffer's own first start
+            Z = births._bp_means_start(R, 0.5)
+        else:
+            gamma = 0.5 * np.sqrt(births.admission_threshold(R.shape[1]))
+            Z = bp_means_one_pass(R, gamma)[0]
         for _ in range(polish_sweeps):
             Z = gibbs_sweep(R, Z[:, Z.sum(axis=0) > 0], 1.0, 0.5, 1.0, sampler)
             if Z.shape[1]:

@@ -351,9 +351,9 @@ def _bp_means_start(residuals, sigma_x) -> np.ndarray:
     order = np.argsort(np.einsum("nd,nd->n", residuals, residuals), kind="stable")
     gamma = sigma_x * np.sqrt(admission_threshold(residuals.shape[1]))
     in_order = bp_means_one_pass(residuals[order], gamma)[0]
-    Z = np.zeros(in_order.shape)
+    Z = np.zeros(in_order.shape)  # every column has an owner: the row that made it
     Z[order] = in_order
-    return Z[:, Z.any(axis=0)]
+    return Z
 
 
 def _shares_a_feature(residuals, rng, alpha, sigma_x, sigma_a) -> bool:

@@ -131,7 +131,10 @@ def _one_pass(X, gamma2, n_steps, ossify):
             if K == capacity:
                 capacity *= 2
                 features, variance = _grow(features, capacity), _grow(variance, capacity)
-                owners, Z = _grow(owners, capacity), _grow(Z.T.copy(), capacity).T.copy()
+                owners = _grow(owners, capacity)
+                wider = np.zeros((n, capacity), np.int8)
+                wider[:, :K] = Z
+                Z = wider
             features[K] = residual
             variance[K] = 1.0
             owners[K] = 1.0
