@@ -25,6 +25,30 @@ def test_rows_by_direct_computation():
     assert ref_row["difference"] == 0.0 and ref_row["mean"] == pytest.approx(1.1)
 
 
+def test_wins_count_strictly_better_runs_and_a_tie_is_no_win():
+    """A run where the method and the reference score the same is not a win for either;
+    the reference against itself ties every run, so it wins none."""
+    scores = {"ref": [(1.0, 1.0), (2.0, 2.0), (3.0, 3.0), (4.0, 4.0)],
+              "m": [(1.0, 1.0), (2.5, 2.5), (2.0, 2.0), (4.0, 4.0)]}  # tie, win, loss, tie
+    seconds = {m: [1.0] * 4 for m in scores}
+    ref_row, row = compare_methods(scores, seconds, reference="ref")
+    assert row["wins"] == 1
+    assert ref_row["wins"] == 0
+
+
+def test_spreads_are_sample_sds_with_ddof_1_by_hand():
+    """sd, difference_sd and difference_se use the n - 1 denominator (the runs are a sample
+    of the runs one could make). Scores 1, 2, 6: mean 3, squared deviations 4 + 1 + 9 = 14,
+    sd sqrt(14 / 2) = sqrt(7) (ddof=0 would give sqrt(14 / 3)). Differences from the
+    reference (all 0) are the same numbers, so their se is sqrt(7) / sqrt(3)."""
+    scores = {"ref": [(0.0, 0.0)] * 3, "m": [(1.0, 1.0), (2.0, 2.0), (6.0, 6.0)]}
+    seconds = {m: [1.0] * 3 for m in scores}
+    _, row = compare_methods(scores, seconds, reference="ref")
+    assert row["sd"] == pytest.approx(np.sqrt(7.0), rel=1e-12)
+    assert row["difference_sd"] == pytest.approx(np.sqrt(7.0), rel=1e-12)
+    assert row["difference_se"] == pytest.approx(np.sqrt(7.0 / 3.0), rel=1e-12)
+
+
 def test_the_monte_carlo_share_matches_a_simulation():
     """Runs differ a lot (sd 1, shared by both methods: paired), each score is noisy
     (two replicates, sd 0.2 each). The Monte Carlo error of the mean difference is then
