@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
+from seeds import stat_rng
 
 from ibp_lab.class_structure import class_sharing, confusion_similarity, matrix_agreement
 
@@ -50,11 +51,50 @@ def test_matrix_agreement_p_value_by_enumeration():
         assert p == count / 120
 
 
+def _squared_rank_distance(a, b) -> int:
+    """sum_i (rank a_i - rank b_i)^2 in integers: for distinct values Spearman's rho is
+    1 - 6 S / (n (n^2 - 1)), so a larger rho is exactly a smaller S."""
+    return int(((np.argsort(np.argsort(a)) - np.argsort(np.argsort(b))) ** 2).sum())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_matrix_agreement_p_value_is_the_exact_share_of_relabelings(seed):
+    """The p-value counts, among all C! relabelings (the identity included), those whose
+    rank agreement is at least the observed one, and divides by C!: computed here by brute
+    force over itertools.permutations with integer rank distances (no spearmanr, no
+    tolerance), it must equal the function's p-value exactly. One permutation too many or
+    too few is 1/24 off on four classes; the null test below cannot see that."""
+    rng = np.random.default_rng(seed)
+    A, B = rng.random((4, 4)), rng.random((4, 4))
+    A, B = A + A.T, B + B.T
+    upper = np.triu_indices(4, k=1)
+    observed = _squared_rank_distance(A[upper], B[upper])
+    count = sum(_squared_rank_distance(A[upper], B[np.ix_(o, o)][upper]) <= observed
+                for o in itertools.permutations(range(4)))
+    rho, p = matrix_agreement(A, B)
+    assert rho == pytest.approx(1 - 6 * observed / (6 * (36 - 1)), rel=1e-12)
+    assert p == count / 24
+
+
+def test_matrix_agreement_p_value_on_a_hand_counted_case():
+    """Three classes: three pairs, six relabelings. A pair is named by the class it leaves
+    out, so a relabeling moves the pairs' values as it moves the classes: every relabeling
+    but the identity puts some value on another pair. With three distinct values only the
+    identity keeps their order (rho = 1), so p = 1/6."""
+    A = np.array([[0, 1, 2], [1, 0, 3], [2, 3, 0]], float)
+    rho, p = matrix_agreement(A, A)
+    assert rho == 1.0 and p == 1 / 6
+
+
+@pytest.mark.statistical(rate=1e-6)
 def test_the_p_value_is_uniform_under_the_null():
     """With unrelated random matrices the test's size is honest. With 4 classes the p-value
     is a multiple of 1/24, so P(p <= 0.1) = P(p <= 2/24) = 2/24 (ties have probability 0
-    for continuous entries); over 400 pairs its binomial sd is 0.0138, and 5 sds is 0.07."""
-    rng = np.random.default_rng(21)
+    for continuous entries); over 400 pairs its binomial sd is 0.0138, and 5 sds is 0.07
+    (false alarm about 6e-7 by the normal approximation). This catches a p-value of the
+    wrong kind (two-sided, or from a parametric formula); a count off by one relabeling
+    moves the rate by only 1/24 = 3 sds, which the exact tests above catch instead."""
+    rng = stat_rng(21)
     ps = []
     for _ in range(400):
         A, B = rng.random((4, 4)), rng.random((4, 4))
