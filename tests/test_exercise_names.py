@@ -172,3 +172,21 @@ def test_the_check_catches_an_unimported_module():
     assert any("prior.not_there" in p and "no attribute" in p for p in problems)
     assert any("undefined_helper" in p for p in problems)
     assert not any("gibbs_sweep" in p or "sample_ibp" in p for p in problems)
+
+
+NUMBER_WORDS = {"Two": 2, "Three": 3, "Four": 4, "Five": 5, "Six": 6, "Seven": 7,
+                "Eight": 8, "Nine": 9, "Ten": 10, "Eleven": 11, "Twelve": 12}
+
+
+def test_the_introduction_counts_the_self_checking_exercises():
+    from ibp_lab import exercises
+
+    checks = [name for name in exercises.__all__ if name.startswith("check_")]
+    intro = (ROOT / "book" / "intro.md").read_text()
+    stated = re.search(r"^(\w+) exercises check themselves", intro, re.M)
+    assert stated and NUMBER_WORDS.get(stated.group(1)) == len(checks), (
+        f"book/intro.md says {stated and stated.group(1)!r} exercises check themselves; "
+        f"ibp_lab.exercises has {len(checks)} checks: {checks}")
+    chapters = "".join(path.read_text() for path in CHAPTERS)
+    unused = [name for name in checks if f"{name}(" not in chapters]
+    assert not unused, f"checks no chapter's exercise calls: {unused}"
