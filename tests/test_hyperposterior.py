@@ -166,6 +166,53 @@ def test_heldout_score_is_a_probability_over_next_rows(discount):
     assert logsumexp(total) == pytest.approx(0.0, abs=1e-12)
 
 
+def _next_row_probabilities(n_seen: int, alpha: float, beta: float, discount: float):
+    """The held-out score's take-probability of a feature with m = 1..n_seen owners, and its
+    mean number of new features, read off heldout_log_score: with one seen feature,
+    score(take) - score(leave) = log(p / (1 - p)); with none, score(one new) - score(none)
+    = log(rate)."""
+    kw = dict(alpha=alpha, beta=beta, discount=discount)
+    take = {}
+    for m in range(1, n_seen + 1):
+        train = (np.arange(n_seen) < m).astype(np.int8)[:, None]
+        log_odds = (hp.heldout_log_score(train, [[1]], **kw)
+                    - hp.heldout_log_score(train, [[0]], **kw))
+        take[m] = 1.0 / (1.0 + np.exp(-log_odds))
+    none = np.zeros((n_seen, 1), np.int8)
+    rate = np.exp(hp.heldout_log_score(none, [[1]], **kw) - hp.heldout_log_score(none, [[0]], **kw))
+    return take, float(rate)
+
+
+@pytest.mark.statistical(rate=3e-4)
+@pytest.mark.parametrize("n_seen, beta", [(1, 1.0), (3, 1.5)])
+def test_heldout_next_row_matches_the_priors_own_sampler_under_a_discount(n_seen, beta):
+    """The held-out score's next customer is the prior's: in buffets of n_seen + 1 rows
+    drawn by ibp_lab.prior.sample_ibp (discount 0.5), the last row takes a feature with m
+    owners among the first n_seen as often as the score says, and opens as many new ones.
+
+    Given the first n_seen rows, the last row's takes are independent Bernoulli(p_m), so
+    the take count over the cells with m owners is Binomial(cells, p_m) exactly; the new
+    count is Poisson(rate) per draw, its mean over R draws has sd sqrt(rate / R). Each of
+    the n_seen + 1 comparisons at 4 sd fails a correct score with probability 6.3e-5, so
+    at most 2.6e-4 over the four of the larger case. A formula off by as little as the
+    (m - d) / (n + beta + d) in place of (m - d) / (n + beta) at n = 1, beta = 1 (0.20 for
+    0.25) misses by over 15 sd at 20,000 draws (40,000 cells)."""
+    alpha, discount, n_draws = 2.0, 0.5, 20_000
+    take, rate = _next_row_probabilities(n_seen, alpha, beta, discount)
+    rng = stat_rng(4_811)
+    cells, takes, new = np.zeros(n_seen + 1), np.zeros(n_seen + 1), 0
+    for _ in range(n_draws):
+        Z = sample_ibp(alpha, n_seen + 1, rng, beta=beta, discount=discount)
+        owners = Z[:n_seen].sum(axis=0)
+        np.add.at(cells, owners, 1)
+        np.add.at(takes, owners, Z[n_seen])
+        new += int(np.count_nonzero(owners == 0))
+    for m in range(1, n_seen + 1):
+        p, n = take[m], cells[m]
+        assert abs(takes[m] / n - p) < 4.0 * np.sqrt(p * (1 - p) / n), (m, takes[m] / n, p)
+    assert abs(new / n_draws - rate) < 4.0 * np.sqrt(rate / n_draws), (new / n_draws, rate)
+
+
 def test_heldout_score_obeys_the_chain_rule():
     Z = sample_ibp(2.0, 12, np.random.default_rng(5), discount=0.3)
     whole = hp.heldout_log_score(Z[:6], Z[6:], alpha=2.0, discount=0.3)
