@@ -49,6 +49,26 @@ def test_spreads_are_sample_sds_with_ddof_1_by_hand():
     assert row["difference_se"] == pytest.approx(np.sqrt(7.0 / 3.0), rel=1e-12)
 
 
+def test_spreads_need_two_runs_and_one_run_gives_none():
+    """An sd over one run is undefined: None, not NaN; two runs give a number."""
+    one = compare_methods({"ref": [(0.0, 0.0)], "m": [(1.0, 1.0)]},
+                          {"ref": [1.0], "m": [1.0]}, reference="ref")[1]
+    assert one["sd"] is None and one["difference_sd"] is None and one["difference_se"] is None
+    assert one["difference"] == 1.0 and one["mc_se"] == 0.0
+    two = compare_methods({"ref": [(0.0, 0.0), None], "m": [(1.0, 1.0), (3.0, 3.0)]},
+                          {"ref": [1.0, 1.0], "m": [1.0, 1.0]}, reference="ref")[1]
+    assert two["sd"] == pytest.approx(np.sqrt(2.0)) and two["difference_sd"] is None
+
+
+def test_the_edges_of_what_is_allowed_are_allowed():
+    """Scores of size exactly 1e100 and zero seconds are inside the documented ranges."""
+    rows = compare_methods({"a": [(1e100, -1e100)], "b": [(0.0, 0.0)]},
+                           {"a": [0.0], "b": [0.0]}, reference="a")
+    assert rows[0]["cpu_median"] == 0.0 and rows[0]["mean"] == 0.0
+    with pytest.raises(ValueError, match="at most 1e"):
+        compare_methods({"a": [(1.01e100, 0.0)]}, {"a": [0.0]}, reference="a")
+
+
 def test_the_monte_carlo_share_matches_a_simulation():
     """Runs differ a lot (sd 1, shared by both methods: paired), each score is noisy
     (two replicates, sd 0.2 each). The Monte Carlo error of the mean difference is then
@@ -93,6 +113,10 @@ def test_bad_input_is_refused_by_name(scores, seconds, reference, match):
     ([1.0, 0.1], [0.1, 0.1], "holds in some settings"),
     ([0.1, -0.1], [0.1, 0.1], "not resolved"),
     ([0.2], [0.1], "not resolved"),  # exactly two standard errors is not clear
+    ([-0.2], [0.1], "not resolved"),  # nor exactly two below
+    ([-2.0], [1.0], "not resolved"),
+    ([0.0], [0.0], "not resolved"),  # an exact zero difference is neither way
+    ([1.0], [0.0], "holds"),  # an exact score (se 0) is allowed
 ])
 def test_claim_verdicts(d, se, verdict):
     from ibp_lab.comparisons import claim_verdict
