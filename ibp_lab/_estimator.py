@@ -1,13 +1,21 @@
-"""What the two scikit-learn estimators share: their generator and their data door.
+"""What the scikit-learn estimators share: their default seed, generator and data door.
 
-:class:`~ibp_lab.streaming.RecursiveIBP` and :class:`~ibp_lab.variational.VariationalIBP`
-follow scikit-learn's estimator contract and pass its ``check_estimator``. That suite
+:class:`~ibp_lab.streaming.RecursiveIBP`, :class:`~ibp_lab.variational.VariationalIBP` and
+:class:`~ibp_lab.gibbs_estimator.GibbsIBP` follow scikit-learn's estimator contract and pass its ``check_estimator``. That suite
 asks for particular kinds of error and particular words in their messages (a sparse
 matrix refused by saying so, complex data refused with ``ValueError``, a 1-D array refused
 with "Reshape your data", a width that differs from the fitted one named as "X has d
 features, but E is expecting D features as input"). This module holds the one reading of
 ``rng`` (:func:`estimator_generator`) and the one door of the data (:func:`estimator_rows`)
-that both estimators call, so that the two keep the same manners.
+that every estimator calls, so that they keep the same manners.
+
+Seeding. scikit-learn seeds an estimator only through a parameter named ``random_state``
+(``sklearn.utils.estimator_checks`` and its tools call ``set_random_state``, which touches
+nothing else), and then compares two fits of clones. The package names that parameter
+``rng`` (docs/design.md, section 2), so the estimators' ``rng`` defaults to
+:data:`DEFAULT_RNG`, a fixed seed: two fits with the same parameters give the same numbers,
+whoever clones them (a pipeline, a grid search, ``check_estimator``). Fresh entropy is
+asked for explicitly, ``rng=None``; another seed is ``rng=<int>`` or a Generator.
 """
 
 from __future__ import annotations
@@ -18,13 +26,17 @@ import numpy as np
 
 from ibp_lab._checks import as_array, check_data_matrix, copy_generator
 
-__all__ = ["estimator_generator", "estimator_rows"]
+__all__ = ["DEFAULT_RNG", "estimator_generator", "estimator_rows"]
+
+#: The estimators' default ``rng``: a fixed seed, so that a fit is reproducible at default
+#: construction, as scikit-learn's tools expect of an estimator they cannot seed.
+DEFAULT_RNG = 0
 
 
 def estimator_generator(rng) -> np.random.Generator:
     """The generator an estimator's fit draws from, from its ``rng`` parameter.
 
-    ``None`` takes fresh entropy (as scikit-learn's ``random_state=None`` does), a
+    The default parameter is :data:`DEFAULT_RNG` (an ``int``: reproducible fits). ``None`` takes fresh entropy (as scikit-learn's ``random_state=None`` does), a
     non-negative ``int`` seeds a new generator, and a Generator is *copied*, so that
     fitting never advances the parameter and two fits with the same parameters draw the
     same numbers.

@@ -50,7 +50,7 @@ from ibp_lab._checks import (
     check_rng,
     check_size,
 )
-from ibp_lab._estimator import estimator_generator, estimator_rows
+from ibp_lab._estimator import DEFAULT_RNG, estimator_generator, estimator_rows
 from ibp_lab._hyper import MAX_FEATURES, check_hyperparameters
 
 __all__ = ["FAMILIES", "VariationalIBP", "finite_log_evidence"]
@@ -411,10 +411,11 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
         Stop when an iteration raises the ELBO by less than ``tol`` nats, >= 0.
     rng : numpy.random.Generator, int or None, optional
         Draws the random start of ``q(Z)``, read by
-        :func:`ibp_lab._checks.estimator_generator` as in
-        :class:`~ibp_lab.streaming.RecursiveIBP`: ``None`` takes fresh entropy, an ``int``
-        seeds a new generator, a Generator is copied (the parameter itself never
-        advances, so the same parameters give the same fit).
+        :func:`ibp_lab._estimator.estimator_generator` as in
+        :class:`~ibp_lab.streaming.RecursiveIBP`: default ``0``
+        (:data:`ibp_lab._estimator.DEFAULT_RNG`, so that a default fit is reproducible),
+        an ``int`` seeds a new generator, a Generator is copied (the parameter itself never
+        advances, so the same parameters give the same fit), ``None`` takes fresh entropy.
 
     Attributes
     ----------
@@ -460,7 +461,7 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
 
     def __init__(self, *, alpha: float = 1.0, sigma_x: float = 1.0, sigma_a: float = 1.0,
                  n_features: int = 10, family: str = "stick_breaking", max_iter: int = 200,
-                 tol: float = 1e-6, rng: np.random.Generator | int | None = None) -> None:
+                 tol: float = 1e-6, rng: np.random.Generator | int | None = DEFAULT_RNG) -> None:
         self.alpha = alpha
         self.sigma_x = sigma_x
         self.sigma_a = sigma_a
