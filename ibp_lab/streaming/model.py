@@ -93,7 +93,7 @@ from ibp_lab._checks import (
     check_rng,
     copy_generator,
 )
-from ibp_lab._estimator import estimator_generator, estimator_rows
+from ibp_lab._estimator import DEFAULT_RNG, estimator_generator, estimator_rows
 from ibp_lab.streaming import _state
 from ibp_lab.streaming._limits import (
     MAX_DATA_MAGNITUDE,
@@ -176,8 +176,9 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         deterministic). Read by :func:`ibp_lab._checks.estimator_generator` at every
         :meth:`fit` (and at the first :meth:`partial_fit`) into :attr:`rng_`: a Generator
         is copied, so that the parameter itself never advances and the same parameters
-        give the same results; an ``int`` seeds a new generator; ``None`` takes fresh
-        entropy. :attr:`rng_`'s state is part of :meth:`get_state`.
+        give the same results; an ``int`` seeds a new generator (default ``0``,
+        :data:`ibp_lab._estimator.DEFAULT_RNG`, so that default scores are reproducible);
+        ``None`` takes fresh entropy. :attr:`rng_`'s state is part of :meth:`get_state`.
     tol : float, optional
         A feature slot is kept while its prior or posterior probability exceeds ``tol``,
         in (0, 0.01].
@@ -268,7 +269,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         sigma_a: float = 1.0,
         model: str = "linear_gaussian",
         n_steps: int = 3,
-        rng: np.random.Generator | int | None = None,
+        rng: np.random.Generator | int | None = DEFAULT_RNG,
         tol: float = 1e-6,
         sigma_w: float = 1.0,
         ossify: bool = False,
