@@ -205,7 +205,7 @@ def draw(path: Path = FIGURE) -> Path:
     if missing:
         raise SystemExit(f"PREREQUISITES and _toc.yml disagree on {sorted(missing)}")
     position = {stem: (col * 2.6, height) for stem, (col, height) in LAYOUT.items()}
-    optional_whole = {"09_pymc"}  # optional in the four-week plan
+    optional_whole = {"03_beta_process", "09_pymc", "13_nonconjugate", "14_paper"}
     fig, ax = plt.subplots(figsize=(12.5, 6.2))
     boxes = {}
     for stem, (x, y) in position.items():
@@ -228,7 +228,8 @@ def draw(path: Path = FIGURE) -> Path:
     ax.axis("off")
     ax.set_title("Chapters numbered in reading order. An arrow points from a chapter to one "
                  "that needs it; a chapter needs everything upstream of it.\n"
-                 "Dashed: background only. Yellow: optional in the four-week plan.",
+                 "Dashed: background only. Yellow: left out of the four-week plan, "
+                 "or read only in part.",
                  fontsize=9.5)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
