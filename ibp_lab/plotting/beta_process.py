@@ -27,6 +27,7 @@ from ibp_lab._checks import check_binary_matrix, check_positive, check_real_arra
 from ibp_lab.explorers import DiscountDraws
 from ibp_lab.hyperposterior import PredictiveCurves, heaps_curve, zipf_curve
 from ibp_lab.plotting._doors import axes_or_new, check_result
+from ibp_lab.plotting._alt import with_alt
 from ibp_lab.plotting._style import CYCLE, PALETTE, integer_ticks
 from ibp_lab.plotting.matrices import plot_binary_matrix
 
@@ -98,7 +99,7 @@ def plot_atom_weights(weights, *, ax=None, threshold: float | None = None,
     ax.yaxis.set_major_locator(LogLocator())  # integer_ticks set both axes; y is a log scale
     if label or threshold is not None:
         ax.legend(fontsize=10, frameon=False)
-    return ax
+    return with_alt(ax)
 
 
 def beta_process_figure(weights, Z, *, threshold: float | None = None) -> Figure:
@@ -140,7 +141,7 @@ def beta_process_figure(weights, Z, *, threshold: float | None = None) -> Figure
     bottom.set_xlabel("atom (by weight)")
     bottom.set_aspect("auto")
     fig.tight_layout()
-    return fig
+    return with_alt(fig)
 
 
 def plot_levy_densities(pi, densities: Mapping[str, np.ndarray], *, ax=None):
@@ -180,7 +181,7 @@ def plot_levy_densities(pi, densities: Mapping[str, np.ndarray], *, ax=None):
     ax.set_xlabel(r"weight $\pi$")
     ax.set_ylabel("intensity")
     ax.legend(fontsize=10, frameon=False)
-    return ax
+    return with_alt(ax)
 
 
 def plot_feature_growth(draws: DiscountDraws, *, ax=None, color: str = PALETTE["blue"],
@@ -221,7 +222,7 @@ def plot_feature_growth(draws: DiscountDraws, *, ax=None, color: str = PALETTE["
     ax.set_xlabel("customers N")
     ax.set_ylabel("dishes K+")
     ax.legend(fontsize=10, frameon=False)
-    return ax
+    return with_alt(ax)
 
 
 def plot_feature_popularity(draws: DiscountDraws, *, ax=None, color: str = PALETTE["blue"],
@@ -264,7 +265,7 @@ def plot_feature_popularity(draws: DiscountDraws, *, ax=None, color: str = PALET
     ax.set_xlabel("owners m")
     ax.set_ylabel("dishes with m owners")
     ax.legend(fontsize=10, frameon=False)
-    return ax
+    return with_alt(ax)
 
 
 def discount_explorer_figure(draws: DiscountDraws) -> Figure:
@@ -295,7 +296,7 @@ def discount_explorer_figure(draws: DiscountDraws) -> Figure:
     fig.suptitle(f"alpha = {draws.alpha:g}, beta = {draws.beta:g}, discount = {draws.discount:g}"
                  f" ({draws.n_draws} draws of {draws.n} customers)")
     fig.tight_layout()
-    return fig
+    return with_alt(fig)
 
 
 def heaps_zipf_figure(Z, models: Mapping[str, PredictiveCurves]) -> Figure:
@@ -361,4 +362,4 @@ def heaps_zipf_figure(Z, models: Mapping[str, PredictiveCurves]) -> Figure:
     heaps_ax.set_title("Heaps: new features per row")
     zipf_ax.set_title("Zipf: features by popularity")
     fig.tight_layout()
-    return fig
+    return with_alt(fig)

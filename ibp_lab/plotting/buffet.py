@@ -15,6 +15,7 @@ from scipy import stats
 from ibp_lab._checks import check_positive, check_real_array
 from ibp_lab.explorers import BuffetDraws
 from ibp_lab.plotting._doors import axes_or_new, check_result
+from ibp_lab.plotting._alt import with_alt
 from ibp_lab.plotting._style import PALETTE
 from ibp_lab.plotting.matrices import plot_binary_matrix
 
@@ -80,7 +81,7 @@ def plot_counts_vs_poisson(counts, mean: float, *, ax=None, color: str = PALETTE
             label=f"{label}Poisson({mean:.2f})")
     ax.set_ylabel("probability")
     ax.legend(fontsize=10, frameon=False)
-    return ax
+    return with_alt(ax)
 
 
 def buffet_explorer_figure(draws: BuffetDraws) -> Figure:
@@ -119,4 +120,4 @@ def buffet_explorer_figure(draws: BuffetDraws) -> Figure:
     axes[2].set_xlabel("dishes per customer")
     fig.suptitle(f"alpha = {draws.alpha:g}, beta = {draws.beta:g}")
     fig.tight_layout()
-    return fig
+    return with_alt(fig)

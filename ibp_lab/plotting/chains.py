@@ -29,7 +29,16 @@ from ibp_lab.plotting._doors import (
     check_shape,
     check_trace,
 )
-from ibp_lab.plotting._style import CYCLE, DIVERGING_CMAP, PALETTE, SEQUENTIAL_CMAP
+from ibp_lab.plotting._alt import with_alt
+from ibp_lab.plotting._style import (
+    CYCLE,
+    DIVERGING_CMAP,
+    MARKERS,
+    PALETTE,
+    SEQUENTIAL_CMAP,
+    label_line_ends,
+    series_style,
+)
 from ibp_lab.summaries import class_ownership
 
 __all__ = [
@@ -74,13 +83,13 @@ def chain_traces_figure(chains, labels: Sequence[str]) -> Figure:
         burns.append(check_count(f"chains[{c}].trace.attrs['burn']", chain.trace.attrs.get("burn", 0)))
     fig = Figure(figsize=(11, 3.6), layout="constrained")
     left, right = fig.subplots(1, 2)
-    settled = []
+    settled, k_lines, joint_lines = [], [], []
     for c, (chain, label, burn) in enumerate(zip(chains, labels, burns)):
         trace = chain.trace
         sweeps = np.arange(1, trace.sizes["draw"] + 1)
-        colour = CYCLE[c % len(CYCLE)]
-        left.plot(sweeps, trace.k_plus.values, color=colour, lw=1, label=label)
-        right.plot(sweeps, trace.log_joint.values, color=colour, lw=0.8)
+        style = series_style(c, n_points=sweeps.size)  # colour, dashes and markers: not colour alone
+        k_lines += left.plot(sweeps, trace.k_plus.values, lw=1, label=label, **style)
+        joint_lines += right.plot(sweeps, trace.log_joint.values, lw=0.8, label=label, **style)
         settled.append(trace.log_joint.values[burn:])
     burn = burns[0]
     for ax in (left, right):
@@ -96,7 +105,11 @@ def chain_traces_figure(chains, labels: Sequence[str]) -> Figure:
     left.set(ylabel="K+", title="number of features (shaded: warm-up)")
     right.set(ylabel="log p(X, Z | alpha, sigma)", title="log joint")
     left.legend(fontsize=10, frameon=False)
-    return fig
+    for ax, lines in ((left, k_lines), (right, joint_lines)):
+        label_line_ends(ax, lines, labels)
+    return with_alt(fig, f"K+ and the log joint of {len(chains)} chain{'s' if len(chains) > 1 else ''} "
+                         f"({', '.join(labels)}) over {max(c.trace.sizes['draw'] for c in chains)} sweeps, "
+                         f"the first {burn} shaded as warm-up")
 
 
 def co_ownership_figure(
@@ -161,7 +174,7 @@ def co_ownership_figure(
             ax.axvline(edge, color="white", lw=0.4)
         ax.set(title=title, xlabel="digit", ylabel="digit")
     fig.colorbar(im, ax=list(axes), shrink=0.85, label="expected number of shared features")
-    return fig
+    return with_alt(fig)
 
 
 def feature_owners_figure(
@@ -260,7 +273,7 @@ def feature_owners_figure(
     ax.set_xticks(range(len(classes)), [str(c) for c in classes])
     ax.set(xlabel="digit", title="share of each digit's examples that own the feature")
     bottom.colorbar(im, ax=ax, shrink=0.9)
-    return fig
+    return with_alt(fig)
 
 
 def reappearance_figure(rates, chain_labels: Sequence[str], *, threshold: float = 0.9) -> Figure:
@@ -299,7 +312,8 @@ def reappearance_figure(rates, chain_labels: Sequence[str], *, threshold: float 
     ax = fig.subplots()
     for c, (row, label) in enumerate(zip(rates, chain_labels)):
         offset = (c - (len(rates) - 1) / 2) * 0.12
-        ax.plot(np.arange(k) + offset, row, "o", ms=5, color=CYCLE[c % len(CYCLE)], label=label)
+        ax.plot(np.arange(k) + offset, row, MARKERS[c % len(MARKERS)], ms=5, color=CYCLE[c % len(CYCLE)],
+                label=label)
     ax.set_xticks(range(k), [f"f{j}" for j in range(k)], fontsize=8)
     ax.set(
         ylim=(-0.05, 1.05),
@@ -313,4 +327,4 @@ def reappearance_figure(rates, chain_labels: Sequence[str], *, threshold: float 
         loc="upper center",
         bbox_to_anchor=(0.5, -0.2),
     )
-    return fig
+    return with_alt(fig)

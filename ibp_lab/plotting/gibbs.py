@@ -34,7 +34,8 @@ from ibp_lab.plotting._doors import (
     check_shape,
     check_trace,
 )
-from ibp_lab.plotting._style import CYCLE, DIVERGING_CMAP, PALETTE
+from ibp_lab.plotting._alt import with_alt
+from ibp_lab.plotting._style import DIVERGING_CMAP, PALETTE, label_line_ends, series_style
 
 __all__ = [
     "plot_feature_mosaic",
@@ -119,7 +120,7 @@ def plot_feature_mosaic(
     ax.set_yticks([])
     for side in ax.spines.values():
         side.set_visible(False)
-    return ax
+    return with_alt(ax)
 
 
 def _check_probability_vector(name: str, p) -> np.ndarray:
@@ -201,12 +202,13 @@ def k_plus_check_figure(
     )
     n_runs = len(frequencies)
     for r, (name, freq) in enumerate(frequencies.items()):
-        colour = CYCLE[r % len(CYCLE)]
+        style = series_style(r)  # each run its own colour, marker and dashes
+        colour = style["color"]
         offset = (r - (n_runs - 1) / 2) * 0.18
         freq = freq[: k_show + 1]
-        left.plot(k + offset, freq, "o", ms=4, color=colour, label=name)
+        left.plot(k + offset, freq, style["marker"], ms=4, color=colour, label=name)
         diff = freq - p_exact[: k_show + 1]
-        right.plot(k + offset, diff, "o-", ms=4, lw=1, color=colour, label=name)
+        right.plot(k + offset, diff, lw=1, label=name, **style)
         if standard_errors is not None and name in standard_errors:
             band = 2 * standard_errors[name][: k_show + 1]
             right.fill_between(k, -band, band, color=colour, alpha=0.15, lw=0)
@@ -215,7 +217,7 @@ def k_plus_check_figure(
     right.set(xlabel="K+", ylabel="frequency - exact", title="difference (band: 2 standard errors)")
     left.legend(fontsize=10, frameon=False)
     right.legend(fontsize=10, frameon=False)
-    return fig
+    return with_alt(fig)
 
 
 def free_fit_figure(trace) -> Figure:
@@ -244,13 +246,14 @@ def free_fit_figure(trace) -> Figure:
     axes = fig.subplots(1, 3)
     axes[0].plot(sweeps, trace.k_plus.values, color=PALETTE["blue"])
     axes[0].set(xlabel="sweep", ylabel="K+", title="number of features")
-    axes[1].plot(sweeps, trace.sigma_x.values, color=PALETTE["orange"], label="sigma_X (noise)")
-    axes[1].plot(sweeps, trace.sigma_a.values, color=PALETTE["green"], label="sigma_A (features)")
+    scales = [axes[1].plot(sweeps, trace[name].values, label=label, **series_style(i + 1, n_points=sweeps.size))[0]
+              for i, (name, label) in enumerate([("sigma_x", "sigma_X (noise)"), ("sigma_a", "sigma_A (features)")])]
     axes[1].set(xlabel="sweep", ylabel="standard deviation", title="the two scales")
     axes[1].legend(fontsize=10, frameon=False)
+    label_line_ends(axes[1], scales, ["sigma_X", "sigma_A"])
     axes[2].plot(sweeps, trace.alpha.values, color=PALETTE["purple"])
     axes[2].set(xlabel="sweep", ylabel="alpha", title="IBP mass alpha")
-    return fig
+    return with_alt(fig)
 
 
 def _check_settings(name: str, runs) -> dict:
@@ -327,7 +330,7 @@ def sensitivity_figure(
         labels = [f"{a:g}" for a in by_alpha]
     right.set_xticks(range(len(by_alpha)), labels)
     right.set(xlabel="alpha (held fixed), with the prior mean of K+", title="alpha barely does")
-    return fig
+    return with_alt(fig)
 
 
 def sigma_alpha_explorer_figure(run: SigmaAlphaRun) -> Figure:
@@ -394,7 +397,7 @@ def sigma_alpha_explorer_figure(run: SigmaAlphaRun) -> Figure:
         fontsize=9,
     )
     fig.colorbar(right.images[-1], ax=right, shrink=0.8, label="change of ink")
-    return fig
+    return with_alt(fig)
 
 
 def _check_match(match, k_true: int, k_found: int) -> None:
@@ -482,4 +485,4 @@ def recovery_figure(A_true, A_found, match, shape: tuple[int, int]) -> Figure:
         axes[0, j].axis("off")
         axes[1, j].imshow(A_found[k].reshape(shape), cmap=DIVERGING_CMAP, vmin=-scale, vmax=scale)
         axes[1, j].set_title("found, unmatched", fontsize=9)
-    return fig
+    return with_alt(fig)

@@ -16,6 +16,7 @@ from ibp_lab.plotting._doors import (
     check_panels,
     check_shape,
 )
+from ibp_lab.plotting._alt import with_alt
 from ibp_lab.plotting._style import CYCLE, INK_CMAP, PALETTE
 
 __all__ = ["ink_check_figure", "completion_figure"]
@@ -78,7 +79,7 @@ def ink_check_figure(real: dict, replicated: dict, *, ink_real=None, ink_replica
         axes[2].set(xlabel="ink (0 = blank paper)", ylabel="density", yscale="log")
         axes[2].legend(frameon=False, fontsize=10)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)
 
 
 def _check_ink_stats(name: str, stats) -> dict:
@@ -164,4 +165,4 @@ def completion_figure(X_raw, predictions: dict, observed, hidden, shape=(8, 6), 
             ax.set_yticks([])
         axes[r, 0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize=8)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)

@@ -18,6 +18,7 @@ from ibp_lab._checks import (
     check_size,
 )
 from ibp_lab.plotting._doors import axes_or_new, check_images, check_labels, check_shape
+from ibp_lab.plotting._alt import with_alt
 from ibp_lab.plotting._style import BINARY_CMAP, DIVERGING_CMAP, INK_CMAP, integer_ticks
 from ibp_lab.prior import left_ordered
 
@@ -68,7 +69,7 @@ def plot_binary_matrix(Z, *, ax=None, left_order: bool = True, title: str | None
     ax.set_ylabel("customer (row)")
     if title is not None:
         ax.set_title(title)
-    return ax
+    return with_alt(ax)
 
 
 #: Most images one grid draws (each is its own axes, about 10 ms apiece).
@@ -158,4 +159,4 @@ def image_grid_figure(
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)

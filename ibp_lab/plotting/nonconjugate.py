@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ibp_lab.plotting._doors import check_finite, check_panels, check_runs
+from ibp_lab.plotting._alt import with_alt
 from ibp_lab.plotting._style import CYCLE, PALETTE
 
 __all__ = ["traces_by_sweep_figure", "binary_check_figure"]
@@ -52,7 +53,7 @@ def traces_by_sweep_figure(traces: Mapping[str, object], *, ylabel: str = "$K_+$
     ax.set_ylabel(ylabel)
     ax.legend(frameon=False)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)
 
 
 def binary_check_figure(observed_counts, replicated_counts, observed_pixels,
@@ -121,7 +122,7 @@ def binary_check_figure(observed_counts, replicated_counts, observed_pixels,
     right.set_ylabel("replicated")
     right.legend(frameon=False)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)
 
 
 def _replicated(name: str, value, width: int) -> np.ndarray:

@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ibp_lab.plotting._doors import check_finite, check_runs
+from ibp_lab.plotting._alt import with_alt
 from ibp_lab.plotting._style import CYCLE
 
 __all__ = ["score_and_time_figure", "class_matrices_figure"]
@@ -88,7 +89,7 @@ def score_and_time_figure(settings, means: Mapping, spreads: Mapping, seconds: M
     ax_time.set_yscale("log")
     ax_time.legend(frameon=False, fontsize=8)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)
 
 
 def class_matrices_figure(classes, matrices: Mapping) -> Figure:
@@ -133,4 +134,4 @@ def class_matrices_figure(classes, matrices: Mapping) -> Figure:
         ax.set_title(title, fontsize=10)
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)

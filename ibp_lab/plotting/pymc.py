@@ -25,7 +25,8 @@ from ibp_lab.plotting._doors import (
     check_labels,
     check_panels,
 )
-from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP
+from ibp_lab.plotting._alt import with_alt
+from ibp_lab.plotting._style import PALETTE, SEQUENTIAL_CMAP, label_line_ends, series_style
 
 __all__ = [
     "log_density_figure",
@@ -107,8 +108,9 @@ def log_density_figure(runs: Mapping[str, object], *, lower_quantile: float = 0.
     low, high = np.quantile(values, lower_quantile), values.max()
     margin = 0.05 * (high - low) + 1.0
     for ax, (title, (lp, n_warm)) in zip(axes, traces.items()):
-        for chain, color in zip(range(lp.shape[0]), CYCLE * 4):
-            ax.plot(np.arange(lp.shape[1]), lp[chain], lw=0.9, color=color, label=f"chain {chain}")
+        lines = [ax.plot(np.arange(lp.shape[1]), lp[chain], lw=0.9, label=f"chain {chain}",
+                         **series_style(chain, n_points=lp.shape[1]))[0] for chain in range(lp.shape[0])]
+        label_line_ends(ax, lines, [f"chain {chain}" for chain in range(lp.shape[0])])
         if n_warm:
             ax.axvspan(0, n_warm, color=PALETTE["grey"], alpha=0.12, lw=0)
             ax.text(n_warm / 2, 0.02, "warm-up", transform=ax.get_xaxis_transform(),
@@ -116,7 +118,7 @@ def log_density_figure(runs: Mapping[str, object], *, lower_quantile: float = 0.
         ax.set(xlabel="iteration", title=title, ylim=(low - margin, high + margin))
     axes[0].set_ylabel("log density")
     axes[-1].legend(frameon=False, fontsize=10, loc="lower right")
-    return fig
+    return with_alt(fig)
 
 
 def stick_posterior_figure(idata, *, threshold: float | None = None) -> Figure:
@@ -160,13 +162,15 @@ def stick_posterior_figure(idata, *, threshold: float | None = None) -> Figure:
     ax_all, ax_last = fig.subplots(1, 2, width_ratios=[1.4, 1])
     k = np.arange(1, n_features + 1)
     width = 0.6 / max(n_chains, 1)
-    for chain, color in zip(range(n_chains), CYCLE * 4):
+    for chain in range(n_chains):
+        style = series_style(chain)  # each chain its own colour, marker and dashes
         low, mid, high = np.quantile(pi[chain], [0.05, 0.5, 0.95], axis=0)
         x = k - 0.3 + width * (chain + 0.5)
-        ax_all.errorbar(x, mid, yerr=[mid - low, high - mid], fmt="o", ms=3, lw=1,
-                        color=color, label=f"chain {chain}")
+        ax_all.errorbar(x, mid, yerr=[mid - low, high - mid], fmt=style["marker"], ms=3, lw=1,
+                        color=style["color"], label=f"chain {chain}")
         ax_last.hist(pi[chain, :, -1], bins=25, range=(0, max(float(pi[..., -1].max()), 1e-3)),
-                     histtype="step", lw=1.5, color=color)
+                     histtype="step", lw=1.5, color=style["color"], ls=style["linestyle"],
+                     label=f"chain {chain}")
     ax_all.set(xlabel="feature k", ylabel="$\\pi_k$ (median, 90% interval)", xticks=k,
                ylim=(0, None))
     ax_all.legend(frameon=False, fontsize=10)
@@ -176,7 +180,7 @@ def stick_posterior_figure(idata, *, threshold: float | None = None) -> Figure:
         for ax in (ax_all,):
             ax.axhline(threshold, ls="--", color=PALETTE["grey"], lw=1)
         ax_last.axvline(threshold, ls="--", color=PALETTE["grey"], lw=1)
-    return fig
+    return with_alt(fig)
 
 
 def feature_usage_figure(
@@ -224,7 +228,7 @@ def feature_usage_figure(
     ax.set_yticks(np.arange(classes.size), [str(c) for c in classes])
     ax.set(xlabel="feature", ylabel="digit class")
     fig.colorbar(image, ax=ax, label="mean $P(z_{nk} = 1)$")
-    return fig
+    return with_alt(fig)
 
 
 def gradient_cost_figure(n_features, seconds, *, reference: int | None = None) -> Figure:
@@ -275,4 +279,4 @@ def gradient_cost_figure(n_features, seconds, *, reference: int | None = None) -
     ax.set(yscale="log", xlabel="truncation level K (2^K patterns per row)",
            ylabel="ms per log density + gradient", xticks=ks)
     ax.legend(frameon=False, fontsize=10)
-    return fig
+    return with_alt(fig)

@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from ibp_lab._checks import check_count, check_positive
 from ibp_lab.explorers import MarginalsTable, RecursionStep
 from ibp_lab.plotting._doors import check_finite, check_optional_real, check_panels, check_result
+from ibp_lab.plotting._alt import with_alt
 from ibp_lab.plotting._style import CYCLE, PALETTE, SEQUENTIAL_CMAP, integer_ticks
 
 __all__ = [
@@ -112,7 +113,7 @@ def recursion_step_figure(step: RecursionStep) -> Figure:
     ax_next.set(xlabel="dish k", ylabel="probability", title=f"$p(z_{{{n}k}}=1)$")
     ax_next.legend(frameon=False, fontsize=10)
     fig.suptitle(f"one step of the recursion: alpha = {step.alpha:g}, beta = {step.beta:g}, customer {n}")
-    return fig
+    return with_alt(fig)
 
 
 def marginals_figure(result: MarginalsTable) -> Figure:
@@ -159,7 +160,7 @@ def marginals_figure(result: MarginalsTable) -> Figure:
     ax_rows.set(xlabel="dish k", ylabel="probability", ylim=(0, 1), xlim=(0.5, k_max + 0.5))
     ax_rows.legend(frameon=False, fontsize=10)
     fig.suptitle(f"Recursive IBP marginals: alpha = {alpha:g}, beta = {beta:g}, {n} customers")
-    return fig
+    return with_alt(fig)
 
 
 def comparison_grid_figure(
@@ -233,7 +234,7 @@ def comparison_grid_figure(
                 if j == 0 and offset == 0:
                     ax.set_ylabel("customer n", fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.6, label="$p(z_{nk} = 1)$")
-    return fig
+    return with_alt(fig)
 
 
 def _check_grid(name: str, values) -> list[float]:
@@ -317,7 +318,7 @@ def mse_figure(
         title += "; dotted: mean p(1-p) / R"
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=10, frameon=False, ncol=1, loc="lower left")
-    return fig
+    return with_alt(fig)
 
 
 def memory_figure(
@@ -355,7 +356,7 @@ def memory_figure(
             label="recursion: running sums + rate")
     ax.set(xscale="log", yscale="log", xlabel="customers n", ylabel="bytes kept")
     ax.legend(frameon=False, fontsize=10)
-    return fig
+    return with_alt(fig)
 
 
 def _check_positive_values(name: str, values, *, integers: bool = False, length: int | None = None) -> np.ndarray:

@@ -16,7 +16,8 @@ from ibp_lab.plotting._doors import (
     check_panels,
     is_chain_result,
 )
-from ibp_lab.plotting._style import CYCLE, PALETTE
+from ibp_lab.plotting._alt import with_alt
+from ibp_lab.plotting._style import PALETTE, label_line_ends, series_style
 
 __all__ = ["log_ratios_figure", "plot_k_plus_check", "traces_by_time_figure"]
 
@@ -69,7 +70,7 @@ def log_ratios_figure(stats_by_move: dict, *, floor: float = -2000.0) -> Figure:
         ax.set_title(title)
         ax.legend(fontsize=10, frameon=False, loc="upper left")
     axes[0].set_ylabel("proposals")
-    return fig
+    return with_alt(fig)
 
 
 def _check_move_stats(stats_by_move) -> dict:
@@ -121,12 +122,12 @@ def plot_k_plus_check(frequencies, p_exact, *, ax=None, label: str = "sampler"):
     check_panels("p_exact (one bar per K+)", p_exact.size)
     ax = axes_or_new("ax", ax, figsize=(5, 3.2))
     k = np.arange(len(p_exact))
-    ax.bar(k, frequencies[: len(k)], color=PALETTE["sky"], alpha=0.7, label=label)
+    ax.bar(k, frequencies[: len(k)], color=PALETTE["sky"], label=label)
     ax.plot(k, p_exact, "o", color=PALETTE["black"], ms=4, label="exact (enumeration)")
     ax.set_xlabel("K+")
     ax.set_ylabel("posterior probability")
     ax.legend(fontsize=10, frameon=False)
-    return ax
+    return with_alt(ax)
 
 
 def traces_by_time_figure(runs: dict, *, variables=("k_plus", "log_joint"), labels=None,
@@ -195,10 +196,13 @@ def traces_by_time_figure(runs: dict, *, variables=("k_plus", "log_joint"), labe
     for col, (title, run) in enumerate(runs.items()):
         for row, name in enumerate(variables):
             ax = axes[row, col]
+            lines = []
             for c, chain in enumerate(run):
                 label = labels[c] if labels is not None and row == 0 and col == 0 else None
-                ax.plot(chain.seconds, chain.trace[name].values, color=CYCLE[c % len(CYCLE)], lw=0.8,
-                        label=label)
+                lines += ax.plot(chain.seconds, chain.trace[name].values, lw=0.8, label=label,
+                                 **series_style(c, n_points=len(chain.seconds)))
+            if labels is not None:
+                label_line_ends(ax, lines, labels[: len(lines)])
             if col == 0:
                 ax.set_ylabel(ylabels[row])
         axes[0, col].set_title(title)
@@ -210,7 +214,7 @@ def traces_by_time_figure(runs: dict, *, variables=("k_plus", "log_joint"), labe
     if labels is not None:
         axes[0, 0].legend(fontsize=10, frameon=False)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)
 
 
 def _check_move_runs(runs) -> dict:

@@ -28,6 +28,7 @@ from ibp_lab.plotting._doors import (
     check_runs,
     check_shape,
 )
+from ibp_lab.plotting._alt import with_alt
 from ibp_lab.plotting._style import CYCLE, DIVERGING_CMAP, PALETTE
 
 __all__ = [
@@ -89,7 +90,7 @@ def feature_count_figure(
     ax.legend(frameon=False, fontsize=10)
     if title:
         ax.set_title(str(title))
-    return fig
+    return with_alt(fig)
 
 
 def next_prior_figure(dish, prob, n_kept: int, *, title: str | None = None) -> Figure:
@@ -129,7 +130,7 @@ def next_prior_figure(dish, prob, n_kept: int, *, title: str | None = None) -> F
     ax.legend(frameon=False, fontsize=10)
     if title:
         ax.set_title(str(title))
-    return fig
+    return with_alt(fig)
 
 
 def _images(ax_row, images, shape, vmax, titles):
@@ -181,7 +182,7 @@ def matched_features_figure(learned, true, shape, match, correlation) -> Figure:
     shown = np.array([learned[m] if m >= 0 else np.zeros(true.shape[1]) for m in match])
     labels = [f"r = {c:.3f}" if m >= 0 else "none" for m, c in zip(match, correlation)]
     _images(axes[1], shown, shape, vmax, labels)
-    return fig
+    return with_alt(fig)
 
 
 def feature_grid_figure(features, usage, shape, *, ncols: int = 10, max_features: int = 40,
@@ -233,7 +234,7 @@ def feature_grid_figure(features, usage, shape, *, ncols: int = 10, max_features
             [f"{u:.1f}" for u in usage[order]])
     if title:
         fig.suptitle(str(title), fontsize=10)
-    return fig
+    return with_alt(fig)
 
 
 #: What :func:`cost_figure` reads from an :class:`ibp_lab.streaming.StreamCost`.
@@ -301,4 +302,4 @@ def cost_figure(cost, *, time_fit=None) -> Figure:
     extra = ax_slots.get_legend_handles_labels()
     ax_mem.legend(lines[0] + extra[0], lines[1] + extra[1], frameon=False, fontsize=10,
                   loc="lower right")
-    return fig
+    return with_alt(fig)

@@ -9,7 +9,8 @@ from matplotlib.figure import Figure
 
 from ibp_lab._checks import check_real_array
 from ibp_lab.plotting._doors import check_labels, check_optional_real, check_panels
-from ibp_lab.plotting._style import CYCLE, PALETTE
+from ibp_lab.plotting._alt import with_alt
+from ibp_lab.plotting._style import PALETTE, label_line_ends, series_style
 
 __all__ = ["tempered_laws_figure", "ladder_figure", "traces_by_cpu_figure"]
 
@@ -71,7 +72,7 @@ def tempered_laws_figure(inverse_temperatures, exact_laws, sampled_laws) -> Figu
     axes[0].set_ylabel("probability")
     axes[0].legend(frameon=False, fontsize=10)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)
 
 
 def ladder_figure(ladders: Mapping, rejections: Mapping) -> Figure:
@@ -101,13 +102,14 @@ def ladder_figure(ladders: Mapping, rejections: Mapping) -> Figure:
     labels = check_labels("ladders", list(ladders), len(ladders), what="runs")
     fig = Figure(figsize=(8.4, 3.1))
     left, right = fig.subplots(1, 2)
-    for colour, label in zip(CYCLE, labels):
+    for i, label in enumerate(labels):
+        style = {**series_style(i), "markersize": 3}  # colour, marker and dashes per ladder
         b = _vector(f"ladders[{label!r}]", ladders[label])
         r = _vector(f"rejections[{label!r}]", rejections[label], size=b.size - 1)
         middle = 0.5 * (b[1:] + b[:-1])
-        left.plot(middle, 1.0 - r, "o-", color=colour, ms=3, label=label)
+        left.plot(middle, 1.0 - r, label=label, **style)
         barrier = np.concatenate([[0.0], np.cumsum(r[::-1])])
-        right.plot(b[::-1], barrier, "o-", color=colour, ms=3, label=label)
+        right.plot(b[::-1], barrier, label=label, **style)
     left.set_xlabel("inverse temperature b (pair midpoint)")
     left.set_ylabel("swap acceptance")
     left.set_ylim(0, 1)
@@ -115,7 +117,7 @@ def ladder_figure(ladders: Mapping, rejections: Mapping) -> Figure:
     right.set_ylabel(r"cumulative barrier $\Lambda(b)$")
     left.legend(frameon=False, fontsize=10)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)
 
 
 def traces_by_cpu_figure(runs: Mapping, *, reference: float | None = None,
@@ -155,10 +157,13 @@ def traces_by_cpu_figure(runs: Mapping, *, reference: float | None = None,
     fig = Figure(figsize=(4.3 * len(runs), 3.2))
     axes = fig.subplots(1, len(runs), sharey=True, squeeze=False)[0]
     for ax, (title, chains) in zip(axes, runs.items()):
+        lines = []
         for c, (seconds, log_joint) in enumerate(chains):
             seconds = _vector(f"runs[{title!r}][{c}] seconds", seconds)
             log_joint = _vector(f"runs[{title!r}][{c}] log_joint", log_joint, size=seconds.size)
-            ax.plot(seconds, log_joint, color=CYCLE[c % len(CYCLE)], lw=0.8, label=f"chain {c}")
+            lines += ax.plot(seconds, log_joint, lw=0.8, label=f"chain {c}",
+                             **series_style(c, n_points=seconds.size))
+        label_line_ends(ax, lines, [f"chain {c}" for c in range(len(lines))])
         if reference is not None:
             ax.axhline(reference, color=PALETTE["black"], ls="--", lw=0.8,
                        label=reference_label)
@@ -167,4 +172,4 @@ def traces_by_cpu_figure(runs: Mapping, *, reference: float | None = None,
     axes[0].set_ylabel("log joint")
     axes[0].legend(frameon=False, fontsize=10)
     fig.tight_layout()
-    return fig
+    return with_alt(fig)

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from ibp_lab.plotting._doors import (axes_or_new, check_finite, check_labels,
                                      check_optional_real, check_panels)
+from ibp_lab.plotting._alt import with_alt
 from ibp_lab.plotting._style import CYCLE, PALETTE, integer_ticks
 
 __all__ = ["plot_evidence_bounds", "plot_k_plus_laws", "elbo_traces_figure"]
@@ -66,7 +67,7 @@ def plot_evidence_bounds(n_features, bounds, exact_value: float, *, ax=None):
     ax.set_xlabel("truncation K (columns of q)")
     ax.set_ylabel("nats")
     ax.legend(fontsize=10)
-    return ax
+    return with_alt(ax)
 
 
 def plot_k_plus_laws(laws, *, ax=None):
@@ -98,7 +99,7 @@ def plot_k_plus_laws(laws, *, ax=None):
     ax.set_xlabel("number of features $K_+$")
     ax.set_ylabel("probability")
     ax.legend(fontsize=10)
-    return ax
+    return with_alt(ax)
 
 
 def elbo_traces_figure(traces, *, highlight=None) -> Figure:
@@ -151,4 +152,4 @@ def elbo_traces_figure(traces, *, highlight=None) -> Figure:
     ax.set_ylabel("ELBO (nats)")
     if highlight:
         ax.legend(fontsize=10)
-    return fig
+    return with_alt(fig)

@@ -68,7 +68,21 @@ def figure_png(fig, *, dpi: int = 72) -> bytes:
 
 
 def _render_png(render: Callable, params: dict, dpi: int) -> bytes:
-    """``render(**params)`` as PNG bytes, refusing a result that is not a Figure.
+    """``render(**params)`` as PNG bytes (see :func:`_render_frame`)."""
+    return _render_frame(render, params, dpi)[0]
+
+
+def _setting(params: Mapping) -> str:
+    """The sliders' values in words: ``alpha = 2, beta = 1``."""
+    return ", ".join(f"{name} = {value}" for name, value in params.items())
+
+
+def _render_frame(render: Callable, params: dict, dpi: int, title: str = "Explorer") -> tuple[bytes, str]:
+    """``render(**params)`` as PNG bytes and its text alternative, refusing a non-Figure.
+
+    The text names the setting, then says what the figure shows
+    (:func:`ibp_lab.plotting._alt.alt_text`), so that a reader who cannot see the frame
+    hears it change with the sliders.
 
     The check is made here rather than left to :func:`figure_png`, whose message names
     its own argument ``fig``: the caller of an explorer passed ``render``, and should
@@ -90,7 +104,10 @@ def _render_png(render: Callable, params: dict, dpi: int) -> bytes:
         for number in set(plt.get_fignums()) - before:
             plt.close(number)
         raise
-    return figure_png(fig, dpi=dpi)
+    from ibp_lab.plotting._alt import alt_text
+
+    alt = f"{title} at {_setting(params)}. {alt_text(fig)}"
+    return figure_png(fig, dpi=dpi), alt
 
 
 def _script_json(value) -> str:
@@ -164,10 +181,14 @@ class StaticExplorer:
         Tuple of grid indices (one per parameter, in ``grid`` order) -> PNG bytes.
     initial : tuple
         Grid indices shown first.
+    alts : dict
+        Tuple of grid indices -> the frame's text alternative (its setting and what it
+        shows); the title where none was given.
     """
 
-    def __init__(self, frames: dict, grid: dict, initial: tuple, title: str):
+    def __init__(self, frames: dict, grid: dict, initial: tuple, title: str, alts: dict | None = None):
         self.frames, self.grid, self.initial, self.title = frames, grid, initial, title
+        self.alts = {key: (alts or {}).get(key, title) for key in frames}
 
     def frame_at(self, **params) -> bytes:
         """PNG of the frame at the given parameter values (each must be on the grid)."""
@@ -187,6 +208,7 @@ class StaticExplorer:
         digest = hashlib.sha256(repr((self.title, self.grid)).encode()).hexdigest()[:10]
         root_id = f"ibp-explorer-{digest}"
         frames = {"_".join(map(str, k)): base64.b64encode(v).decode() for k, v in self.frames.items()}
+        alts = {"_".join(map(str, k)): v for k, v in self.alts.items()}
         # Every string below that comes from the caller (title, names, values) is escaped
         # for where it lands: html.escape(quote=True) in text and attributes,
         # _script_json inside the script.
@@ -207,12 +229,13 @@ class StaticExplorer:
 <div class="ibp-explorer-title"><strong>{html.escape(self.title)}</strong>
  <em>(precomputed: drag a slider or use its arrow keys)</em></div>
 <div class="ibp-explorer-controls">{"".join(controls)}</div>
-<img class="ibp-explorer-frame" style="max-width:100%" alt="{html.escape(self.title)}"
+<img class="ibp-explorer-frame" style="max-width:100%" alt="{html.escape(alts[first])}"
  src="data:image/png;base64,{frames[first]}">
 <script>
 (function () {{
   var root = document.getElementById("{root_id}");
   var frames = {_script_json(frames)};
+  var alts = {_script_json(alts)};
   var labels = {labels};
   var inputs = root.querySelectorAll("input[type=range]");
   var img = root.querySelector("img.ibp-explorer-frame");
@@ -224,6 +247,7 @@ class StaticExplorer:
       el.setAttribute("aria-valuetext", el.dataset.param + " = " + shown);
     }});
     img.src = "data:image/png;base64," + frames[key];
+    img.alt = alts[key];
     root.dataset.key = key;
   }}
   Array.prototype.forEach.call(inputs, function (el) {{
@@ -252,7 +276,8 @@ def static_explorer(
         Parameter name -> list of values (the slider positions); at most
         :data:`MAX_FRAMES` points in all.
     title : str, optional
-        Shown above the sliders and used as the image's alt text.
+        Shown above the sliders; each frame's alt text is the title, the setting and
+        what the frame shows.
     initial : dict, optional
         Parameter values shown first; by default the middle of each list.
     dpi : int, optional
@@ -280,11 +305,11 @@ def static_explorer(
     if not isinstance(title, str):
         raise TypeError(f"title must be a string, got {type(title).__name__}")
     dpi = check_count("dpi", dpi, minimum=1, maximum=MAX_DPI)
-    frames = {}
+    frames, alts = {}, {}
     for index in itertools.product(*(range(len(v)) for v in grid.values())):
         params = {name: grid[name][i] for name, i in zip(names, index)}
-        frames[index] = _render_png(render, params, dpi)
-    return StaticExplorer(frames, grid, start, title)
+        frames[index], alts[index] = _render_frame(render, params, dpi, title)
+    return StaticExplorer(frames, grid, start, title, alts)
 
 
 def live_explorer(render: Callable, grid: Mapping[str, Sequence], *, initial=None, dpi: int = 72):
