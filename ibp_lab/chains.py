@@ -33,6 +33,28 @@ only, so the kernel is fixed while samples are kept. Proposals with
 ``sigma_x / sigma_a < MIN_NOISE_RATIO`` (1e-3), where the rank-one algebra loses its
 precision, or outside the range accepted for the data, are rejected: the priors
 are truncated there, far from any posterior mass of real data.
+
+Defaults and the data's scale. ``sigma_x`` and ``sigma_a`` default to 1, as in every
+estimator of the package (:class:`~ibp_lab.gibbs_estimator.GibbsIBP`,
+:class:`~ibp_lab.variational.VariationalIBP`, :class:`~ibp_lab.streaming.RecursiveIBP`):
+the scale of standardised data (each column with mean 0 and variance 1). Under the model
+an entry of ``X`` has mean 0 and variance about ``sigma_x^2 + sigma_a^2`` per feature
+owned; before any sweep a ``UserWarning`` (:class:`ScaleWarning`) names what to do when
+``X``'s scale is far from that (:func:`scale_mismatch` states the rule). A chain whose
+``K+`` runs away anyway (more features than ``max(N, 50)`` and than the prior's mean plus
+ten standard deviations, in one iteration) stops with a ``ValueError`` that says so,
+within seconds instead of growing hundreds of features a sweep for minutes.
+
+Pointwise log-likelihood (:func:`run_chains`, ``log_likelihood=True``): for each kept
+draw and each row ``n``, ``log p(x_n | Z, sigma_x, sigma_a, X_{-n})``, the collapsed
+conditional of row ``n`` given the other rows, ``A`` integrated out
+(:func:`pointwise_log_likelihood`). It is the term with which ArviZ's PSIS-LOO
+(``az.loo``) estimates the leave-one-out predictive density ``log p(x_n | X_{-n})``: for
+any parameter ``theta`` of the chain's state, ``1 / p(x_n | X_{-n}) = E[1 / p(x_n |
+theta, X_{-n}) | X]``, and with ``theta = (Z, hyperparameters)`` and ``A`` integrated
+out that expectation has less Monte Carlo error than with a draw of ``A``
+(Rao-Blackwell). The rows are not independent given ``Z`` alone (they share ``A``),
+so WAIC's reading of the terms as independent is an approximation that LOO does not need.
 """
 
 from __future__ import annotations
@@ -40,6 +62,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -64,12 +87,16 @@ from ibp_lab.gibbs import MAX_SWEEPS, _sweeps
 from ibp_lab.linear_gaussian import _loglik_from_stats
 
 __all__ = ["ChainResult", "run_chain", "run_chains", "Move", "GibbsSweep", "RandomSplitMerge",
-           "SequentialSplitMerge", "SingletonUpdate"]
+           "SequentialSplitMerge", "SingletonUpdate", "ScaleWarning", "scale_mismatch",
+           "pointwise_log_likelihood"]
 
 #: Most chains one call of run_chains runs.
 MAX_CHAINS = 1000
 # Most Metropolis steps per sweep for each scale (each costs a K x K factorisation).
 _MAX_SCALE_STEPS = 10_000
+#: How far (a factor either way) X's scale may be from the hyperparameters' before a warning.
+SCALE_FACTOR = 10.0
+_LOG_2PI = math.log(2.0 * math.pi)
 
 
 def _check_hyper(X, alpha, sigma_x, sigma_a, beta):
@@ -243,6 +270,9 @@ class ChainResult:
         split-merge ``stats`` of that move summed over the chain (counts and
         per-proposal arrays, layout in :mod:`ibp_lab.split_merge`); moves that
         always move (Gibbs sweeps, singleton updates) are not listed.
+    pointwise_log_likelihood : numpy.ndarray or None
+        ``(kept draws, N)``: each row's :func:`pointwise_log_likelihood` at each kept
+        draw, when :func:`run_chain` was asked for it (``pointwise=True``); else ``None``.
     """
 
     trace: xr.Dataset
@@ -255,6 +285,7 @@ class ChainResult:
     acceptance: dict = field(default_factory=dict)
     sample_stats: xr.Dataset = field(default_factory=xr.Dataset)
     move_stats: dict = field(default_factory=dict)
+    pointwise_log_likelihood: np.ndarray | None = None
 
     @property
     def posterior_trace(self) -> xr.Dataset:
@@ -265,6 +296,101 @@ class ChainResult:
     def seconds(self) -> np.ndarray:
         """CPU seconds from the start of the chain to the end of each draw."""
         return self.sample_stats["seconds"].values
+
+
+class ScaleWarning(UserWarning):
+    """``X``'s scale is far from what ``sigma_x`` and ``sigma_a`` assume (:func:`run_chain`)."""
+
+
+def _scale_mismatch(X: np.ndarray, sigma_x: float, sigma_a: float) -> str | None:
+    """What is wrong with ``X``'s scale for ``(sigma_x, sigma_a)``, in words, or ``None``.
+
+    The rule: under the model an entry of a row owning one feature has mean 0 and
+    variance ``s^2 = sigma_x^2 + sigma_a^2``. Each column's mean square
+    ``mean_n x_nd^2`` (not its variance: the model has no mean, so an uncentred column
+    is as far off as a wide one) is compared with ``s^2``: the largest more than
+    ``SCALE_FACTOR`` (10) times ``s^2`` means the sampler must pile up features to explain
+    it (on unscaled wine, hundreds in the first sweep); the largest below ``s^2 / 10``
+    means the model reads all of ``X`` as noise and finds next to no features.
+    """
+    mean_square = np.mean(X * X, axis=0)
+    widest, s2 = float(mean_square.max()), sigma_x**2 + sigma_a**2
+    advice = ("standardise X (subtract each column's mean and divide by its standard "
+              "deviation; then the defaults sigma_x=1, sigma_a=1 fit) or pass sigma_x and "
+              "sigma_a of the data's scale")
+    if widest > SCALE_FACTOR * s2:
+        column = int(mean_square.argmax())
+        return (f"X's column {column} has mean square {widest:.4g}, more than {SCALE_FACTOR:g} "
+                f"times sigma_x^2 + sigma_a^2 = {s2:.4g}: the sampler would add features to "
+                f"explain its scale; {advice}")
+    if widest < s2 / SCALE_FACTOR:
+        return (f"every column of X has mean square at most {widest:.4g}, less than 1/"
+                f"{SCALE_FACTOR:g} of sigma_x^2 + sigma_a^2 = {s2:.4g}: the model would read X "
+                f"as noise and find few features; {advice}")
+    return None
+
+
+def pointwise_log_likelihood(X, Z, *, sigma_x: float, sigma_a: float) -> np.ndarray:
+    """``log p(x_n | Z, sigma_x, sigma_a, X_{-n})`` for every row ``n``: the collapsed
+    conditional of a row given the others, the feature images ``A`` integrated out.
+
+    Given ``Z`` the rows other than ``n`` put ``A`` in ``Normal(Abar_{-n}, sigma_x^2
+    P_{-n})`` (per dimension), so ``x_n ~ Normal(z_n Abar_{-n}, sigma_x^2 (1 + z_n P_{-n}
+    z_n^T) I)``. Taking a row out is a rank-one downdate of ``M = Z^T Z + (sigma_x /
+    sigma_a)^2 I``: with ``q_n = z_n M^{-1} z_n^T`` and the full-data residual
+    ``r_n = x_n - z_n Abar``, the leave-one-out residual is ``r_n / (1 - q_n)`` and the
+    variance ``sigma_x^2 / (1 - q_n)``, so every row costs one ``K x K`` factorisation in
+    all. These are the terms of the ``log_likelihood`` group of :func:`run_chains`
+    (module docstring: why this term makes PSIS-LOO estimate ``log p(x_n | X_{-n})``).
+
+    Parameters
+    ----------
+    X : array_like
+        ``(N, D)`` data.
+    Z : array_like
+        ``(N, K)`` binary feature matrix (empty columns are allowed: they change nothing).
+    sigma_x, sigma_a : float
+        Noise and feature standard deviations, > 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)``; ``collapsed_loglik(X, Z) - collapsed_loglik(X_{-n}, Z_{-n})`` for row ``n``.
+
+    Examples
+    --------
+    >>> from ibp_lab.linear_gaussian import collapsed_loglik
+    >>> X = np.array([[1.0, 0.5], [0.9, 0.4], [-0.2, 1.1]])
+    >>> Z = np.array([[1, 0], [1, 1], [0, 1]])
+    >>> terms = pointwise_log_likelihood(X, Z, sigma_x=0.5, sigma_a=1.0)
+    >>> direct = collapsed_loglik(X, Z, 0.5, 1.0) - collapsed_loglik(X[1:], Z[1:], 0.5, 1.0)
+    >>> bool(np.isclose(terms[0], direct))
+    True
+    """
+    X = check_data_matrix("X", X)
+    Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])  # empty columns dropped
+    hyper = check_hyperparameters(X, 1.0, sigma_x, sigma_a, 1.0)  # the samplers' door
+    return _pointwise_terms(X, Z, hyper.sigma_x, hyper.sigma_a)
+
+
+def _pointwise_terms(X: np.ndarray, Z: np.ndarray, sigma_x: float, sigma_a: float) -> np.ndarray:
+    """:func:`pointwise_log_likelihood` on checked arguments."""
+    from scipy.linalg import cho_factor, cho_solve, solve_triangular
+
+    D, sx2 = X.shape[1], sigma_x**2
+    if Z.shape[1] == 0:
+        q, residual_sq = np.zeros(X.shape[0]), np.einsum("nd,nd->n", X, X)
+    else:
+        Zf = Z.astype(np.float64)
+        M = Zf.T @ Zf + (sigma_x / sigma_a) ** 2 * np.eye(Z.shape[1])
+        factor = cho_factor(M, lower=True)
+        residual = X - Zf @ cho_solve(factor, Zf.T @ X)
+        q = np.einsum("kn,kn->n", *[solve_triangular(factor[0], Zf.T, lower=True)] * 2)
+        residual_sq = np.einsum("nd,nd->n", residual, residual)
+    # 1 - q_n >= (sigma_x/sigma_a)^2 / (m + (sigma_x/sigma_a)^2) > 0: never 0 in the accepted range
+    keep = 1.0 - q
+    return (-0.5 * D * (_LOG_2PI + math.log(sx2)) + 0.5 * D * np.log(keep)
+            - residual_sq / (2.0 * sx2 * keep))
 
 
 def _log_prior_class(Z, alpha, beta, discount=0.0):
@@ -345,8 +471,8 @@ def run_chain(
     *,
     Z0=None,
     alpha: float = 1.0,
-    sigma_x: float = 0.25,
-    sigma_a: float = 0.3,
+    sigma_x: float = 1.0,
+    sigma_a: float = 1.0,
     beta: float = 1.0,
     update_alpha: bool = True,
     update_sigma_a: bool = True,
@@ -360,6 +486,7 @@ def run_chain(
     discount: float = 0.0,
     update_discount: bool = False,
     discount_prior: tuple[float, float] = (1.0, 1.0),
+    pointwise: bool = False,
 ) -> ChainResult:
     """Run one chain: moves on ``Z`` (default one Gibbs sweep) plus hyperparameter updates.
 
@@ -373,15 +500,19 @@ def run_chain(
     Parameters
     ----------
     X : array_like
-        ``(N, D)`` data (the book centres the digits first).
+        ``(N, D)`` data, on the scale ``sigma_x`` and ``sigma_a`` assume: standardised
+        for the defaults (a :class:`ScaleWarning` before any sweep says when it is far
+        off; module docstring).
     n_sweeps : int
         Number of sweeps, >= 1.
     rng : numpy.random.Generator
     Z0 : array_like, optional
         Starting ``Z``; default a single feature owned by every row.
     alpha, sigma_x, sigma_a : float, optional
-        Starting (or fixed) hyperparameters, > 0. The defaults are the book's
-        for the centred digits.
+        Starting (or fixed) hyperparameters, > 0. The defaults, 1, 1 and 1, are those of
+        every estimator of the package: ``sigma_x`` and ``sigma_a`` of 1 fit standardised
+        data (columns with mean 0 and variance 1). The book's centred digits take
+        ``sigma_x=0.25, sigma_a=0.3``.
     beta : float, optional
         IBP concentration, > 0, held fixed.
     update_alpha, update_sigma_a, update_sigma_x : bool, optional
@@ -417,10 +548,29 @@ def run_chain(
         ``Z`` (:func:`ibp_lab.hyperposterior.discount_step`); the trace then records it.
     discount_prior : (float, float), optional
         ``(a, b)`` of the Beta prior on ``d`` (default uniform).
+    pointwise : bool, optional
+        Keep, for every kept draw, each row's :func:`pointwise_log_likelihood` in
+        :attr:`ChainResult.pointwise_log_likelihood` (what ``az.loo`` reads;
+        :func:`run_chains` asks for it by default). Its CPU time is left out of
+        ``seconds``, which time the sampler alone.
 
     Returns
     -------
     ChainResult
+
+    Raises
+    ------
+    ValueError
+        Besides bad arguments: when ``K+`` runs away in one iteration (more features than
+        ``max(N, 50)`` and than the prior's mean plus ten standard deviations), the mark
+        of data on another scale than ``sigma_x`` and ``sigma_a``; it names what to do.
+
+    Warns
+    -----
+    ScaleWarning
+        Before any sweep, when ``X``'s scale is far from what ``sigma_x`` and ``sigma_a``
+        assume: a column's mean square more than 10 times ``sigma_x^2 + sigma_a^2``, or
+        every column's below a tenth of it.
 
     Examples
     --------
@@ -442,6 +592,7 @@ def run_chain(
         check_flag(name, value) for name, value in (
             ("update_alpha", update_alpha), ("update_sigma_a", update_sigma_a),
             ("update_sigma_x", update_sigma_x), ("progress", progress)))
+    pointwise = check_flag("pointwise", pointwise)
     thin = check_count("thin", thin, minimum=1)
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
     n_scale_steps = check_count("n_scale_steps", n_scale_steps, maximum=_MAX_SCALE_STEPS)
@@ -460,7 +611,10 @@ def run_chain(
 
     scales = _ScaleUpdates(X, update_sigma_a, update_sigma_x, n_scale_steps, burn)
     record = _Record(n_sweeps, burn, thin, moves,
-                     with_discount=update_discount or hyper.discount > 0)
+                     with_discount=update_discount or hyper.discount > 0, X=X if pointwise else None)
+    mismatch = _scale_mismatch(X, hyper.sigma_x, hyper.sigma_a)
+    if mismatch:  # every argument has passed its door: warn once, before any sweep
+        warnings.warn(mismatch, ScaleWarning, stacklevel=_caller_level())
     iterator = range(n_sweeps)
     if progress:
         from tqdm.auto import tqdm
@@ -469,14 +623,43 @@ def run_chain(
     start = time.process_time()
     for t in iterator:
         Z = record.apply_moves(t, X, Z, rng, hyper)
+        _refuse_runaway(t, Z.shape[1], N, discount_step.harmonic_and_alpha_upper(hyper)[0] * hyper.alpha,
+                        hyper)
         if update_alpha:
             h_n, alpha_max = discount_step.harmonic_and_alpha_upper(hyper)
             alpha = _draw_alpha(rng, prior_shape + Z.shape[1], prior_rate + h_n, alpha_max)
             hyper = dataclasses.replace(hyper, alpha=alpha)
         hyper = discount_step(Z, hyper, rng)
         hyper, log_lik = scales.update(t, Z, hyper, rng)
-        record.draw(t, Z, hyper, log_lik, time.process_time() - start)
+        record.draw(t, Z, hyper, log_lik, time.process_time() - start - record.excluded_seconds)
     return record.result(Z, hyper, scales.acceptance())
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that points a warning at the user's call of :func:`run_chain`,
+    :func:`run_chains` or an estimator's ``fit``, past this module and the wrappers."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_globals.get("__name__", "").startswith("ibp_lab")
+                                 or frame.f_code.co_name == "wrapper"):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _refuse_runaway(t: int, k_plus: int, n_rows: int, prior_mean: float, hyper) -> None:
+    """A ``ValueError`` when ``K+`` has run away: above ``max(N, 50)`` and above the prior's
+    mean plus ten standard deviations (``K+`` is Poisson under the prior). No posterior of
+    data on the model's scale needs more features than rows, nor that far into the prior's
+    tail; data on a larger scale than ``sigma_x`` and ``sigma_a`` add hundreds per sweep."""
+    limit = max(n_rows, 50, prior_mean + 10.0 * math.sqrt(prior_mean))
+    if k_plus > limit:
+        raise ValueError(
+            f"the chain ran away: K+ = {k_plus} features after iteration {t + 1} on "
+            f"N = {n_rows} rows (more than {limit:.0f}) at sigma_x = {hyper.sigma_x:.4g}, "
+            f"sigma_a = {hyper.sigma_a:.4g}: X is on another scale than these; standardise X "
+            "(subtract each column's mean and divide by its standard deviation) or pass "
+            "sigma_x and sigma_a of the data's scale")
 
 
 class _DiscountStep:
@@ -583,8 +766,10 @@ class _Record:
     NAMES = ("k_plus", "alpha", "sigma_x", "sigma_a", "log_likelihood", "log_joint")
 
     def __init__(self, n_sweeps: int, burn: int, thin: int, moves: tuple[Move, ...], *,
-                 with_discount: bool = False):
+                 with_discount: bool = False, X: np.ndarray | None = None):
         self.burn, self.thin, self.moves = burn, thin, moves
+        # X when the pointwise log-likelihood is kept; its CPU time is not the sampler's
+        self.X, self.pointwise, self.excluded_seconds = X, [], 0.0
         self.keys = _move_keys(moves)
         self.names = self.NAMES + (("discount",) if with_discount else ())
         self.values = {name: np.empty(n_sweeps) for name in self.names}
@@ -610,6 +795,10 @@ class _Record:
         if t >= self.burn and (t - self.burn) % self.thin == 0:
             self.samples.append(Z.copy())
             self.sample_draws.append(t)
+            if self.X is not None:
+                started = time.process_time()
+                self.pointwise.append(_pointwise_terms(self.X, Z, hyper.sigma_x, hyper.sigma_a))
+                self.excluded_seconds += time.process_time() - started
         self.seconds[t] = seconds
 
     def result(self, Z, hyper, acceptance: dict) -> ChainResult:
@@ -623,9 +812,12 @@ class _Record:
         sample_stats = xr.Dataset({"seconds": ("draw", self.seconds),
                                    "accepted_moves": ("draw", self.accepted_moves)},
                                   coords=draws, attrs={"moves": ", ".join(map(repr, self.moves))})
+        pointwise = (np.array(self.pointwise).reshape(len(self.samples), self.X.shape[0])
+                     if self.X is not None else None)
         return ChainResult(trace, self.samples, np.array(self.sample_draws, dtype=np.int64), Z,
                            hyper.alpha, hyper.sigma_x, hyper.sigma_a, acceptance, sample_stats,
-                           {key: combine_stats(stats) for key, stats in self.move_stats.items()})
+                           {key: combine_stats(stats) for key, stats in self.move_stats.items()},
+                           pointwise)
 
 
 def _check_proposal_budget(moves: tuple[Move, ...], n_sweeps: int) -> None:
@@ -640,7 +832,7 @@ def _check_proposal_budget(moves: tuple[Move, ...], n_sweeps: int) -> None:
 
 
 def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=None,
-               **options):
+               pointwise: bool = True, **options):
     """Run independent chains and collect their traces for ArviZ.
 
     Parameters
@@ -657,6 +849,12 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
     Z0 : array_like or list of array_like, optional
         One starting ``Z`` for every chain, or a list (or tuple) of matrices,
         one per chain (useful to start chains far apart).
+    pointwise : bool, optional
+        Add the ``log_likelihood`` group (default), so that ``az.loo``, ``az.waic`` and
+        ``az.compare`` take the result: at every kept draw, each row's
+        :func:`pointwise_log_likelihood` (module docstring: what the term is). About 5-8%
+        of a sweep per kept draw (measured on the digits, wine and breast cancer), left
+        out of ``seconds``; ``False`` skips it.
     **options
         Passed to :func:`run_chain`, keyword-only: ``moves`` (what one
         iteration does, default one Gibbs sweep; for example
@@ -664,7 +862,7 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
         ``alpha``, ``sigma_x``, ``sigma_a``, ``beta``, ``update_alpha``,
         ``update_sigma_a``, ``update_sigma_x``, ``alpha_prior``, ``burn``,
         ``thin``, ``n_scale_steps``, ``progress``, ``discount``, ``update_discount``,
-        ``discount_prior``.
+        ``discount_prior`` (defaults and the scale warning as there).
 
     Returns
     -------
@@ -674,6 +872,8 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
         :class:`ChainResult`'s ``trace``. ``sample_stats`` and
         ``warmup_sample_stats``: the same draws of
         :attr:`ChainResult.sample_stats` (``seconds``, ``accepted_moves``).
+        ``log_likelihood`` (with ``pointwise``): variable ``x``, dims
+        ``(chain, draw, row)``; ``observed_data``: ``x``, dims ``(row, column)``.
     chains : list of ChainResult
         Everything else (full traces, kept ``Z``, final states, move stats).
 
@@ -699,10 +899,17 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
     100
     >>> sorted(idata.sample_stats.data_vars)
     ['accepted_moves', 'seconds']
+
+    Leave-one-out cross-validation by ArviZ (PSIS-LOO):
+
+    >>> loo = az.loo(idata, pointwise=True)
+    >>> loo.loo_i.shape
+    (30,)
     """
     import arviz as az  # imported on use: arviz is slow to import
 
     n_chains = check_count("n_chains", n_chains, minimum=1, maximum=MAX_CHAINS)
+    pointwise = check_flag("pointwise", pointwise)
     check_rng(rng)
     one_start = (Z0 is None or not isinstance(Z0, (list, tuple))
                  or (len(Z0) > 0 and np.ndim(Z0[0]) != 2))  # a matrix written as nested lists
@@ -715,7 +922,7 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
                 f"Z0 must be one matrix or a list of n_chains = {n_chains} matrices, "
                 f"got a list of {len(starts)}"
             )
-    chains = [run_chain(X, n_sweeps, child, Z0=start, **options)
+    chains = [run_chain(X, n_sweeps, child, Z0=start, pointwise=pointwise, **options)
               for child, start in zip(rng.spawn(n_chains), starts)]
     burn = chains[0].trace.attrs["burn"]
     groups = {}
@@ -727,4 +934,17 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
         if burn:
             warmup = xr.concat([per_chain(c).isel(draw=slice(0, burn)) for c in chains], dim="chain")
             groups[f"warmup_{group}"] = warmup.assign_coords(chain=np.arange(n_chains))
+    if pointwise:
+        groups.update(_log_likelihood_groups(chains, check_data_matrix("X", X)))
     return az.InferenceData(**groups), chains
+
+
+def _log_likelihood_groups(chains: list[ChainResult], X: np.ndarray) -> dict:
+    """The ``log_likelihood`` and ``observed_data`` groups: ArviZ's layout for ``az.loo``."""
+    terms = np.stack([chain.pointwise_log_likelihood for chain in chains])  # (chain, draw, row)
+    coords = {"chain": np.arange(terms.shape[0]), "draw": np.arange(terms.shape[1]),
+              "row": np.arange(X.shape[0])}
+    return {"log_likelihood": xr.Dataset({"x": (("chain", "draw", "row"), terms)}, coords=coords),
+            "observed_data": xr.Dataset({"x": (("row", "column"), X)},
+                                        coords={"row": coords["row"],
+                                                "column": np.arange(X.shape[1])})}
