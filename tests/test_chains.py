@@ -147,3 +147,95 @@ def test_run_chains_at_fixed_hyperparameters_leaves_the_exact_posterior_invarian
     assert_leaves_posterior_invariant(lambda Z: next(states), X3, alpha, sigma_x, sigma_a,
                                       beta=beta, n_steps=n_steps, burn=burn, k_max=12,
                                       what=f"run_chains with {moves}")
+
+
+# --------------------------------------------------------------------------------------
+# Issue 52: the pointwise log-likelihood, the scale warning and the run-away guard
+# --------------------------------------------------------------------------------------
+
+
+def test_pointwise_log_likelihood_is_the_collapsed_conditional_of_each_row():
+    # log p(x_n | Z, X_{-n}) = log p(X | Z) - log p(X_{-n} | Z_{-n}), A integrated out
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(7, 3))
+    Z = (rng.random((7, 4)) < 0.5).astype(np.int8)
+    Z[:, 3], Z[2, 3] = 0, 1  # a singleton column: the row's own feature, 1 - q_n small
+    terms = chains.pointwise_log_likelihood(X, Z, sigma_x=0.4, sigma_a=1.3)
+    direct = [collapsed_loglik(X, Z, 0.4, 1.3)
+              - collapsed_loglik(np.delete(X, n, 0), np.delete(Z, n, 0), 0.4, 1.3)
+              for n in range(7)]
+    np.testing.assert_allclose(terms, direct, rtol=1e-10, atol=1e-10)
+    no_features = chains.pointwise_log_likelihood(X, np.zeros((7, 0)), sigma_x=0.4, sigma_a=1.3)
+    np.testing.assert_allclose(no_features, [collapsed_loglik(X[[n]], np.zeros((1, 0)), 0.4, 1.3)
+                                             for n in range(7)], rtol=1e-12)
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.slow  # about 20 s: four chains of 2,500 sweeps and PSIS
+def test_psis_loo_of_run_chains_matches_the_exact_leave_one_out_density():
+    """az.loo on run_chains' log_likelihood group against log p(x_n | X_{-n}) by enumeration.
+
+    Exact: ``log_evidence(X) - log_evidence(X_{-n})`` (the IBP is exchangeable, so the
+    rows left are an IBP of N - 1 rows). PSIS estimates ``1 / p(x_n | X_{-n})`` by the
+    posterior mean of ``w = 1 / p(x_n | Z, X_{-n})``; its Monte Carlo standard error is
+    ``sd(w) / sqrt(ESS(w))`` (ESS by ArviZ over the four chains), and the log's error is
+    that over the mean (the delta method). Tolerance: z at a two-sided 1e-3 / N
+    (Bonferroni over the N rows) times that error, plus the Pareto smoothing's own change
+    to the plain importance-sampling estimate, which the test measures and adds.
+    """
+    import arviz as az
+    from scipy.special import logsumexp
+    from scipy.stats import norm
+
+    from ibp_lab.exact import log_evidence
+
+    hyper = dict(alpha=1.3, sigma_x=0.6, sigma_a=1.2, beta=1.0)
+    exact = np.array([
+        log_evidence(X3, 1.3, 0.6, 1.2, k_max=12)
+        - log_evidence(np.delete(X3, n, 0), 1.3, 0.6, 1.2, k_max=12) for n in range(3)])
+    idata, _ = chains.run_chains(X3, 4, 2_500, stat_rng(52), Z0=np.ones((3, 1)), burn=100,
+                                 **FIXED, **hyper)
+    loo = az.loo(idata, pointwise=True)
+    terms = idata.log_likelihood["x"].values  # (chain, draw, row)
+    weights = np.exp(-terms)
+    ess = np.array([float(az.ess(weights[:, :, n])) for n in range(3)])
+    relative_se = weights.std(axis=(0, 1)) / weights.mean(axis=(0, 1)) / np.sqrt(ess)
+    plain = -(logsumexp(-terms.reshape(-1, 3), axis=0) - np.log(terms.shape[0] * terms.shape[1]))
+    smoothing = np.abs(loo.loo_i.values - plain)
+    tolerance = norm.isf(1e-3 / (2 * 3)) * relative_se + smoothing
+    assert np.all(relative_se < 0.05)  # the check has power: errors of a few percent
+    np.testing.assert_array_less(np.abs(loo.loo_i.values - exact), tolerance)
+    waic = az.waic(idata)
+    compared = az.compare({"a": idata, "b": idata})
+    assert np.isfinite(waic.elpd_waic) and len(compared) == 2
+
+
+def test_run_chain_warns_before_any_sweep_when_the_scale_is_far_off():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.warns(chains.ScaleWarning, match=r"column 1 has mean square .* standardise X"):
+        chains.run_chain(X * np.array([1.0, 10.0, 1.0]), 1, np.random.default_rng(0), **FIXED,
+                         sigma_x=1.0, sigma_a=1.0, n_scale_steps=0)
+    with pytest.warns(chains.ScaleWarning, match="read X as noise"):
+        chains.run_chain(X / 100.0, 1, np.random.default_rng(0), **FIXED, n_scale_steps=0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # on its own scale: no warning
+        chains.run_chain(X, 1, np.random.default_rng(0), **FIXED)
+
+
+@pytest.mark.parametrize("loader", ["load_wine", "load_breast_cancer"])
+def test_defaults_on_bundled_data_give_few_features_standardised_and_stop_at_once_raw(loader):
+    import time
+
+    import sklearn.datasets
+
+    raw = getattr(sklearn.datasets, loader)().data
+    standardised = (raw - raw.mean(axis=0)) / raw.std(axis=0)
+    run = chains.run_chain(standardised, 10, np.random.default_rng(0))
+    assert 1 <= int(run.trace.k_plus[-1]) <= raw.shape[1]  # at most one per dimension
+    started = time.process_time()
+    with pytest.warns(chains.ScaleWarning, match="standardise X"):
+        with pytest.raises(ValueError, match="the chain ran away.*standardise X"):
+            chains.run_chain(raw, 20, np.random.default_rng(0))
+    assert time.process_time() - started < 30  # stopped after one sweep, not minutes
