@@ -19,7 +19,7 @@ PYTEST  := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope
 # what make check leaves out (tests/conftest.py: the tiers)
 FAST    := not slow and not browser and not campaign
 
-.PHONY: book test check lab clean student browser setup-test
+.PHONY: book test check lab clean student browser setup-test publish-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,7 @@ $(RUNTIME_STAMP): requirements.txt requirements.lock pyproject.toml binder/jupyt
 	cp binder/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $@
 
-$(DEV_STAMP): requirements-dev.txt $(RUNTIME_STAMP)
+$(DEV_STAMP): requirements-dev.txt requirements-dev.lock $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
@@ -70,6 +70,10 @@ check: $(DEV_STAMP) student
 lab: $(RUNTIME_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" ./binder/postBuild
 	$(BIN)/jupyter lab --allow-root --notebook-dir=. book/intro.md
+
+# Refuses to publish while _config.yml's publish: URLs are placeholders.
+publish-check:
+	$(BIN)/python tools/publish_check.py
 
 clean:
 	rm -rf _build $(VENV) .pytest_cache .hypothesis

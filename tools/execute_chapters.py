@@ -14,8 +14,10 @@ What stays the same as a build's own execution (myst-nb's ``NotebookClientCache`
 - it runs in ``book/`` (``execute.run_in_temp: false``), with the chapter's own per-cell
   limit (``mystnb: execution_timeout``, else ``execute.timeout``), errors not allowed, and
   ``IBP_LAB_BOOK_BUILD=1`` in the kernel's environment;
-- each cell's wall-clock time is stored in the notebook's metadata by the same code
-  (``book/_ext/execution_status.py``), so the build's stall rule reads it as before.
+- each cell runs under the same kernel watch (``book/_ext/execution_status.py``): a cell
+  that stalls (its kernel gains no CPU time) fails within ``STALL_WINDOW_S``, one that
+  keeps working is not failed for wall time, and each cell's wall and CPU seconds are
+  stored in the notebook's metadata for the build's checks.
 
 A chapter that fails is reported with its traceback and nothing of it is cached; the
 build stops there.
@@ -31,8 +33,10 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT / "_build" / ".jupyter_cache"
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the tests)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from chapter_settings import BUILD, CACHE, ROOT, cell_limit, execution_status  # noqa: E402
+
 #: What myst-nb records as the reader of a MyST Markdown notebook (myst_nb.core.read).
 READ_DATA = {"type": "plugin", "name": "myst_nb_md"}
 
@@ -72,13 +76,12 @@ def stale(docnames: list[str], cache) -> list[str]:
 
 def _execute(docname: str, timeout: int) -> dict:
     """Run one chapter in a fresh kernel (in a worker process); the executed notebook back."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    from execution_status import timed_execution
     from jupyter_cache.executors.utils import single_nb_execution
 
     nb = read_chapter(docname)
-    result = timed_execution(single_nb_execution, nb, cwd=str(ROOT / Path(docname).parent),
-                             allow_errors=False, timeout=timeout, meta_override=True)
+    result = execution_status().timed_execution(
+        single_nb_execution, nb, cwd=str(ROOT / Path(docname).parent), allow_errors=False,
+        timeout=timeout, meta_override=True, chapter=docname)
     return {"docname": docname, "nb": nb, "seconds": result.time,
             "error": result.exc_string if result.err is not None else None}
 
@@ -86,9 +89,7 @@ def _execute(docname: str, timeout: int) -> dict:
 def expected_seconds(docnames: list[str]) -> dict[str, float]:
     """Each chapter's last execution time (``_build/execution.json``), else its cell limit,
     so that the longest chapters start first and the two workers finish together."""
-    from build_book import cell_limit  # tools/ is on sys.path
-
-    table = ROOT / "_build" / "execution.json"
+    table = BUILD / "execution.json"
     last = {}
     if table.exists():
         last = {row["chapter"]: row.get("runtime_s") or 0.0 for row in json.loads(table.read_text())}
@@ -100,7 +101,6 @@ def execute_stale(docnames: list[str], *, workers: int = 2) -> list[str]:
 
     Exits with a message naming each chapter that failed (its traceback printed).
     """
-    from build_book import cell_limit
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 

@@ -4,21 +4,36 @@ myst-nb's ``nb-exec-table`` shows success as an emoji glyph, which renders as an
 empty box on a machine without emoji fonts. The ``ibp-exec-table`` directive
 builds the same table from the same records (myst-nb's per-document execution
 data) with the status spelled out, and adds each chapter's per-cell time limit
-(``mystnb: execution_timeout`` in its front matter), so a reader sees what a
-stalled cell would have been allowed.
+(``mystnb: execution_timeout`` in its front matter), the measure of the CPU time any one
+of its cells may use.
 
-It also makes every execution store each cell's wall-clock time in the
-notebook's metadata (``ibp_cell_seconds``): ``tools/build_book.py`` reads them from the
-execution cache to fail a build in which a cell ran into its
-chapter's limit. That check is needed because nbclient, when its wait for a
-reply times out, makes one last non-blocking check for the reply; a reply whose
-wake-up was lost is found there, and the stalled cell would otherwise pass.
+It also runs every execution of a chapter under a :class:`KernelWatch`, which tells a
+stalled cell from a slow machine by what the kernel does, not by the clock:
+
+- a cell whose kernel (its child processes included, such as PyMC's chains) gains almost
+  no CPU time for ``STALL_WINDOW_S`` seconds has stalled: it is killed at once, whatever
+  its limit. That covers a kernel that sleeps or deadlocks, and one that finished while
+  the client missed its reply (a lost wake-up, which nbclient's last check at its limit
+  would otherwise find, so that the stalled cell passed);
+- a cell that keeps working is never failed for wall time: on a loaded machine it gets
+  less of a core and takes longer, but uses the same CPU time. Its limit is one of CPU
+  time, the chapter's ``execution_timeout`` on every usable core (:func:`cpu_limit`);
+  nbclient's own wall-clock limit is set ``WALL_BACKSTOP`` times higher, a last resort.
+
+Each cell's wall and CPU seconds are stored in the notebook's metadata
+(``CELL_RECORD_KEY``); ``tools/build_book.py`` reads them from the execution cache for
+its checks and for ``_build/execution.json``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
 import posixpath
+import threading
 import time
+from collections import deque
 from datetime import datetime
 from pathlib import Path
 
@@ -107,48 +122,256 @@ class ExecutionStatusPostTransform(SphinxPostTransform):
             node.replace_self(make_table(self.env.docname, records, Path(self.env.srcdir)))
 
 
-#: Notebook metadata key holding ``{cell index: wall-clock seconds}`` as the build saw them.
-#: Notebook-level, because jupyter-cache hashes every cell metadata key (a cell key would
-#: make the cached notebook never match its source) but only ``kernelspec`` of the notebook's.
-CELL_SECONDS_KEY = "ibp_cell_seconds"
+#: Notebook metadata key holding ``{cell index: {"wall_s": ..., "cpu_s": ...}}``: each cell's
+#: wall-clock seconds on the client's clock and the CPU seconds its kernel (children
+#: included) spent on it. Notebook-level, because jupyter-cache hashes every cell metadata
+#: key (a cell key would make the cached notebook never match its source) but only
+#: ``kernelspec`` of the notebook's.
+CELL_RECORD_KEY = "ibp_cells"
+#: A cell has stalled when its kernel, children included, gains less than ``STALL_SHARE`` of
+#: one core over ``STALL_WINDOW_S`` seconds: 0.6 s of CPU in 30 s. A working cell on a
+#: loaded 2-core machine still gets its fair share (about 2/15 of a core at a load of 15,
+#: 4 s in 30 s); an idle kernel gains nothing (measured: 0.00 s in 20 s), whether it sleeps,
+#: waits on a lock, or finished while the client missed its reply (a lost wake-up).
+STALL_WINDOW_S = 30.0
+STALL_SHARE = 0.02
+#: How often the watch reads the kernel's CPU time (about 1 ms of the client's CPU a read).
+POLL_S = 0.5
+#: nbclient's own wall-clock limit, in multiples of the chapter's limit: only a last resort
+#: should the watch itself fail, never what a busy machine meets.
+WALL_BACKSTOP = 10
 
 
-def timed_execution(execute, nb, *args, **kwargs):
-    """Run ``execute(nb, ...)`` (jupyter-cache's ``single_nb_execution``) and store each
-    cell's wall-clock time in ``nb.metadata[CELL_SECONDS_KEY]``.
+def usable_cores() -> int:
+    """CPUs this process may run on (its CPU affinity: a container's cpuset, or all)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
-    nbclient's own ``record_timing`` stores the kernel's timestamps, which do not show a
-    reply that reached the client late; the hooks below time the cell on the client's
-    clock, from the request to the processed reply. Used by the build's own executions
-    (the hook below) and by ``tools/execute_chapters.py``, which runs chapters in parallel
-    before the build.
+
+def cpu_limit(limit_s: float, cores: int | None = None) -> float:
+    """CPU seconds a cell may use: its chapter's limit on every usable core.
+
+    A cell that stays within its limit on an idle machine cannot use more, however many
+    of its threads or processes run at once; on a loaded machine its wall time stretches
+    but its CPU time does not, so the same work meets the same limit.
+
+    >>> cpu_limit(60, cores=2)
+    120.0
     """
-    started: dict[int, float] = {}
-    seconds: dict[str, float] = {}
+    return float(limit_s) * (usable_cores() if cores is None else cores)
 
-    def on_cell_start(cell, cell_index):
-        started[cell_index] = time.monotonic()
 
-    def on_cell_executed(cell, cell_index, execute_reply):
-        seconds[str(cell_index)] = round(time.monotonic() - started[cell_index], 3)
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user and system) of process ``pid`` and all its descendants, the ones
+    that ended and were waited for included; None once ``pid`` is gone."""
+    import psutil
 
-    kwargs.setdefault("on_cell_start", on_cell_start)
-    kwargs.setdefault("on_cell_executed", on_cell_executed)
-    result = execute(nb, *args, **kwargs)
-    nb.metadata[CELL_SECONDS_KEY] = seconds
+    try:
+        root = psutil.Process(pid)
+        tree = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return None
+    total = 0.0
+    for process in tree:
+        try:
+            times = process.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue  # ended between the listing and the read: its parent collects it
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def _first_line(cell) -> str:
+    return next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
+
+
+class KernelWatch:
+    """Watches one kernel while its cells run; kills it when a cell stalls or overruns.
+
+    A thread reads the CPU time of the kernel's process tree every ``poll_s`` seconds
+    while a cell runs. The cell fails (the kernel and its children are killed, and
+    nbclient, which checks each second that the kernel lives, stops waiting) when
+
+    - it stalled: the tree gained less than ``STALL_SHARE`` of a core over the last
+      ``stall_window_s`` seconds, or
+    - it overran: it used more than :func:`cpu_limit` CPU seconds.
+
+    Wall time never fails a cell here, so a loaded machine does not; ``failure`` then
+    names the chapter, the cell and what was measured.
+
+    Parameters
+    ----------
+    limit_s : float
+        The chapter's per-cell limit (``mystnb: execution_timeout``), in seconds.
+    chapter : str
+        The chapter's name, for the failure message.
+    stall_window_s, poll_s : float
+        The stall rule's window and the reading interval (small in tests).
+
+    Examples
+    --------
+    >>> watch = KernelWatch(60, chapter="book/01_buffet")
+    >>> watch.cpu_limit_s == cpu_limit(60)
+    True
+    """
+
+    def __init__(self, limit_s: float, *, chapter: str = "", stall_window_s: float = STALL_WINDOW_S,
+                 poll_s: float = POLL_S):
+        self.cpu_limit_s = cpu_limit(limit_s)
+        self.chapter = chapter or "notebook"
+        self.stall_window_s = stall_window_s
+        self.poll_s = poll_s
+        self.pid: int | None = None
+        self.failure: str | None = None
+        self.records: dict[str, dict] = {}
+        self._cell = None  # (index, first line, wall start, CPU at start)
+        self._samples: deque[tuple[float, float]] = deque()  # (wall, tree CPU) within the window
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kernel-watch", daemon=True)
+
+    # -- nbclient's side: the kernel manager and the cell hooks ----------------------------
+
+    def kernel_manager_class(self):
+        """An ``AsyncKernelManager`` that tells this watch its kernel's process id."""
+        from jupyter_client.manager import AsyncKernelManager
+
+        watch = self
+
+        class WatchedKernelManager(AsyncKernelManager):
+            async def start_kernel(self, **kwargs):
+                await super().start_kernel(**kwargs)
+                process = getattr(self.provisioner, "process", None)
+                if process is None:  # a remote kernel: nothing here can read its CPU time
+                    raise RuntimeError("the kernel watch needs a local kernel process")
+                watch.pid = process.pid
+
+        return WatchedKernelManager
+
+    def cell_started(self, cell, cell_index, **_):
+        with self._lock:
+            cpu = tree_cpu_seconds(self.pid) if self.pid is not None else None
+            now = time.monotonic()
+            self._cell = (cell_index, _first_line(cell), now, cpu or 0.0)
+            self._samples = deque([(now, cpu or 0.0)])
+
+    def cell_finished(self, cell, cell_index, **_):
+        with self._lock:
+            if self._cell is None:
+                return
+            index, _, started, cpu_start = self._cell
+            cpu = tree_cpu_seconds(self.pid) if self.pid is not None else None
+            self.records[str(index)] = {"wall_s": round(time.monotonic() - started, 3),
+                                        "cpu_s": round(max((cpu or cpu_start) - cpu_start, 0.0), 3)}
+            self._cell = None
+
+    # -- the watch itself -----------------------------------------------------------------
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            with self._lock:
+                if self._cell is not None and self.failure is None and self.pid is not None:
+                    self._check(time.monotonic(), tree_cpu_seconds(self.pid))
+
+    def _check(self, now: float, cpu: float | None) -> None:
+        if cpu is None:
+            return  # the kernel is gone: nbclient reports a dead kernel itself
+        index, first, started, cpu_start = self._cell
+        if cpu - cpu_start > self.cpu_limit_s:
+            self._fail(f"{self.chapter}: cell {index} ({first!r}) used {cpu - cpu_start:.0f} s "
+                       f"of CPU, over its limit of {self.cpu_limit_s:.0f} s (the chapter's "
+                       f"limit on each of {usable_cores()} cores): raise the limit or shorten "
+                       "the cell")
+            return
+        self._samples.append((now, cpu))
+        while len(self._samples) > 1 and self._samples[1][0] <= now - self.stall_window_s:
+            self._samples.popleft()  # keep one sample at least a window old
+        then, cpu_then = self._samples[0]
+        if now - then >= self.stall_window_s and cpu - cpu_then < STALL_SHARE * (now - then):
+            self._fail(f"{self.chapter}: cell {index} ({first!r}) stalled: its kernel used "
+                       f"{cpu - cpu_then:.2f} s of CPU in the last {now - then:.0f} s "
+                       f"({now - started:.0f} s into the cell); killed")
+
+    def _fail(self, message: str) -> None:
+        import psutil
+
+        self.failure = message
+        if self.pid is None:
+            return
+        try:
+            kernel = psutil.Process(self.pid)
+            tree = kernel.children(recursive=True) + [kernel]
+        except psutil.NoSuchProcess:
+            return
+        for process in tree:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+
+
+def timed_execution(execute, nb, *args, timeout: float | None, chapter: str = "",
+                    stall_window_s: float = STALL_WINDOW_S, poll_s: float = POLL_S, **kwargs):
+    """Run ``execute(nb, ...)`` (jupyter-cache's ``single_nb_execution``) under a
+    :class:`KernelWatch`, and store each cell's wall and CPU seconds in
+    ``nb.metadata[CELL_RECORD_KEY]``.
+
+    ``timeout`` is the chapter's per-cell limit: the watch fails a cell that stalls or
+    uses more than :func:`cpu_limit` of CPU; nbclient itself is given ``WALL_BACKSTOP``
+    times the limit. A failure of the watch comes back as the result's error, naming the
+    chapter and the cell. Used by the build's own executions (the hook below) and by
+    ``tools/execute_chapters.py``, which runs chapters in parallel before the build.
+
+    Examples
+    --------
+    >>> from jupyter_cache.executors.utils import single_nb_execution
+    >>> result = timed_execution(single_nb_execution, nb, cwd="book", allow_errors=False,
+    ...                          timeout=60, chapter="book/01_buffet")  # doctest: +SKIP
+    >>> result.err is None, nb.metadata[CELL_RECORD_KEY]["3"]  # doctest: +SKIP
+    (True, {'wall_s': 1.2, 'cpu_s': 1.1})
+    """
+    from jupyter_cache.executors.utils import ExecutionResult
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    limit = float(timeout) if timeout and timeout > 0 else math.inf  # nbclient: None, no limit
+    watch = KernelWatch(limit, chapter=chapter, stall_window_s=stall_window_s, poll_s=poll_s)
+    kwargs.setdefault("on_cell_execute", watch.cell_started)
+    kwargs.setdefault("on_cell_executed", watch.cell_finished)
+    kwargs.setdefault("kernel_manager_class", watch.kernel_manager_class())
+    started = time.monotonic()
+    with watch:
+        try:
+            backstop = int(limit * WALL_BACKSTOP) if math.isfinite(limit) else None
+            result = execute(nb, *args, timeout=backstop, **kwargs)
+        except DeadKernelError:
+            if watch.failure is None:
+                raise
+            result = ExecutionResult(nb, kwargs.get("cwd"), time.monotonic() - started)
+    if watch.failure is not None:  # the kernel was killed: that is the error to report
+        result.err, result.exc_string = CellTimeoutError(watch.failure), watch.failure
+    nb.metadata[CELL_RECORD_KEY] = watch.records
     return result
 
 
 def _record_cell_timing() -> None:
-    """Have myst-nb's cache-mode executions store each cell's wall-clock time."""
+    """Have myst-nb's cache-mode executions run under the kernel watch and store each
+    cell's wall and CPU seconds (myst-nb passes the chapter's limit as ``timeout``)."""
     execute = mystnb_cache.single_nb_execution
-    if getattr(execute, "records_wall_time", False):
+    if getattr(execute, "watches_cells", False):
         return
 
     def single_nb_execution_timed(nb, *args, **kwargs):
         return timed_execution(execute, nb, *args, **kwargs)
 
-    single_nb_execution_timed.records_wall_time = True
+    single_nb_execution_timed.watches_cells = True
     mystnb_cache.single_nb_execution = single_nb_execution_timed
 
 
