@@ -209,8 +209,10 @@ def test_every_chapter_sets_a_cell_limit_from_its_timings():
         assert isinstance(limit, int) and 0 < limit <= LONGEST_CELL_LIMIT_S, (page, limit)
         row = rows[page]
         assert row["cell_limit_s"] == limit
-        # tools/build_book.py fails the build at 90% of the limit; here the record is re-read
-        assert row["slowest_cell_s"] is not None and row["slowest_cell_s"] < 0.9 * limit, row
+        # tools/build_book.py fails the build at 90% of a cell's CPU limit (the chapter's limit
+        # on each usable core: load stretches wall time, not CPU time); the record is re-read
+        assert row["busiest_cell_cpu_s"] is not None, row
+        assert row["busiest_cell_cpu_s"] < 0.9 * row["cell_cpu_limit_s"], row
 
 
 def test_status_page_states_execution_status_in_words():
