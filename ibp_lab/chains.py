@@ -83,6 +83,7 @@ from ibp_lab._hyper import (
     scales_allowed,
     stable_harmonic,
 )
+from ibp_lab._threads import single_blas_thread
 from ibp_lab.gibbs import MAX_SWEEPS, _sweeps
 from ibp_lab.linear_gaussian import _loglik_from_stats
 
@@ -464,6 +465,7 @@ def _metropolis_scale(rng, value, log_step, log_lik_now, log_lik_at):
     return value, log_lik_now, False
 
 
+@single_blas_thread  # small linear algebra: one BLAS thread (ibp_lab._threads)
 def run_chain(
     X,
     n_sweeps: int,

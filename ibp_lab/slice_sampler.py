@@ -45,6 +45,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ibp_lab._threads import single_blas_thread
 from ibp_lab.uncollapsed import (UncollapsedResult, check_run, draw_entry, likelihood_log_odds,
                                  run_kernel)
 
@@ -122,6 +123,7 @@ def _sweep(X, Z, A, hyper, rng):
     return Z, _draw_posterior_features(X, Z, hyper.sigma_x, hyper.sigma_a, rng), new.size
 
 
+@single_blas_thread
 def slice_sweep(X, Z, A, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                 sigma_a: float, beta: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """One sweep of the slice sampler (see the module docstring for its five steps).
@@ -158,6 +160,7 @@ def slice_sweep(X, Z, A, rng: np.random.Generator, *, alpha: float, sigma_x: flo
     return Z, A
 
 
+@single_blas_thread
 def run_slice(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
               sigma_a: float, beta: float = 1.0, Z0=None, burn: int = 0,
               thin: int = 1) -> UncollapsedResult:

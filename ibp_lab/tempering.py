@@ -65,6 +65,7 @@ from ibp_lab import _kernel, exact
 from ibp_lab._checks import (check_count, check_data_matrix, check_flag, check_positive,
                              check_real_array, check_rng)
 from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, harmonic
+from ibp_lab._threads import single_blas_thread
 from ibp_lab.gibbs import MAX_SWEEPS, _sweeps
 
 __all__ = ["TemperedResult", "run_tempered", "run_tempered_chains", "tempered_class_posterior",
@@ -413,6 +414,7 @@ def _check_options(X, n_sweeps, alpha, sigma_x, sigma_a, beta, n_temperatures, Z
     return hyper, n_sweeps, n_temperatures, hottest, burn, workers, tune, Z0
 
 
+@single_blas_thread  # small linear algebra: one BLAS thread (ibp_lab._threads)
 def run_tempered(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                  sigma_a: float, beta: float = 1.0, n_temperatures: int = 8, Z0=None,
                  min_inverse_temperature: float = 0.01, swap_scheme: str = "deo",

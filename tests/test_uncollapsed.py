@@ -9,8 +9,10 @@ Bonferroni over the bins, so a correct sampler fails with probability at most 1e
 
 The check must also be able to fail. Each sampler gets one-line bugs planted by
 ``monkeypatch`` (a weight law without ``beta``, a thinning exponent off by one, the slice's
-``1 / mu*`` density forgotten, a birth rate with ``N`` rows in place of ``N - 1``) and each
-must be caught. These "planted" tests fail to catch a bug with a probability far below 1e-3:
+``1 / mu*`` density forgotten, a birth rate with ``N`` rows in place of ``N - 1``, a birth
+ratio over ``2 sigma_x`` in place of ``2 sigma_x^2``) and each must be caught. The last is
+invisible near ``sigma_x = 1``, and at the main case's 0.6 it passed: the uncollapsed
+sampler is also checked at ``sigma_x = 2``, where it doubles the log ratio. These "planted" tests fail to catch a bug with a probability far below 1e-3:
 each bug moves the class probabilities by many Monte Carlo standard errors (measured:
 p-values 1e-5 to 1e-80 at the seeds used).
 
@@ -20,14 +22,17 @@ of sticks above a slice against quadrature of the Poisson intensity.
 """
 
 import math
+import time
 
 import numpy as np
 import pytest
 from numba import njit
 from scipy import integrate, stats
+from threadpoolctl import threadpool_info
 
 from ibp_lab import slice_sampler, uncollapsed
-from ibp_lab._hyper import check_hyperparameters
+from ibp_lab._hyper import check_hyperparameters, new_dish_rate
+from ibp_lab._threads import single_blas_thread
 from ibp_lab.linear_gaussian import (_draw_posterior_features, collapsed_loglik,
                                      feature_posterior, sample_features)
 from ibp_lab.uncollapsed import draw_entry, likelihood_log_odds
@@ -41,13 +46,15 @@ ALPHA, SIGMA_X, SIGMA_A = 1.3, 0.6, 1.2
 SAMPLERS = {"uncollapsed": uncollapsed, "slice": slice_sampler}
 
 
-def z_kernel(module, X, beta, rng, alpha=ALPHA):
+def z_kernel(module, X, beta, rng, alpha=ALPHA, sigma_x=SIGMA_X):
     """The sampler's sweep as a kernel on ``Z``: ``A`` drawn from ``p(A | X, Z)`` first
-    (the sweep's own last step, so the composition is the chain the runner runs)."""
-    hyper = check_hyperparameters(X, alpha, SIGMA_X, SIGMA_A, beta)
+    (the sweep's own last step, so the composition is the chain the runner runs), with
+    one BLAS thread as in the runners."""
+    hyper = check_hyperparameters(X, alpha, sigma_x, SIGMA_A, beta)
 
+    @single_blas_thread
     def step(Z):
-        A = _draw_posterior_features(X, Z, SIGMA_X, SIGMA_A, rng)
+        A = _draw_posterior_features(X, Z, sigma_x, SIGMA_A, rng)
         return module._sweep(X, Z, A, hyper, rng)[0]
     return step
 
@@ -139,6 +146,32 @@ def _intensity_median(intensity, s, total):
     return brentq(lambda t: integrate.quad(intensity, s, t, limit=200)[0] - total / 2, s, 1)
 
 
+@pytest.mark.parametrize("rate", [0.3, 4.0, 40.0])  # 40: numbers of births past the buffer
+def test_compiled_births_make_the_reference_loops_draws(rate):
+    """The compiled births (:func:`uncollapsed._gaussian_births_kernel`) and the generic
+    loop with the Gaussian likelihood make the same draws from the same generator: the same
+    ``Z``, ``A``, residuals and acceptance count, and the generator left in the same state,
+    on states with and without singletons."""
+    rng = np.random.default_rng(11)
+    for case in range(40):
+        N, D, K = rng.integers(1, 7), rng.integers(1, 5), rng.integers(0, 6)
+        X = rng.normal(size=(N, D))
+        Z = (rng.random((N, K)) < 0.3).astype(np.int8)
+        A = rng.normal(size=(K, D))
+        sigma_x, sigma_a = rng.uniform(0.3, 2.0, size=2)
+        resid_ref, resid = X - Z @ A, X - Z @ A
+        ref_rng, rng_c = np.random.default_rng(case), np.random.default_rng(case)
+        Z_ref, A_ref, accepted_ref = uncollapsed._gaussian_births(Z, A, resid_ref, sigma_x,
+                                                                  sigma_a, rate, ref_rng)
+        keep, rows, images, accepted = uncollapsed._gaussian_births_kernel(
+            Z, A, resid, rate, sigma_a, 2 * sigma_x**2, rng_c)
+        Z_new, A_new = uncollapsed._apply_births(Z, A, keep, rows, images)
+        np.testing.assert_array_equal(Z_new, Z_ref)
+        np.testing.assert_array_equal(A_new, A_ref)
+        np.testing.assert_allclose(resid, resid_ref, rtol=0, atol=1e-12)  # dot-product rounding
+        assert accepted == accepted_ref and rng_c.random() == ref_rng.random()
+
+
 def test_sticks_above_stops_with_an_error_instead_of_hanging(monkeypatch):
     monkeypatch.setattr(slice_sampler, "MAX_NEW_STICKS", 50)
     with pytest.raises(ValueError, match="more than 50 sticks"):
@@ -151,25 +184,29 @@ def test_sticks_above_stops_with_an_error_instead_of_hanging(monkeypatch):
 
 
 # Four rows need a small alpha: the enumeration's tail beyond k_max = 7 features must stay
-# below 1e-3 (tests/exactness.py), and at alpha 0.4 it is 2e-4.
+# below 1e-3 (tests/exactness.py), and at alpha 0.4 it is 2e-4. The second noise level,
+# sigma_x = 2, is far from 1, where a birth ratio over 2 sigma_x in place of 2 sigma_x^2
+# would go unseen.
 EXACT_CASES = [
-    pytest.param("uncollapsed", X3, ALPHA, 2.0, id="uncollapsed-3rows-beta2"),
-    pytest.param("uncollapsed", X4, 0.4, 1.0, id="uncollapsed-4rows"),
-    pytest.param("slice", X3, ALPHA, 1.0, id="slice-3rows"),
-    pytest.param("slice", X3, ALPHA, 0.4, id="slice-3rows-beta0.4"),
-    pytest.param("slice", X4, 0.4, 1.0, id="slice-4rows"),
+    pytest.param("uncollapsed", X3, ALPHA, 2.0, SIGMA_X, id="uncollapsed-3rows-beta2"),
+    pytest.param("uncollapsed", X3, ALPHA, 1.0, 2.0, id="uncollapsed-3rows-sigma_x2"),
+    pytest.param("uncollapsed", X4, 0.4, 1.0, SIGMA_X, id="uncollapsed-4rows"),
+    pytest.param("slice", X3, ALPHA, 1.0, SIGMA_X, id="slice-3rows"),
+    pytest.param("slice", X3, ALPHA, 0.4, SIGMA_X, id="slice-3rows-beta0.4"),
+    pytest.param("slice", X4, 0.4, 1.0, SIGMA_X, id="slice-4rows"),
 ]
 
 
 @pytest.mark.statistical(rate=1e-3)
-@pytest.mark.parametrize("sampler, X, alpha, beta", EXACT_CASES)
+@pytest.mark.parametrize("sampler, X, alpha, beta, sigma_x", EXACT_CASES)
 @pytest.mark.slow  # 6-12 s each (make test only; see README)
-def test_sampler_leaves_the_class_posterior_invariant(sampler, X, alpha, beta):
+def test_sampler_leaves_the_class_posterior_invariant(sampler, X, alpha, beta, sigma_x):
     """Class frequencies against enumeration: false alarm <= 1e-3 per case
     (tests/exactness.py)."""
     rng = stat_rng(42)
-    assert_leaves_posterior_invariant(z_kernel(SAMPLERS[sampler], X, beta, rng, alpha), X, alpha,
-                                      SIGMA_X, SIGMA_A, beta=beta, n_steps=40_000, what=sampler)
+    assert_leaves_posterior_invariant(
+        z_kernel(SAMPLERS[sampler], X, beta, rng, alpha, sigma_x), X, alpha, sigma_x, SIGMA_A,
+        beta=beta, n_steps=40_000, what=sampler)
 
 
 @njit(cache=False)
@@ -197,21 +234,35 @@ def _plant(monkeypatch, bug):
     elif bug == "birth rate with N rows":
         monkeypatch.setattr(uncollapsed, "new_dish_rate",
                             lambda alpha, beta, n: alpha * beta / (beta + n + 1))
+    elif bug == "birth ratio over 2 sigma_x":
+        right = uncollapsed._gaussian_births_kernel  # takes 2 sigma_x^2; given 2 sigma_x
+
+        def births(Z, A, resid, rate, sigma_a, two_sx2, rng):
+            return right(Z, A, resid, rate, sigma_a, 2 * math.sqrt(two_sx2 / 2), rng)
+        monkeypatch.setattr(uncollapsed, "_gaussian_births_kernel", births)
     return uncollapsed if bug.startswith("birth") else slice_sampler
+
+
+# The noise level of each planted bug's check: the ratio over 2 sigma_x differs from the
+# right one by a factor sigma_x, so it is checked at 2 (measured: p-value 4e-8 at seed 43).
+PLANTED_SIGMA_X = {"birth ratio over 2 sigma_x": 2.0}
 
 
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("bug", ["weights without beta", "thinning exponent N + beta",
-                                 "no slice density", "birth rate with N rows"])
+                                 "no slice density", "birth rate with N rows",
+                                 "birth ratio over 2 sigma_x"])
 @pytest.mark.slow  # 6-8 s each (make test only; see README)
 def test_exactness_check_catches_a_planted_bug(monkeypatch, bug):
     """Each bug moves some class probability by many Monte Carlo standard errors at
     ``beta = 0.4`` on three rows, so the check must raise."""
     module = _plant(monkeypatch, bug)
+    sigma_x = PLANTED_SIGMA_X.get(bug, SIGMA_X)
     rng = stat_rng(43)
     with pytest.raises(AssertionError, match="does not leave the posterior invariant"):
-        assert_leaves_posterior_invariant(z_kernel(module, X3, 0.4, rng), X3, ALPHA, SIGMA_X,
-                                          SIGMA_A, beta=0.4, n_steps=40_000, what=bug)
+        assert_leaves_posterior_invariant(z_kernel(module, X3, 0.4, rng, sigma_x=sigma_x), X3,
+                                          ALPHA, sigma_x, SIGMA_A, beta=0.4, n_steps=40_000,
+                                          what=bug)
 
 
 # --------------------------------------------------------------------------------------
@@ -222,8 +273,10 @@ def test_exactness_check_catches_a_planted_bug(monkeypatch, bug):
 @pytest.mark.parametrize("runner", [uncollapsed.run_uncollapsed, slice_sampler.run_slice])
 def test_runner_traces_label_free_quantities_and_is_reproducible(runner):
     X = np.random.default_rng(3).normal(size=(10, 4))
+    cpu_before = time.process_time()
     runs = [runner(X, 30, np.random.default_rng(7), alpha=1.5, sigma_x=0.7, sigma_a=1.1,
                    beta=0.8, burn=10, thin=4) for _ in range(2)]
+    cpu_spent = time.process_time() - cpu_before
     np.testing.assert_array_equal(runs[0].trace["k_plus"], runs[1].trace["k_plus"])
     np.testing.assert_array_equal(runs[0].Z, runs[1].Z)
     run = runs[0]
@@ -231,8 +284,32 @@ def test_runner_traces_label_free_quantities_and_is_reproducible(runner):
     assert run.trace["k_plus"].values[-1] == run.Z.shape[1] == run.A.shape[0]
     assert run.trace["log_likelihood"].values[-1] == pytest.approx(
         collapsed_loglik(X, run.Z, 0.7, 1.1), rel=1e-9)
-    assert np.all(np.diff(run.sample_stats["seconds"].values) >= 0)
+    # CPU seconds from the run's own start: positive, and within the CPU time of the calls
+    # (seconds from the process's start, or milliseconds, would exceed it)
+    last = [r.sample_stats["seconds"].values[-1] for r in runs]
+    assert min(last) > 0 and sum(last) <= cpu_spent, (last, cpu_spent)
     assert run.trace.attrs["beta"] == 0.8
+
+
+def _blas_threads():
+    return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+
+@pytest.mark.parametrize("runner, module", [(uncollapsed.run_uncollapsed, uncollapsed),
+                                            (slice_sampler.run_slice, slice_sampler)])
+def test_runner_sweeps_with_one_blas_thread(monkeypatch, runner, module):
+    """Oversubscribed BLAS threads made these samplers 5-25 times slower on a busy machine
+    (benchmarks/threads.py): every sweep runs with one thread, the counts come back after."""
+    sweep, seen = module._sweep, []
+
+    def watched(*args):
+        seen.append(_blas_threads())
+        return sweep(*args)
+    monkeypatch.setattr(module, "_sweep", watched)
+    before = _blas_threads()
+    runner(X3, 3, np.random.default_rng(0), alpha=1.0, sigma_x=0.5, sigma_a=1.0)
+    assert seen and all(threads == [1] * len(before) for threads in seen), seen
+    assert _blas_threads() == before
 
 
 @pytest.mark.parametrize("sweep", [uncollapsed.uncollapsed_sweep, slice_sampler.slice_sweep])
