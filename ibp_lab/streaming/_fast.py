@@ -208,7 +208,7 @@ def observe_rows(X, start, slots, counts, params, rate_out, slots_out):
     Before any feature exists the first row is always an event (a birth or a fresh slot):
 
     >>> from ibp_lab.streaming._stream import StreamState
-    >>> from ibp_lab.streaming._state import check_settings
+    >>> from ibp_lab.streaming._settings import check_settings
     >>> stream = StreamState(check_settings(
     ...     alpha=1.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0, sigma_w=1.0,
     ...     model="linear_gaussian", n_steps=3, tol=1e-6, ossify=False, keep_history=True,

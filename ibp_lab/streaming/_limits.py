@@ -11,10 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # for the annotations only: _state imports this module
-    from ibp_lab.streaming import _state
+from ibp_lab.streaming._settings import Settings
 
 __all__ = ["MAX_DATA_MAGNITUDE", "MAX_ENTRIES", "MAX_EXPECTED_FEATURES", "MAX_RECORDED_ROWS",
            "check_entries", "check_work", "expected_prior_features"]
@@ -37,7 +34,7 @@ MAX_DATA_MAGNITUDE = 1e100
 MAX_RECORDED_ROWS = 10_000_000
 
 
-def check_work(settings: _state.Settings, X: np.ndarray, n_before: int) -> None:
+def check_work(settings: Settings, X: np.ndarray, n_before: int) -> None:
     """Refuse, before any work, a batch whose memory or work would be out of bounds.
 
     ``n_before``: observations already seen when the batch starts.
@@ -65,7 +62,7 @@ def check_work(settings: _state.Settings, X: np.ndarray, n_before: int) -> None:
                       "lower buffer_size")
 
 
-def expected_prior_features(settings: _state.Settings, n: int) -> float:
+def expected_prior_features(settings: Settings, n: int) -> float:
     """``alpha beta (digamma(beta + n) - digamma(beta))`` from checked settings."""
     harmonic = special.digamma(settings.beta + n) - special.digamma(settings.beta)
     return float(np.exp(settings.log_alpha + np.log(settings.beta)) * harmonic)

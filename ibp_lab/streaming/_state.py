@@ -37,13 +37,14 @@ import stat
 import struct
 import zipfile
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ibp_lab._checks import MAX_PARAMETER, check_count, check_flag, check_positive
+from ibp_lab._checks import check_count, check_positive
 from ibp_lab.streaming._limits import MAX_RECORDED_ROWS
+from ibp_lab.streaming._settings import (  # re-exported: the checkpoint's settings
+    BIRTHS, MAX_BUFFER, MAX_STEPS, MODELS, SETTING_KEYS, Settings, check_settings)
 from ibp_lab.streaming._stream import StreamState
 
 __all__ = [
@@ -74,22 +75,16 @@ BIT_GENERATORS = {
 #: Version 3 adds the birth buffer (``births``, ``buffer_size``, ``buffer_residuals``,
 #: ``buffer_rows``).
 STATE_VERSION = 3
-#: Largest birth buffer (rows); its memory is ``buffer_size * D`` numbers.
-MAX_BUFFER = 10_000
 #: Keys each older version lacks, and why it cannot be resumed.
 _OLD_VERSIONS = {
     1: ("kept only the mean of the retired slots' count, not the law the exact prior "
         "needs"),
     2: "predates the birth buffer (births, buffer_size, buffer_residuals, buffer_rows)",
 }
-BIRTHS = ("buffer", "single")
 #: Largest state file read (bytes, after decompression): far above any stream the book
 #: runs (a digit stream's state is a few hundred kB), and it bounds what a file can make
 #: :func:`read_state` allocate.
 MAX_STATE_BYTES = 1 << 30
-#: Largest number of coordinate-ascent steps per observation.
-MAX_STEPS = 10_000
-MODELS = ("linear_gaussian", "factor_analysis")
 #: State entries stored as arrays; the others are JSON scalars (and the generator's state).
 ARRAY_KEYS = ("features", "variances", "usage", "log_unowned", "dish", "rate_history",
               "slots_history", "posterior_rows", "posterior_dishes", "posterior_values",
@@ -106,98 +101,6 @@ _WORD_DTYPES = {"uint32": np.uint32, "uint64": np.uint64}
 _PARSE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
                  KeyError, TypeError, IndexError, struct.error, zlib.error, OverflowError,
                  NotImplementedError, RecursionError, UnicodeError)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The estimator's parameters once checked (:func:`check_settings`); ``alpha`` as a log."""
-
-    log_alpha: float
-    beta: float
-    sigma_x: float
-    sigma_a: float
-    sigma_w: float
-    model: str
-    n_steps: int
-    tol: float
-    ossify: bool
-    keep_history: bool
-    record_posteriors: bool
-    births: str
-    buffer_size: int
-
-    @property
-    def alpha(self) -> float:
-        """The mass parameter (0.0 where it underflows, as in the BP-means limit)."""
-        return float(np.exp(self.log_alpha))
-
-
-#: The settings a state stores, in the order of :class:`Settings`.
-SETTING_KEYS = tuple(Settings.__dataclass_fields__)
-
-
-def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, n_steps, tol,
-                   ossify, keep_history, record_posteriors, births=None,
-                   buffer_size=100) -> Settings:
-    """The one door of the estimator's parameters: :meth:`RecursiveIBP.fit`, ``partial_fit``
-    and a restored state (:func:`validate_state`) all come through it.
-
-    At most one of ``alpha`` (> 0) and ``log_alpha`` (finite, at most
-    ``log(MAX_PARAMETER)``) is given (neither: ``alpha = 1``); the logarithm reaches masses below the smallest
-    float (:meth:`RecursiveIBP.bp_means_limit`). ``births`` is ``"buffer"`` or ``"single"``;
-    ``None`` chooses ``"buffer"`` for the linear-Gaussian model and ``"single"`` for factor
-    analysis, whose weights the buffer's collapsed sampler does not model (so
-    ``"buffer"`` with factor analysis is refused).
-
-    Examples
-    --------
-    >>> s = check_settings(alpha=2.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0,
-    ...                    sigma_w=1.0, model="linear_gaussian", n_steps=3, tol=1e-6,
-    ...                    ossify=False, keep_history=True, record_posteriors=False)
-    >>> round(s.alpha, 12), s.n_steps, s.births
-    (2.0, 3, 'buffer')
-    """
-    if log_alpha is None:
-        # alpha=None (the estimator's default) with no log_alpha is the unit mass
-        log_alpha = float(np.log(check_positive("alpha", 1.0 if alpha is None else alpha)))
-    elif alpha is not None:
-        raise ValueError(f"give alpha or log_alpha, not both (got alpha={alpha!r} and "
-                         f"log_alpha={log_alpha!r}); set alpha=None to use log_alpha")
-    elif isinstance(log_alpha, bool) or not isinstance(log_alpha, numbers.Real) \
-            or not np.isfinite(log_alpha) or log_alpha > np.log(MAX_PARAMETER):
-        raise ValueError(f"log_alpha must be a finite real <= log({MAX_PARAMETER:g}), "
-                         f"got {log_alpha!r}")
-    if not isinstance(model, str) or model not in MODELS:
-        raise ValueError(f"model must be 'linear_gaussian' or 'factor_analysis', got {model!r}")
-    births = _check_births(births, model)
-    return Settings(
-        log_alpha=float(log_alpha),
-        beta=check_positive("beta", beta),
-        sigma_x=check_positive("sigma_x", sigma_x),
-        sigma_a=check_positive("sigma_a", sigma_a),
-        sigma_w=check_positive("sigma_w", sigma_w),
-        model=model,
-        n_steps=check_count("n_steps", n_steps, minimum=1, maximum=MAX_STEPS),
-        tol=check_positive("tol", tol, upper=0.01),
-        ossify=check_flag("ossify", ossify),
-        keep_history=check_flag("keep_history", keep_history),
-        record_posteriors=check_flag("record_posteriors", record_posteriors),
-        births=births,
-        buffer_size=check_count("buffer_size", buffer_size, minimum=2, maximum=MAX_BUFFER),
-    )
-
-
-def _check_births(births, model: str) -> str:
-    """``"buffer"`` or ``"single"`` (``None``: the model's default, see :func:`check_settings`)."""
-    if births is None:
-        return "buffer" if model == "linear_gaussian" else "single"
-    if not isinstance(births, str) or births not in BIRTHS:
-        raise ValueError(f"births must be 'buffer', 'single' or None, got {births!r}")
-    if births == "buffer" and model != "linear_gaussian":
-        raise ValueError("births='buffer' needs model='linear_gaussian' (the buffer is "
-                         "decomposed by the linear-Gaussian collapsed sampler); use "
-                         "births='single' with factor analysis")
-    return births
 
 
 class InvalidState(Exception):

@@ -63,6 +63,17 @@ KernelParams = namedtuple(
     "threshold")
 
 
+#: The scalar counters of a stream (and its width), as :meth:`StreamState.snapshot` keeps them.
+_COUNTERS = ("dim", "k", "n_seen", "retired_rate", "next_dish", "rate", "admit_threshold")
+
+
+class _Snapshot(namedtuple("_Snapshot", "arrays counters retired_log_pmf buffer_array buffered "
+                                        "buffer_rows rate_history slots_history n_posteriors "
+                                        "patched")):
+    """A stream as it was (:meth:`StreamState.snapshot`); read only by
+    :meth:`StreamState.rollback`."""
+
+
 def local_model(settings):
     """The one place that chooses the local model (linear-Gaussian or factor analysis)."""
     if settings.model == "factor_analysis":
@@ -76,12 +87,12 @@ class StreamState:
 
     Parameters
     ----------
-    settings : ibp_lab.streaming._state.Settings
+    settings : ibp_lab.streaming._settings.Settings
         The stream's checked parameters.
 
     Examples
     --------
-    >>> from ibp_lab.streaming._state import check_settings
+    >>> from ibp_lab.streaming._settings import check_settings
     >>> settings = check_settings(alpha=1.0, log_alpha=None, beta=1.0, sigma_x=0.1,
     ...                           sigma_a=1.0, sigma_w=1.0, model="linear_gaussian",
     ...                           n_steps=3, tol=1e-6, ossify=False, keep_history=True,
@@ -434,6 +445,54 @@ class StreamState:
                     old_dishes, old_values = self.posteriors[row - 1]
                     self.posteriors[row - 1] = (np.r_[old_dishes, dishes[on]],
                                                 np.r_[old_values, np.ones(int(on.sum()))])
+
+    # ------------------------------------------------------------------ all or nothing
+
+    def snapshot(self) -> "_Snapshot":
+        """What :meth:`rollback` needs to put the stream back exactly as it is now.
+
+        The estimator takes one before every call that changes the stream, so that an
+        error or an interrupt in the middle of a call (inside a buffer's decomposition, say)
+        loses nothing: the rows, the buffer and the counts are those before the call. Costs
+        a copy of the slot arrays and the buffered residuals (``O((K + B) D)``, about what
+        one observation costs); the histories are only appended to, so their lengths do.
+        """
+        m = len(self.buffer_rows)
+        # the buffer's decomposition patches its rows' recorded posteriors (add_features)
+        patched = ({row: self.posteriors[row - 1] for row in self.buffer_rows}
+                   if self.settings.record_posteriors else {})
+        return _Snapshot(
+            arrays={name: getattr(self, name).copy() for name in SLOT_ARRAYS},
+            counters={name: getattr(self, name) for name in _COUNTERS},
+            retired_log_pmf=self.retired_log_pmf.copy(),
+            buffer_array=self.buffer_residuals,
+            buffered=self.buffer_residuals[:m].copy(),
+            buffer_rows=list(self.buffer_rows),
+            # add_features rewrites the last entry of each history (the row that filled
+            # the buffer), so it is kept with the lengths
+            rate_history=(len(self.rate_history), self.rate_history[-1:]),
+            slots_history=(len(self.slots_history), self.slots_history[-1:]),
+            n_posteriors=len(self.posteriors),
+            patched=patched,
+        )
+
+    def rollback(self, snap: "_Snapshot") -> None:
+        """Put the stream back as it was when ``snap`` was taken (:meth:`snapshot`)."""
+        for name, arr in snap.arrays.items():
+            setattr(self, name, arr)
+        for name, value in snap.counters.items():
+            setattr(self, name, value)
+        self.retired_log_pmf = snap.retired_log_pmf
+        self.buffer_residuals = snap.buffer_array
+        self.buffer_residuals[: len(snap.buffered)] = snap.buffered
+        self.buffer_rows = snap.buffer_rows
+        for history, (length, last) in ((self.rate_history, snap.rate_history),
+                                        (self.slots_history, snap.slots_history)):
+            del history[length:]
+            history[length - len(last):] = last
+        del self.posteriors[snap.n_posteriors:]
+        for row, entry in snap.patched.items():
+            self.posteriors[row - 1] = entry
 
     # ------------------------------------------------------------------ the checkpoint
 

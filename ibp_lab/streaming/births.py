@@ -180,7 +180,8 @@ def buffer_alpha(rows, *, log_alpha: float, beta: float) -> float:
                          f"{log_alpha!r}")
     beta = check_positive("beta", beta)
     rows = raw.astype(np.float64)
-    rate = np.exp(log_alpha) * beta * np.sum(1.0 / (beta + rows - 1.0))
+    # beta + (n - 1), not (beta + n) - 1: for row 1 the latter rounds a tiny beta to 0
+    rate = np.exp(log_alpha) * beta * np.sum(1.0 / (beta + (rows - 1.0)))
     harmonic = np.sum(1.0 / np.arange(1, rows.size + 1))
     return float(rate / harmonic)
 

@@ -514,7 +514,8 @@ def filtering_prior_core(usage, log_unowned, dish, n, log_count_pmf, log_alpha, 
     compiled fast path (``ibp_lab.streaming._fast``) both call it.
     """
     size = dish.shape[0]
-    denominator = beta + n - 1
+    # beta + (n - 1), not (beta + n) - 1: for n = 1 the latter rounds a tiny beta to 0
+    denominator = beta + (n - 1)
     log_rate_new = log_alpha + math.log(beta) - math.log(denominator)
     # c_d enters only through Pi_k c_d: a slot that exists for sure (Pi_k = 0, an
     # established feature) needs none, which saves most of the work in a long stream
@@ -693,5 +694,6 @@ def paper_prior(usage, dish, n: int, rate_before: float, alpha: float, beta: flo
         raise ValueError("usage and dish must be non-empty 1-D arrays of the same length")
     if not np.all(np.isfinite(usage) & (usage >= 0)):
         raise ValueError("usage entries must be finite and >= 0")
-    new = new_dish_probabilities(rate_before, alpha * beta / (beta + n - 1), int(dish.max()))
-    return usage / (beta + n - 1) + new[dish - 1]
+    denominator = beta + (n - 1)  # not (beta + n) - 1, which rounds a tiny beta away
+    new = new_dish_probabilities(rate_before, alpha * beta / denominator, int(dish.max()))
+    return usage / denominator + new[dish - 1]

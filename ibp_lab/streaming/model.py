@@ -60,7 +60,7 @@ running for hours. Checkpoints (:meth:`~RecursiveIBP.save`, :meth:`~RecursiveIBP
 
 A scikit-learn estimator. :class:`RecursiveIBP` derives from
 :class:`sklearn.base.BaseEstimator`: ``__init__`` stores its parameters as given,
-``fit``/``partial_fit`` check them (``ibp_lab.streaming._state.check_settings``), so
+``fit``/``partial_fit`` check them (``ibp_lab.streaming._settings.check_settings``), so
 ``get_params``, ``set_params`` and :func:`sklearn.base.clone` work; learned attributes end
 in ``_``; ``transform`` gives new rows' posterior feature probabilities and ``score`` their
 mean predictive log-density. ``rng`` keeps the project's name for scikit-learn's
@@ -79,6 +79,7 @@ measurements behind each.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from typing import Protocol, runtime_checkable
@@ -300,7 +301,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------------------------
 
     def _checked_settings(self) -> _state.Settings:
-        """The parameters through :func:`ibp_lab.streaming._state.check_settings`."""
+        """The parameters through :func:`ibp_lab.streaming._settings.check_settings`."""
         return _state.check_settings(
             alpha=self.alpha, log_alpha=self.log_alpha, beta=self.beta, sigma_x=self.sigma_x,
             sigma_a=self.sigma_a, sigma_w=self.sigma_w, model=self.model,
@@ -507,9 +508,17 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         rng = estimator_generator(self.rng)
         X = estimator_rows(self, X)
         check_work(settings, X, n_before=0)  # refuse before forgetting the previous fit
-        self._start(settings, rng)
-        self._stream.consume(X, fast=self._fast_path)
-        self._stream.flush()
+        previous = {name: self.__dict__[name] for name in _STREAM_ATTRIBUTES
+                    if name in self.__dict__}
+        try:
+            self._start(settings, rng)
+            self._stream.consume(X, fast=self._fast_path)
+            self._stream.flush()
+        except BaseException:  # an error or an interrupt: the previous fit stays
+            for name in _STREAM_ATTRIBUTES:
+                self.__dict__.pop(name, None)
+            self.__dict__.update(previous)
+            raise
         return self
 
     @_one_thread_at_a_time
@@ -534,7 +543,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         (0, 3)
         """
         self._check_fitted("flush")
-        self._stream.flush()
+        with _all_or_nothing(self._stream):
+            self._stream.flush()
         return self
 
     @_one_thread_at_a_time
@@ -546,6 +556,12 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         The first call checks the parameters and starts the stream; changing them later
         (``set_params``) is refused until the next :meth:`fit`. Residuals waiting in the
         birth buffer stay there until it is full or :meth:`flush` is called.
+
+        All or nothing: if anything goes wrong in the middle of the rows (an error in a
+        buffer's decomposition, a ``KeyboardInterrupt``), the stream is left exactly as it
+        was before the call (rows, buffer, counts), so the call can be retried and the
+        stream saved. :meth:`flush` and :meth:`fit` (which then keeps the previous fit)
+        are all or nothing too.
 
         Parameters
         ----------
@@ -571,7 +587,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
                 f"X has {X.shape[1]} features, but RecursiveIBP is expecting "
                 f"{self._stream.dim} features as input (the width of the stream so far)"
             )
-        self._stream.consume(X, fast=self._fast_path)
+        with _all_or_nothing(self._stream):
+            self._stream.consume(X, fast=self._fast_path)
         return self
 
     def expected_prior_features(self, n: int) -> float:
@@ -840,6 +857,22 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         obj = cls()  # every parameter is replaced
         _state.restore(obj, valid)
         return obj
+
+
+#: What a fit sets up (:meth:`RecursiveIBP._start`): kept aside while ``fit`` runs, restored
+#: if it fails.
+_STREAM_ATTRIBUTES = ("_settings", "_key", "rng_", "_stream")
+
+
+@contextlib.contextmanager
+def _all_or_nothing(stream: StreamState):
+    """Leave ``stream`` as it was if the block raises anything (an interrupt included)."""
+    snapshot = stream.snapshot()
+    try:
+        yield
+    except BaseException:
+        stream.rollback(snapshot)
+        raise
 
 
 def _same_parameters(now: tuple, then: tuple) -> bool:
