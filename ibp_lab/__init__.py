@@ -20,6 +20,7 @@ One module per idea (see the book's API reference):
   moves on columns and label-free summaries.
 - :mod:`ibp_lab.variational`: mean-field variational inference (Doshi-Velez et al. 2009)
   and the finite model's exact evidence.
+- :mod:`ibp_lab.gibbs_estimator`: the collapsed Gibbs sampler as a scikit-learn estimator.
 - :mod:`ibp_lab.streaming`, :mod:`ibp_lab.pymc_models`, :mod:`ibp_lab.heldout`: streaming
   inference, the PyMC model and held-out prediction.
 - :mod:`ibp_lab.plotting`, :mod:`ibp_lab.widgets`: pictures and explorers.
