@@ -364,6 +364,35 @@ def test_a_buffer_of_huge_values_is_decomposed_in_bounded_time(deadline):
     assert np.allclose(found.means, 500.0) and np.allclose(found.variances, 0.5)
 
 
+@pytest.mark.parametrize("sigma_x, sigma_a", [(0.5, 2.0), (2.0, 0.5)])
+def test_a_row_alone_gets_its_posterior_at_unequal_scales(sigma_x, sigma_a):
+    # At sigma_x = sigma_a the two scales enter symmetrically, and a planted swap of them
+    # passed every test. One owner: mean r sa^2 / (sa^2 + sx^2), variance the same either
+    # way (sa^2 sx^2 / (sa^2 + sx^2)), so the mean is what tells the scales apart.
+    R = np.full((2, 5), 1e3)
+    R[1] *= -1
+    found = births.decompose_buffer(R, np.random.default_rng(0), alpha=1.0, sigma_x=sigma_x,
+                                    sigma_a=sigma_a)
+    assert np.array_equal(found.owners, np.eye(2))
+    shrink = sigma_a**2 / (sigma_a**2 + sigma_x**2)
+    assert np.allclose(found.means, R * shrink)
+    assert np.allclose(found.variances, sigma_a**2 * sigma_x**2 / (sigma_a**2 + sigma_x**2))
+
+
+def test_which_rows_are_out_of_reach_uses_each_scale_in_its_place():
+    # Two rows of mean square 10 with sx = 2, sa = 0.5: each implies (10 - 4) / 0.25 = 24
+    # features, beyond the reach of a two-row buffer (Poisson(1.5 alpha) quantile, 14 at
+    # alpha = 1), so each is explained alone; the scales swapped would give (10 - 0.25) / 4
+    # = 2.4, within reach, and the rows would go to the joint sampler (which never births
+    # a feature that one row owns).
+    R = np.sqrt(10.0) * np.array([[1.0, -1.0, 1.0, -1.0], [1.0, 1.0, -1.0, -1.0]])
+    reach = births.feature_reach(2, alpha=1.0)
+    assert 2.4 < reach < 24
+    found = births.decompose_buffer(R, np.random.default_rng(0), alpha=1.0, sigma_x=2.0,
+                                    sigma_a=0.5)
+    assert np.array_equal(found.owners, np.eye(2))
+
+
 def test_rows_within_reach_are_still_decomposed_jointly(deadline):
     deadline(60)
     rng = np.random.default_rng(0)

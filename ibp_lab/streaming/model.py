@@ -56,7 +56,9 @@ would need more than :data:`MAX_ENTRIES` numbers, or whose entries exceed
 :data:`MAX_DATA_MAGNITUDE`; a large ``alpha`` is refused with a message instead of
 running for hours. Checkpoints (:meth:`~RecursiveIBP.save`, :meth:`~RecursiveIBP.load`,
 :meth:`~RecursiveIBP.set_state`) are checked completely and written atomically
-(``ibp_lab.streaming._state``, which also holds the one door of the parameters).
+(``ibp_lab.streaming._state``; the one door of the parameters is
+``ibp_lab.streaming._settings``, which also refuses what the buffer's sampler would). A call
+that fails or is interrupted halfway leaves the stream as it was (:meth:`RecursiveIBP.partial_fit`).
 
 A scikit-learn estimator. :class:`RecursiveIBP` derives from
 :class:`sklearn.base.BaseEstimator`: ``__init__`` stores its parameters as given,
