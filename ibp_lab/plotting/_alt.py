@@ -240,13 +240,18 @@ def alt_text(figure) -> str:
         if len(plots) > 1:
             parts.append(f"{len(plots)} panels.")
         others = panels
-    described = 0
+    described, panel_texts = 0, []
     for ax in others:
         if getattr(ax, "_colorbar", None) is None:
             described += 1
             if described > MAX_DESCRIBED_PANELS:
                 continue
-        parts.append(describe_axes(ax))
+        text = describe_axes(ax)
+        if panel_texts and panel_texts[-1][0] == text:  # the same panel again: counted, not repeated
+            panel_texts[-1][1] += 1
+        else:
+            panel_texts.append([text, 1])
+    parts += [text if n == 1 else f"{n} times: {text}" for text, n in panel_texts]
     if described > MAX_DESCRIBED_PANELS:
         parts.append(f"{described - MAX_DESCRIBED_PANELS} more panels of the same kind.")
     return " ".join(parts) if parts else "An empty figure."
