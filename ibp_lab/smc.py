@@ -50,6 +50,7 @@ Public names:
 
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass
 
@@ -185,7 +186,10 @@ class SMCResult:
         Parameters
         ----------
         labels : array_like
-            ``(n,)`` integer labels, one per particle.
+            ``(n,)`` integer labels, one per particle: an array of any integer dtype, or
+            Python ints (of any size). Grouped exactly, never through floats (in which
+            ``2**53`` and ``2**53 + 1`` are one number); floats, booleans and anything else
+            are refused.
 
         Returns
         -------
@@ -200,15 +204,9 @@ class SMCResult:
         >>> bool(np.isclose(logsumexp(list(by_k.values())), run.log_evidence))
         True
         """
-        labels = check_real_array("labels", labels)
-        if labels.shape != self.log_weights.shape:
-            raise ValueError(f"labels must have one entry per particle ({self.log_weights.size}), "
-                             f"got shape {labels.shape}")
-        if not np.all(np.isfinite(labels)) or np.any(labels != np.round(labels)):
-            raise ValueError("labels must be finite integers")
-        labels = labels.astype(np.int64)
-        return {int(v): float(self.log_evidence + logsumexp(self.log_weights[labels == v]))
-                for v in np.unique(labels)}
+        codes, values = _region_codes(labels, self.log_weights.size)
+        return {value: float(self.log_evidence + logsumexp(self.log_weights[codes == c]))
+                for c, value in enumerate(values)}
 
     def k_plus_pmf(self, k_max: int) -> np.ndarray:
         """Weighted law of ``K+`` at ``b = 1`` on ``0 .. k_max`` (mass above ``k_max`` dropped)."""
@@ -216,6 +214,28 @@ class SMCResult:
         pmf = np.bincount(np.minimum(self.k_plus, k_max + 1), weights=self.weights,
                           minlength=k_max + 2)
         return pmf[: k_max + 1]
+
+
+def _region_codes(labels, n: int) -> tuple[np.ndarray, list[int]]:
+    """``labels`` (``(n,)`` integers) as codes ``0 .. R - 1`` and the ``R`` distinct labels, in
+    increasing order, as Python ints: grouped exactly whatever the integer dtype."""
+    try:
+        raw = np.asarray(labels)
+    except ValueError:  # a ragged nested list
+        raise ValueError("labels must be a 1-D array of integer labels") from None
+    if raw.shape != (n,):
+        raise ValueError(f"labels must have one entry per particle ({n}), got shape {raw.shape}")
+    if raw.dtype.kind in "iu":  # NumPy compares integers exactly, int64 and uint64 alike
+        distinct, codes = np.unique(raw, return_inverse=True)
+        return codes.reshape(n), [int(v) for v in distinct]
+    if raw.dtype == object and all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                                   for v in raw):
+        # Python ints beyond every NumPy integer type: grouped as Python ints
+        distinct = sorted({int(v) for v in raw})
+        position = {v: i for i, v in enumerate(distinct)}
+        return np.array([position[int(v)] for v in raw], dtype=np.int64), distinct
+    raise TypeError(f"labels must be integers (an array of any integer dtype, or Python ints), "
+                    f"got dtype {raw.dtype}: floats are not exact beyond 2**53")
 
 
 def power_ladder(n_temperatures: int, power: float = 4.0) -> np.ndarray:

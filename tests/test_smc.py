@@ -22,6 +22,7 @@ by less than a tenth of the smallest tolerance here (about 3 x 0.01).
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 import pytest
@@ -132,10 +133,43 @@ def test_the_regions_evidence_adds_up_and_refuses_bad_labels():
     assert np.isclose(logsumexp(list(by_k.values())), run.log_evidence)
     with pytest.raises(ValueError, match="labels"):
         run.region_log_evidence(run.k_plus[:-1])
-    with pytest.raises(ValueError, match="integers"):
+    with pytest.raises(TypeError, match="labels must be integers"):
         run.region_log_evidence(run.k_plus + 0.5)
     with pytest.raises(TypeError, match="labels"):
         run.region_log_evidence(["a"] * run.k_plus.size)
+
+
+@pytest.mark.parametrize("dtype, big", [
+    (np.int64, [2**53, 2**53 + 1]),  # one apart, the same float64
+    (np.uint64, [2**63, 2**64 - 1]),  # beyond int64
+    (np.int8, [-128, 127]),
+])
+def test_region_labels_of_any_integer_dtype_are_kept_exact(dtype, big):
+    X, hyper = DATA["tiny"]
+    run = smc.run_smc(X, 6, np.random.default_rng(4), **hyper, n_temperatures=3)
+    labels = np.array([big[0]] * 3 + [big[1]] * 3, dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from a lossy conversion
+        by_label = run.region_log_evidence(labels)
+    assert list(by_label) == big and all(type(k) is int for k in by_label)
+    for value, rows in ((big[0], slice(0, 3)), (big[1], slice(3, 6))):
+        assert np.isclose(by_label[value], run.log_evidence + logsumexp(run.log_weights[rows]))
+    # a list of Python ints beyond any NumPy integer still names its regions
+    huge = [2**70] * 3 + [2**70 + 1] * 3
+    assert list(run.region_log_evidence(huge)) == [2**70, 2**70 + 1]
+
+
+@pytest.mark.parametrize("labels, message", [
+    (np.zeros(6), "labels must be integers"),  # floats: 2**53 + 1 has no float
+    ([0.0, 1.0, 0.0, 1.0, 0.0, 1.0], "labels must be integers"),
+    (np.array([True, False] * 3), "labels must be integers"),
+    ([1, 2, 3, None, 5, 6], "labels must be integers"),
+])
+def test_non_integer_region_labels_are_refused_by_name(labels, message):
+    X, hyper = DATA["tiny"]
+    run = smc.run_smc(X, 6, np.random.default_rng(4), **hyper, n_temperatures=3)
+    with pytest.raises((TypeError, ValueError), match=message):
+        run.region_log_evidence(labels)
 
 
 def test_one_step_is_importance_sampling_from_the_prior():
@@ -181,12 +215,18 @@ def test_runs_are_reproducible_and_ais_is_smc_without_resampling():
     assert np.array_equal(a.k_plus, b.k_plus) and not a.resampled.any()
 
 
-def test_the_result_is_consistent_with_itself():
+def test_the_particles_carry_their_own_likelihoods_and_weights():
+    # The run keeps each particle's log p(X | Z) up to date through its moves (the weights
+    # of every step are computed from it): recomputed from the final states it must agree.
+    # With ess_threshold=1 every step resamples, so the final weights are uniform.
+    from ibp_lab.linear_gaussian import collapsed_loglik
+
     X, hyper = DATA["beta 0.6"]
     run = smc.run_smc(X, 25, np.random.default_rng(9), **hyper, n_temperatures=8,
                       ess_threshold=1.0)
-    assert np.isclose(run.log_evidence_increments.sum(), run.log_evidence)
-    assert np.isclose(logsumexp(run.log_weights), 0.0)
+    fresh = [collapsed_loglik(X, Z, hyper["sigma_x"], hyper["sigma_a"]) for Z in run.states]
+    assert np.allclose(run.log_likelihood, fresh, rtol=1e-10, atol=1e-8)
+    assert np.allclose(run.log_weights, -np.log(25))
     assert run.resampled.all() and np.all((run.ess > 0) & (run.ess <= 25 + 1e-9))
     assert [Z.shape[1] for Z in run.states] == list(run.k_plus)
     assert np.all(run.k_plus_pmf(K_MAX) >= 0) and np.isclose(run.k_plus_pmf(K_MAX).sum(), 1)
