@@ -88,7 +88,7 @@ from ibp_lab.gibbs import MAX_SWEEPS, _sweeps
 from ibp_lab.linear_gaussian import _loglik_from_stats
 
 __all__ = ["ChainResult", "run_chain", "run_chains", "Move", "GibbsSweep", "RandomSplitMerge",
-           "SequentialSplitMerge", "SingletonUpdate", "ScaleWarning", "scale_mismatch",
+           "SequentialSplitMerge", "SingletonUpdate", "ScaleWarning",
            "pointwise_log_likelihood"]
 
 #: Most chains one call of run_chains runs.

@@ -2896,3 +2896,62 @@ def warm_up(cases) -> None:
     finally:
         os.chdir(here)
 
+
+
+# --------------------------------------------------------------------------------------
+# Issue 52: the Gibbs sampler's estimator and the chains' pointwise log-likelihood
+# --------------------------------------------------------------------------------------
+
+
+def _gibbs_fit(alpha, sigma_x, sigma_a, n_chains, n_sweeps, burn, thin, rng, X):
+    from ibp_lab.gibbs_estimator import GibbsIBP
+    return GibbsIBP(alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, n_chains=n_chains,
+                    n_sweeps=n_sweeps, burn=burn, thin=thin, rng=rng).fit(X)
+
+
+def _gibbs_fitted_check(model):
+    """A fitted GibbsIBP: finite features, ownership in [0, 1], support in [1/2, 1]."""
+    support = np.asarray(model.feature_support_, float)
+    return first_problem(scan_result_of(model.features_), in_unit_interval(model.ownership_),
+                         None if np.all((support >= 0.5) & (support <= 1)) else "support")
+
+
+@functools.cache
+def _gibbs_fitted():
+    from ibp_lab.gibbs_estimator import GibbsIBP
+    return GibbsIBP(sigma_x=0.5, n_chains=1, n_sweeps=6, burn=2, thin=1, n_score_draws=2,
+                    rng=fresh_rng()).fit(data())
+
+
+def specs_gibbs_estimator():
+    """GibbsIBP and chains.pointwise_log_likelihood (issue 52)."""
+    from ibp_lab import chains
+    from ibp_lab.gibbs_estimator import GibbsIBP
+
+    X = data()
+    fitted = _gibbs_fitted()
+    unfitted = lambda: GibbsIBP(n_sweeps=6, burn=2)  # noqa: E731
+    nx = lambda b: [m_ for m_ in _estimator_matrix(b) if m_[0] != "1-D row"] + [  # noqa: E731
+        ("wrong width", np.ones((2, 5)), R)]
+    return [
+        Spec("chains.pointwise_log_likelihood", chains.pointwise_log_likelihood,
+             dict(X=X, Z=np.ones((X.shape[0], 1)), sigma_x=0.5, sigma_a=1.0),
+             dict(X="matrix", Z="binary", sigma_x=P, sigma_a=P), scan_result_of),
+        Spec("gibbs_estimator.GibbsIBP.fit", _gibbs_fit,
+             dict(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_chains=1, n_sweeps=6, burn=2, thin=1,
+                  rng=fresh_rng(), X=X),
+             dict(alpha=P, sigma_x=P, sigma_a=P, n_chains=C, n_sweeps=C, burn="count", thin=C,
+                  rng=_estimator_rng, X=_estimator_matrix), _gibbs_fitted_check, time_limit=20,
+             extremes=[("burn as long as the run", dict(burn=6), R),
+                       ("data 1e150", dict(X=X * 1e150), E)]),
+        Spec("gibbs_estimator.GibbsIBP.transform", lambda X: fitted.transform(X),
+             dict(X=X), dict(X=nx), in_unit_interval,
+             junk=[("unfitted", lambda: unfitted().transform(X), ("fit",), E)]),
+        Spec("gibbs_estimator.GibbsIBP.score", lambda X: fitted.score(X),
+             dict(X=X), dict(X=nx), lambda s: None if np.isfinite(s) else f"score {s}",
+             time_limit=20,
+             junk=[("unfitted", lambda: unfitted().score(X), ("fit",), E)]),
+    ]
+
+
+GROUPS["gibbs_estimator"] = specs_gibbs_estimator
