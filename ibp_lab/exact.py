@@ -28,7 +28,9 @@ algebra, so that a comparison with a sampler checks both.
 
 The number of classes grows like ``C(T + k_max, k_max)``: about 6,400 for
 ``N = 3, k_max = 8`` and 490,000 for ``N = 4, k_max = 8``. Hence the guards:
-at most :data:`MAX_ROWS` rows and :data:`MAX_CLASSES` classes.
+at most :data:`MAX_ROWS` rows and :data:`MAX_CLASSES` classes, checked by one rule that every
+enumeration door shares (``_check_enumeration``, which a door whose classes cost more
+extends with its own units).
 """
 
 from __future__ import annotations
@@ -118,9 +120,26 @@ def count_classes(n_rows: int, k_max: int) -> int:
     return comb(n_types + k_max, k_max)
 
 
-def _check_size(n_rows: int, k_max: int, *, rows_from: str = "X") -> None:
-    """Refuse an enumeration too large to run; ``rows_from`` names the argument that set
-    ``n_rows`` (``X`` for the posteriors, ``n_rows`` itself for :func:`enumerate_classes`)."""
+def _check_enumeration(n_rows: int, k_max: int, *, rows_from: str = "X", limits=()) -> int:
+    """The one rule of every enumeration door: refuse, before any work, an enumeration that
+    cannot finish in seconds, naming the size it would need and the ``k_max`` that would.
+
+    Every size is counted in closed form first: the classes (:func:`count_classes`) against
+    :data:`MAX_CLASSES`, and each entry ``(what, count, limit)`` of ``limits`` (a door whose
+    classes cost more than the Gaussian's, :func:`ibp_lab.noisy_or.class_posterior`, adds its
+    own units: ``count(k)`` of them at ``k_max = k``) against its limit. ``rows_from`` names
+    the argument that set ``n_rows`` (``X`` for the posteriors, ``n_rows`` itself for
+    :func:`enumerate_classes`). Returns the number of classes.
+
+    Examples
+    --------
+    >>> _check_enumeration(3, 8)
+    6435
+    >>> _check_enumeration(4, 9)
+    Traceback (most recent call last):
+    ...
+    ValueError: k_max = 9 with 4 rows would enumerate 1307504 classes, more than MAX_CLASSES = 500000 (what finishes in seconds); use a smaller k_max: at most 8 with 4 rows
+    """
     if n_rows > MAX_ROWS:
         what = "X must have at most" if rows_from == "X" else f"{rows_from} must be at most"
         raise ValueError(
@@ -129,11 +148,25 @@ def _check_size(n_rows: int, k_max: int, *, rows_from: str = "X") -> None:
             f"like (2^N - 1)^k_max / k_max!"
         )
     n_classes = count_classes(n_rows, k_max)
-    if n_classes > MAX_CLASSES:
-        raise ValueError(
-            f"k_max = {k_max} with {n_rows} rows would enumerate {n_classes} classes, more "
-            f"than MAX_CLASSES = {MAX_CLASSES}; use a smaller k_max"
-        )
+    checks = [("classes", lambda k: count_classes(n_rows, k), MAX_CLASSES, "MAX_CLASSES"),
+              *((what, count, limit, None) for what, count, limit in limits)]
+    for what, count, limit, name in checks:
+        needed = count(k_max)
+        if needed > limit:
+            largest = 0  # the counts grow with k: the last k within the limit
+            while largest + 1 < k_max and count(largest + 1) <= limit:
+                largest += 1
+            bound = f"{name} = {limit}" if name else f"the {limit} allowed"
+            raise ValueError(
+                f"k_max = {k_max} with {n_rows} rows would enumerate {needed} {what}, more "
+                f"than {bound} (what finishes in seconds); use a smaller k_max: at most "
+                f"{largest} with {n_rows} rows")
+    return n_classes
+
+
+def _check_size(n_rows: int, k_max: int, *, rows_from: str = "X") -> None:
+    """:func:`_check_enumeration` for the Gaussian doors (their classes alone count)."""
+    _check_enumeration(n_rows, k_max, rows_from=rows_from)
 
 
 def enumerate_classes(n_rows: int, k_max: int):

@@ -233,7 +233,11 @@ def test_class_counts_reads_columns_as_types():
         (lambda: exact.k_plus_posterior(np.ones((5, 2)), 1.0, 0.5, 1.0), ValueError,
          "at most 4 rows"),
         (lambda: exact.k_plus_posterior(np.ones((4, 2)), 1.0, 0.5, 1.0, k_max=9), ValueError,
-         "use a smaller k_max"),
+         "would enumerate 1307504 classes, more than MAX_CLASSES = 500000 .* use a smaller "
+         "k_max: at most 8 with 4 rows"),
+        (lambda: list(exact.enumerate_classes(4, 9)), ValueError, "at most 8 with 4 rows"),
+        (lambda: exact.log_evidence(np.ones((4, 2)), 1.0, 0.5, 1.0, k_max=10), ValueError,
+         "at most 8 with 4 rows"),
         (lambda: exact.k_plus_posterior(X3, -1.0, 0.5, 1.0), ValueError, "alpha must be > 0"),
         (lambda: exact.k_plus_posterior(X3, 1.0, 0.5, 1.0, beta=0), ValueError, "beta must be > 0"),
         (lambda: exact.k_plus_posterior(X3, 1.0, 0.0, 1.0), ValueError, "sigma_x must be > 0"),

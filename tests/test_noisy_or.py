@@ -15,6 +15,7 @@ prior log-odds, the birth rate, the causes' prior ignoring ``beta``) must be cau
 
 import itertools
 import math
+import time
 
 import numpy as np
 import pytest
@@ -187,6 +188,35 @@ def test_run_is_reproducible_and_traces_the_joint():
         noisy_or.log_likelihood(X, run.Z, run.A, strength=0.8, leak=0.1), rel=1e-12)
     assert list(run.sample_draws) == [5, 10, 15, 20] and run.A.shape == (run.Z.shape[1], 5)
     assert run.trace.attrs["weight_prob"] == 0.4
+
+
+def test_four_rows_at_the_default_k_max_are_refused_at_once_with_the_k_max_that_fits():
+    # 4 x 2 at the default k_max = 8 (490,314 classes) gave no answer in 60 s; now refused
+    # before any work, naming the size and the largest k_max that finishes in seconds
+    X = [[1, 0], [1, 1], [0, 1], [1, 0]]
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"k_max = 8 with 4 rows would enumerate 490314 "
+                                         r"classes for the noisy-OR .* at most 5 with 4 rows"):
+        noisy_or.class_posterior(X, alpha=1.0, **MODEL)
+    assert time.perf_counter() - start < 1.0
+    # the k_max it names is accepted, and finishes in seconds (measured 2.6 s of CPU)
+    post = noisy_or.class_posterior(X, alpha=1.0, **MODEL, k_max=5)
+    assert np.isclose(post.probabilities.sum(), 1.0)
+
+
+def test_link_terms_count_every_link_combination_summed():
+    types = exact.column_types(2)
+    for k_max in range(5):
+        direct = sum(noisy_or.link_combinations(types, exact.class_counts(Z), 0.5)[0].size
+                     for Z in exact.enumerate_classes(2, k_max))
+        assert noisy_or.link_terms(2, 3, k_max) == 3 * direct
+
+
+def test_the_book_s_three_by_three_example_stays_within_the_bounds():
+    # three images of three pixels at k_max = 9 (chapter 13): 11,440 classes, 2.45 million
+    # link terms
+    assert exact.count_classes(3, 9) <= noisy_or.MAX_ENUMERATED_CLASSES
+    assert noisy_or.link_terms(3, 3, 9) <= noisy_or.MAX_LINK_TERMS
 
 
 @pytest.mark.parametrize("call, match", [
