@@ -4,7 +4,14 @@
 #   make check  the contributor's fast tier (no browser, Binder, long statistical runs; a
 #               sample of the campaign): a few minutes on a warm checkout
 #   make lab    JupyterLab on the chapters (works as root too)
-#   make student  the chapters as notebooks without solutions, in _build/student
+#   make student  the chapters as notebooks without solutions, and the problem sets without
+#               their keys, in _build/student
+#   make student-web  the web book without solutions, keys or marking notes, in
+#               _build/student-html, for a course site (after make book: from its cache)
+#   make pdf    the book and its student edition as PDFs, _build/latex/ibp-lab.pdf and
+#               ibp-lab-student.pdf (after make book: from its cache; installs TeX by make tex)
+#   make tex    Debian's TeX for make pdf (XeLaTeX, latexmk, fonts, rsvg-convert, pdftotext),
+#               installed with apt-get when missing, as make test installs chromium
 #   make clean  remove the build and the virtual environment
 PYTHON ?= python3
 VENV   := .venv
@@ -19,7 +26,8 @@ PYTEST  := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope
 # what make check leaves out (tests/conftest.py: the tiers)
 FAST    := not slow and not browser and not campaign
 
-.PHONY: book test check lab clean student browser setup-test publish-check
+.PHONY: book test check lab clean student browser setup-test publish-check student-web pdf tex \
+        debian-packages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,17 +55,48 @@ browser:
 	  echo "installing Debian's chromium for the browser checks"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# Chapters as notebooks without exercise solutions, for handing out.
+# Debian's TeX for the PDF editions (never a downloaded TeX), only the packages missing:
+# XeLaTeX (texlive-xetex brings texlive-latex-extra), the PDF fonts of hyperref and the
+# class (texlive-fonts-recommended), FreeFont (the text's Unicode), latexmk, rsvg-convert
+# (the SVG figures) and pdftotext (the PDF's test). About 370 MB; 2.5 min on this machine.
+TEX_PACKAGES := texlive-xetex texlive-fonts-recommended fonts-freefont-otf latexmk \
+                librsvg2-bin poppler-utils
+tex:
+	@missing=$$(for p in $(TEX_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	  | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian's TeX for the PDF editions:" $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends $$missing >/dev/null; fi
+
+# Chapters as notebooks without exercise solutions, problem sets without keys, for handing out.
 student: $(RUNTIME_STAMP)
 	$(BIN)/python tools/student_edition.py _build/student
 
-# The browser and the test tools install side by side (both mostly wait on downloads),
-# then the book builds (its chapters run one per core), then the suite runs on every core.
+# The editions below render the book again from make book's execution cache (they run
+# nothing, and stop with a message if the cache lacks a chapter).
+# The web book without solutions, keys or marking notes, in _build/student-html.
+student-web: $(RUNTIME_STAMP)
+	$(BIN)/python tools/build_student_web.py
+
+# The PDFs, the book's and the student edition's, in _build/latex.
+pdf: $(RUNTIME_STAMP) tex
+	$(BIN)/python tools/build_pdf.py
+
+# Debian's packages (the browser, then TeX: apt takes one lock) and the test tools install
+# side by side (both mostly wait on downloads), then the book builds (its chapters run one
+# per core), then its student web edition and PDFs (one per core), then the suite runs on
+# every core.
 setup-test:
-	$(MAKE) --no-print-directory -j2 browser $(DEV_STAMP)
+	$(MAKE) --no-print-directory -j2 debian-packages $(DEV_STAMP)
+
+debian-packages:
+	$(MAKE) --no-print-directory browser
+	$(MAKE) --no-print-directory tex
 
 test: setup-test
 	$(MAKE) --no-print-directory book student
+	$(MAKE) --no-print-directory -j2 student-web pdf
 	$(PYTEST)
 
 # The fast tier: everything but the browser, Binder, the long statistical runs and all but a
