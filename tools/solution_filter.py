@@ -16,8 +16,10 @@ priority is 10, this one's 11):
 - a gated start or end node left over (a block sphinx-exercise could not merge), so that a
   malformed block loses its fences rather than showing its body.
 
-sphinx-exercise's own ``hide_solutions`` option does not do this for gated blocks: it drops
-only the ``solution-start`` node, so the block's body and its code cells stay on the page.
+sphinx-exercise's own ``hide_solutions`` option (1.2.1) does not do this for gated blocks: it
+drops only the ``solution-start`` node, so the block's body and its code cells would stay on
+the page, and the ``solution-end`` node left alone stops the HTML build ("departing unknown
+node type: solution_end_node", tried on a two-block page).
 Images inside the removed nodes are never collected (this runs before Sphinx's image
 collector), so they are not copied into the site either.
 """
