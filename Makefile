@@ -1,6 +1,7 @@
 # ibp-lab: two commands do all the set-up on a fresh machine.
 #   make book   create .venv, install the pinned stack, build the book (every chapter executed)
-#   make test   make book, install the test tools, run the whole test suite (what CI runs)
+#   make test   install the test tools, chromium and TeX, make book, student, student-web and
+#               pdf, run the whole test suite (what CI runs)
 #   make check  the contributor's fast tier (no browser, Binder, long statistical runs; a
 #               sample of the campaign): a few minutes on a warm checkout
 #   make lab    JupyterLab on the chapters (works as root too)
