@@ -92,10 +92,15 @@ def label_line_ends(ax, lines, labels) -> None:
         return
     low, high = ax.get_ylim()
     gap = 0.06 * (high - low)  # about one line of small text on a 3-inch panel
+    ends.sort(key=lambda end: end[1])
     placed = []
-    for x, y, label, colour in sorted(ends, key=lambda end: end[1]):
-        y_text = max(y, placed[-1] + gap) if placed else y
-        placed.append(y_text)
+    for _, y, _, _ in ends:
+        placed.append(max(y, placed[-1] + gap) if placed else y)
+    # a stack pushed past the top of the axes is moved down as a whole, to stay inside
+    overshoot = placed[-1] - (high - gap / 2)
+    if overshoot > 0:
+        placed = [y_text - overshoot for y_text in placed]
+    for (x, y, label, colour), y_text in zip(ends, placed):
         # a leading space keeps the label off the line's last point
         ax.annotate(f" {label}", (x, y), xytext=(x, y_text), textcoords="data", color=colour,
                     fontsize=8, va="center", ha="left", annotation_clip=False)

@@ -246,8 +246,10 @@ def free_fit_figure(trace) -> Figure:
     axes = fig.subplots(1, 3)
     axes[0].plot(sweeps, trace.k_plus.values, color=PALETTE["blue"])
     axes[0].set(xlabel="sweep", ylabel="K+", title="number of features")
-    scales = [axes[1].plot(sweeps, trace[name].values, label=label, **series_style(i + 1, n_points=sweeps.size))[0]
-              for i, (name, label) in enumerate([("sigma_x", "sigma_X (noise)"), ("sigma_a", "sigma_A (features)")])]
+    scales = []
+    for i, (name, label) in enumerate([("sigma_x", "sigma_X (noise)"), ("sigma_a", "sigma_A (features)")]):
+        style = series_style(i + 1, n_points=sweeps.size)  # dashes and markers, not colour alone
+        scales += axes[1].plot(sweeps, trace[name].values, label=label, **style)
     axes[1].set(xlabel="sweep", ylabel="standard deviation", title="the two scales")
     axes[1].legend(fontsize=10, frameon=False)
     label_line_ends(axes[1], scales, ["sigma_X", "sigma_A"])
