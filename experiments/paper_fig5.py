@@ -3,10 +3,15 @@ of every method against alpha, over synthetic linear-Gaussian data sets.
 
 Usage::
 
-    .venv/bin/python experiments/paper_fig5.py           # the full runs (about 25 min of CPU)
+    .venv/bin/python experiments/paper_fig5.py           # the full runs (about 15 min of CPU)
     .venv/bin/python experiments/paper_fig5.py --quick   # the reduced runs only (seconds)
+    nice -n 10 .venv/bin/python experiments/paper_fig5.py --part 2.0 &  # one alpha's data
+    nice -n 10 .venv/bin/python experiments/paper_fig5.py --part 0.5 --part 1.0  # sets, shared
 
-Run it on an otherwise idle machine: the record keeps realised CPU seconds.
+Each data set's runs are kept in ``_build/experiment-cache/paper_fig5/`` when done, so a
+stopped script resumes there and ``--part`` processes share the work; the record is
+written by a run without ``--part``, from the cache. Run it on an otherwise idle machine:
+the record keeps realised CPU seconds (of the fits, and of each data set in all).
 
 Data (per alpha, ``data_sets`` sets, seeded ``(SEED, tag, alpha index, set)``):
 ``Z ~ IBP(alpha, beta = 1)`` on ``train + test`` rows, ``A ~ Normal(0, sigma_a^2)`` with
@@ -32,11 +37,20 @@ Score (the same for every method): the log predictive density of each test row's
 half of coordinates given its first half, ``log p(x_hid | x_obs, X_train)``, averaged over
 the test rows (:mod:`ibp_lab.heldout`). The paper scores whole rows with 100 draws of the
 test rows' features and the feature images from the posterior; conditioning on half a
-row is a different quantity that every method can be scored on in the same way. Each score is computed twice (``score_a``, ``score_b``): with independent draws
-of ``q(pi)`` for the variational methods, exactly (twice the same) for the R-IBP, and from
-the two halves of the chain for Gibbs (correlated halves, so its Monte Carlo error is
-understated); ``rows_a`` keeps the first scoring's per-row log densities. CPU seconds (``process_time``) are
-the fit's alone, not the scoring's.
+row is a different quantity that every method can be scored on in the same way.
+
+The variational methods' ``q(pi)`` is scored by ``score_draws`` draws ``pi_s ~ q``,
+weighted by how well each explains the row's observed half
+(``heldout.finite_feature_heldout(..., draw_weights="observed")``): the estimate is
+``sum_s p(x_obs, x_hid | pi_s) / sum_s p(x_obs | pi_s)``, a consistent estimate of the
+conditional density of ``q``'s predictive (an equal-weight average of the draws'
+conditional densities would converge to a mixture of conditionals instead). Each score
+is computed twice (``score_a``, ``score_b``): with independent draws of ``q(pi)`` for the
+variational methods, exactly (twice the same) for the R-IBP, and from the two halves of
+the chain for Gibbs (correlated halves, so its Monte Carlo error is understated; each
+Gibbs draw of ``Z`` counts equally, not weighted by its ``p(x_obs | Z)``); ``rows_a``
+keeps the first scoring's per-row log densities. ``seconds`` (``process_time``) are the
+fit's alone, not the scoring's; a data set's ``cpu_seconds`` are all its work.
 
 Writes ``ibp_lab/data/experiments/paper_fig5.json`` (``--out`` elsewhere), with the
 command, stack, seed and date, and the reduced runs that ``tests/test_experiments.py``
@@ -45,6 +59,9 @@ reruns.
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import json
 import sys
 import time
 from pathlib import Path
@@ -61,19 +78,21 @@ from ibp_lab.prior import sample_ibp  # noqa: E402
 from ibp_lab.streaming import RecursiveIBP  # noqa: E402
 from ibp_lab.streaming_variational import stream_variational  # noqa: E402
 from ibp_lab.variational import VariationalIBP  # noqa: E402
-from _record import quick_then_full  # noqa: E402
+from _record import cached_row, write_record  # noqa: E402
 
 SEED = 2022
 OUT = ROOT / "ibp_lab" / "data" / "experiments" / "paper_fig5.json"
+CACHE = ROOT / "_build" / "experiment-cache" / "paper_fig5"
 TRUTH = dict(sigma_x=0.5, sigma_a=1.0)
 # alpha up to 2: at 80 rows every method's features stay within the exact scorer's
 # 2^18 patterns (R-IBP used up to 24 at alpha = 3 in a first run, so alpha = 3 could
 # not be scored); truncation 18, the scorer's most, lies above the true K+ (at most 17)
-# of every data set drawn
+# of every data set drawn; 20 weighted draws of q(pi) per variational scoring (issue 51:
+# 2 equal-weight draws before)
 FULL = dict(alphas=[0.5, 1.0, 2.0], data_sets=10, train=80, test=40, dims=24, truncation=18,
-            svi_batch=10, vi_max_iter=500, sweeps=400, draws=40, score_draws=2)
+            svi_batch=10, vi_max_iter=500, sweeps=400, draws=40, score_draws=20)
 QUICK = dict(alphas=[1.0, 2.0], data_sets=2, train=30, test=10, dims=8, truncation=6,
-             svi_batch=10, vi_max_iter=50, sweeps=20, draws=4, score_draws=4)
+             svi_batch=10, vi_max_iter=50, sweeps=20, draws=4, score_draws=20)
 METHODS = ("R-IBP", "SVI finite", "SVI infinite", "VI finite", "VI infinite", "Gibbs")
 
 
@@ -94,16 +113,18 @@ def _timed(fit):
 
 
 def _finite_rows(split, draws, sigma_x):
-    """Each test row's log density of its hidden half given its observed half."""
+    """Each test row's log density of its hidden half given its observed half, the draws
+    weighted by ``p(x_obs | draw)`` (one draw: the weight is 1)."""
     _, test, obs, hid = split
     probabilities, features, variances = draws
     return heldout.finite_feature_heldout(
         test, obs, hid, probabilities, features, sigma_x=sigma_x,
-        feature_variances=variances).log_density
+        feature_variances=variances, draw_weights="observed").log_density
 
 
 def _variational(fit, split, hyper, plan, rng):
-    """A fitted q (streaming or batch): two scorings from independent draws of q(pi)."""
+    """A fitted q (streaming or batch): two scorings, each from its own ``score_draws``
+    independent draws of q(pi), weighted by how well they explain the observed halves."""
     return [_finite_rows(split, fit.predictive_draws(plan["score_draws"], r),
                          hyper["sigma_x"])
             for r in rng.spawn(2)]
@@ -184,20 +205,35 @@ def score_methods(train, test, hyper: dict, plan: dict, rngs) -> dict:
 
 
 def one_data_set(alpha: float, plan: dict, rng: np.random.Generator) -> dict:
+    start = time.process_time()
     data_rng, *method_rngs = rng.spawn(1 + len(METHODS))
     train, test, k_true = simulate(alpha, plan, data_rng)
     out = score_methods(train, test, dict(alpha=alpha, **TRUTH), plan, method_rngs)
-    return dict(k_true=k_true, methods=out)
+    return dict(k_true=k_true, methods=out, cpu_seconds=time.process_time() - start)
 
 
-def runs(plan: dict, tag: int) -> dict:
+def _plan_key(plan: dict, tag: int) -> str:
+    """A name for a plan's cached runs: a new plan never reads an old plan's cache."""
+    text = json.dumps(dict(plan, tag=tag, seed=SEED), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def runs(plan: dict, tag: int, alphas=None, *, cache: bool = False) -> dict:
+    """Every data set of ``plan`` (only ``alphas`` if given), seeded
+    ``(SEED, tag, alpha index, set)``; with ``cache``, each kept in ``CACHE`` when done."""
     warm = dict(plan, alphas=[1.0], data_sets=1, train=12, test=4, dims=4, sweeps=4, draws=2)
     one_data_set(1.0, warm, np.random.default_rng(0))  # compile before timing
     out = {}
     for i, alpha in enumerate(plan["alphas"]):
+        if alphas is not None and alpha not in alphas:
+            continue
         sets = []
         for s in range(plan["data_sets"]):
-            sets.append(one_data_set(alpha, plan, np.random.default_rng((SEED, tag, i, s))))
+            def make(i=i, s=s, alpha=alpha):
+                return one_data_set(alpha, plan, np.random.default_rng((SEED, tag, i, s)))
+
+            path = CACHE / _plan_key(plan, tag) / f"{i}-{s}.json"
+            sets.append(cached_row(path, make) if cache else make())
             scores = {m: v["score_a"] for m, v in sets[-1]["methods"].items()}
             print(f"  alpha {alpha} set {s}: " + ", ".join(
                 f"{m} {v:.2f}" if v is not None else f"{m} -" for m, v in scores.items()),
@@ -207,8 +243,25 @@ def runs(plan: dict, tag: int) -> dict:
 
 
 def main(argv=None) -> int:
-    return quick_then_full(argv, doc=__doc__, name="paper_fig5", run=runs, full=FULL,
-                           quick=QUICK, seed=SEED, out=OUT, truth=TRUTH)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the reduced runs only; print them")
+    parser.add_argument("--part", type=float, action="append", choices=FULL["alphas"],
+                        help="run only this alpha's data sets into the cache (processes can "
+                             "share the work); the record is written when no --part is given")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    if args.part:
+        runs(FULL, tag=0, alphas=args.part, cache=True)
+        return 0
+    quick = runs(QUICK, tag=1)
+    if args.quick:
+        json.dump(quick, sys.stdout, indent=1)
+        return 0
+    full = runs(FULL, tag=0, cache=True)
+    cpu = sum(d["cpu_seconds"] for sets in full["data_sets"].values() for d in sets)
+    write_record(args.out, "paper_fig5", seed=SEED, cpu_seconds=cpu, plan=FULL,
+                 quick_plan=QUICK, truth=TRUTH, runs=full, quick=quick)
+    return 0
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ Models:
 - :func:`finite_feature_heldout`: any model with finitely many features whose
   images are known (or Gaussian) in each draw, such as the truncated PyMC model
   or the R-IBP variational posterior: the sum over the ``2^K`` feature patterns
-  is exact.
+  is exact. Its draws count equally (``draw_weights="equal"``) or each in proportion
+  to how well it explains the observed pixels (``"observed"``, the consistent
+  estimate of the conditional density of the draws' mixture).
 
 Averages over posterior draws are averages of *densities* (a log-mean-exp), not
 of log-densities: the predictive density is a mixture over draws. The log of an
