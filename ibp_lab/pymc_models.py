@@ -48,7 +48,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
-from threadpoolctl import threadpool_limits
 
 from collections.abc import Mapping
 
@@ -61,6 +60,7 @@ from ibp_lab._checks import (
     check_real_array,
     check_rng,
 )
+from ibp_lab._threads import single_blas_thread
 
 __all__ = [
     "MAX_FEATURES",
@@ -443,7 +443,7 @@ def sample_posterior(
     # One BLAS thread per chain: PyMC does not limit BLAS threads when it forks or runs
     # chains in sequence, and on a busy 2-core machine oversubscribed BLAS threads made
     # each gradient about six times slower.
-    with model, threadpool_limits(limits=1):
+    with model, single_blas_thread(refresh=True):  # refresh: PyTensor may load a BLAS
         return pm.sample(
             draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
             target_accept=target_accept, progressbar=False,
@@ -937,7 +937,7 @@ def time_gradient(X, n_features: int, *, sigma_x: float = 0.25, repeats: int = 2
     logp_and_grad = model.compile_fn([model.logp(), model.dlogp()], inputs=model.value_vars)
     times = []
     # one BLAS thread, as pm.sample uses with one core per chain
-    with threadpool_limits(limits=1):
+    with single_blas_thread(refresh=True):
         for _ in range(2):
             logp_and_grad(point)
         for _ in range(repeats):
