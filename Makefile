@@ -28,7 +28,7 @@ PYTEST  := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope
 FAST    := not slow and not browser and not campaign
 
 .PHONY: book test check lab clean student browser setup-test publish-check student-web pdf tex \
-        debian-packages
+        debian-packages a11y
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -89,7 +89,12 @@ pdf: $(RUNTIME_STAMP) tex
 # per core), then its student web edition and PDFs (one per core), then the suite runs on
 # every core.
 setup-test:
-	$(MAKE) --no-print-directory -j2 debian-packages $(DEV_STAMP)
+	$(MAKE) --no-print-directory -j2 debian-packages $(DEV_STAMP) a11y
+
+# axe-core for the accessibility checks, pinned in tests/a11y/package-lock.json, from the
+# npm registry (never a CDN).
+a11y:
+	npm ci --prefix tests/a11y --no-audit --no-fund --silent
 
 debian-packages:
 	$(MAKE) --no-print-directory browser

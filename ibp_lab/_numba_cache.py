@@ -72,7 +72,7 @@ def warm() -> float:
 
     import numpy as np
 
-    from ibp_lab import chains, gibbs, heldout, smc, tempering
+    from ibp_lab import chains, gibbs, heldout, slice_sampler, smc, tempering, uncollapsed
     from ibp_lab.split_merge import random_split_merge, sequential_split_merge, singleton_update
     from ibp_lab.streaming import RecursiveIBP, filtering
 
@@ -97,6 +97,8 @@ def warm() -> float:
     chains.run_chains(X, 1, 2, rng, **hyper, update_sigma_x=True,
                       moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2)])
     tempering.run_tempered(X, 2, rng, **hyper, n_temperatures=2)
+    uncollapsed.run_uncollapsed(X, 2, rng, **hyper)  # the compiled Gaussian births
+    slice_sampler.run_slice(X, 2, rng, **hyper)
     smc.run_smc(X, 3, rng, **hyper, n_temperatures=2)
     stream = rng.normal(size=(30, 3))
     for births in ("buffer", "single"):

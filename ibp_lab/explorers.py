@@ -389,8 +389,8 @@ def _sigma_alpha_chain(sigma_x: float, alpha: float, n_sweeps: int, seed: int) -
     from ibp_lab.linear_gaussian import feature_posterior
 
     X = _training_digits()
-    chain = run_chain(X, n_sweeps, np.random.default_rng(seed), sigma_x=sigma_x, alpha=alpha,
-                      update_alpha=False)
+    chain = run_chain(X, n_sweeps, np.random.default_rng(seed), sigma_x=sigma_x, sigma_a=0.3,
+                      alpha=alpha, update_alpha=False)
     images, _ = feature_posterior(X, chain.Z, sigma_x, chain.sigma_a)
     owners = chain.Z.sum(axis=0)
     order = np.argsort(-owners, kind="stable")

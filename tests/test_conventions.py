@@ -102,7 +102,8 @@ POSITIONAL_HYPERPARAMETERS = {
 
 #: scikit-learn estimators take every parameter by keyword, ``rng`` included (DESIGN): no
 #: positional hyperparameters for them above.
-KEYWORD_RNG = {"ibp_lab.streaming.RecursiveIBP", "ibp_lab.variational.VariationalIBP"}
+KEYWORD_RNG = {"ibp_lab.streaming.RecursiveIBP", "ibp_lab.variational.VariationalIBP",
+               "ibp_lab.gibbs_estimator.GibbsIBP"}
 
 #: Violations their owners are fixing now: name -> the owner module and what is wrong.
 KNOWN_VIOLATIONS: dict[str, str] = {}

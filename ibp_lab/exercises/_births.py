@@ -9,6 +9,7 @@ from scipy.stats import poisson
 from ibp_lab import _kernel, exact
 from ibp_lab._checks import check_count, check_rng
 from ibp_lab._hyper import new_dish_rate
+from ibp_lab._threads import single_blas_thread
 from ibp_lab.exercises._common import call, check_function, check_time_limit, within_time_limit
 from ibp_lab.exercises._result import ExerciseResult, fail
 from ibp_lab.exercises._stats import MIN_ESS, compare_frequencies
@@ -252,6 +253,8 @@ def check_birth_step(step, rng: np.random.Generator | None = None, *, n_sweeps: 
     return within_time_limit(EXERCISE, limit, "step", _judge, step, rng, n_sweeps, n_one_row)
 
 
+# small linear algebra: two BLAS threads cost 5-15x on a busy machine (issue 48)
+@single_blas_thread
 def _judge(step, rng, n_sweeps: int, n_one_row: int) -> ExerciseResult:
     problem = _basics(step, rng)
     if problem:

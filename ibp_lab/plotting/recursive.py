@@ -70,7 +70,7 @@ def recursion_step_figure(step: RecursionStep) -> Figure:
     """Show how customer ``n``'s marginals come from a running sum and two Poisson laws.
 
     Left: the running sum ``sum_{n' < n} p(z_{n'k} = 1)`` per dish. Middle: the laws of the
-    number of dishes before (``Lambda_{n-1}``) and after (``Lambda_n``) customer ``n``.
+    number of dishes before (``K_{<=n-1}``) and after (``K_{<=n}``) customer ``n``.
     Right: ``p(z_nk = 1)``, stacked as the share from the running sum (dishes that already
     exist) and the share from dishes that customer ``n`` creates.
 
@@ -101,9 +101,9 @@ def recursion_step_figure(step: RecursionStep) -> Figure:
                title=f"$\\sum_{{n'<{n}}} p(z_{{n'k}}=1)$")
     counts = np.arange(0, k_max + 1)
     ax_count.step(counts, step.law_before, where="mid",
-                  color=PALETTE["blue"], label=f"$\\Lambda_{{{n - 1}}}$ (mean {rate_before:.1f})")
+                  color=PALETTE["blue"], label=f"$K_{{\\leq {n - 1}}}$ (mean {rate_before:.1f})")
     ax_count.step(counts, step.law_after, where="mid",
-                  color=PALETTE["orange"], label=f"$\\Lambda_{{{n}}}$ (mean {rate_after:.1f})")
+                  color=PALETTE["orange"], label=f"$K_{{\\leq {n}}}$ (mean {rate_after:.1f})")
     ax_count.set(xlabel="number of dishes", ylabel="probability",
                  title="distribution of the number of dishes")
     ax_count.legend(frameon=False, fontsize=10)
