@@ -29,7 +29,7 @@ Public names
 - :func:`new_dish_probabilities`: ``P(Lambda_{n-1} <= k-1 < Lambda_n)`` for ``k = 1..k_max``.
 - :func:`next_row_prior`: one step of the recursion from a running sum and a rate. The
   running sum may hold *posterior* probabilities and the rate a posterior rate: this is the
-  filtering prior of streaming inference (chapter 11).
+  filtering prior of streaming inference (chapter 12).
 - :class:`RecursiveMarginals` and :func:`iter_marginals`: the recursion as a stream with
   ``O(k_max)`` state (a running sum per dish, the Poisson rate and the customer count).
 - :func:`num_dishes_rate`, :func:`new_dishes_rate`, :func:`columns_needed`: Poisson rates of
@@ -415,7 +415,7 @@ def next_row_prior(
     ``Lambda_n = Lambda_{n-1} + Poisson(alpha * beta / (beta + n - 1))``.
 
     With prior marginals in ``running_sum`` and ``rate_before = num_dishes_rate(alpha, beta,
-    n - 1)`` this is exact. In streaming inference (chapter 11) the same step turns the running
+    n - 1)`` this is exact. In streaming inference (chapter 12) the same step turns the running
     sum of earlier *posterior* probabilities ``q(z_{n'k} = 1 | x_{<=n'})`` and a posterior rate
     for the number of dishes into the filtering prior ``q(z_nk = 1 | x_{<n})``: nothing else
     of the history is needed.
@@ -492,7 +492,7 @@ class RecursiveMarginals:
     it; :meth:`update` adds a row of probabilities to the state. :meth:`step` does both with
     the prior itself, which reproduces :func:`marginals` row by row. In streaming inference
     the row given to :meth:`update` is a posterior, and ``rate`` may be replaced by the
-    posterior rate of the number of features (chapter 11).
+    posterior rate of the number of features (chapter 12).
 
     Parameters
     ----------

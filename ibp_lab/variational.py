@@ -17,7 +17,7 @@ Coordinate ascent updates one block at a time to its exact maximiser:
 parameters in closed form (for the stick-breaking family, at fixed auxiliary
 weights ``y`` of the lower bound on ``E[log(1 - prod_m v_m)]``, which are then
 re-optimised; both steps raise the bound). The book's chapter "Variational
-inference" (``book/10_variational.md``) derives every update and every term
+inference" (``book/11_variational.md``) derives every update and every term
 of the evidence lower bound (ELBO).
 
 - :class:`VariationalIBP`: the estimator (scikit-learn conventions: ``fit``

@@ -978,7 +978,7 @@ def specs_predictive():
                                      ("short tuple", [(Z,)], R), ("sigma 1e-100", [(Z, 1e-100, 1.0)], E)])),
         Spec("predictive_checks.ink_statistics", m.ink_statistics,
              dict(ink=[[0.0, 0.5], [1.0, -0.2]], blank_below=1 / 32),
-             dict(ink="stack", blank_below="real"),  # documented for (..., N, D): chapter 12 passes 3-D
+             dict(ink="stack", blank_below="real"),  # documented for (..., N, D): chapter 13 passes 3-D
              lambda s: first_problem(in_unit_interval(s["share_blank"]), in_unit_interval(s["share_negative"]))),
     ]
 

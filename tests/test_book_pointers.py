@@ -41,6 +41,14 @@ def test_the_table_of_contents_lists_the_fourteen_chapters():
     assert len(ORDER) == 14 and ORDER[0].name == "01_buffet.md"
 
 
+def test_chapter_files_are_numbered_in_reading_order():
+    # a lecturer handing out files reads the numbers as the order: 01, 02, ... as in _toc.yml
+    numbers = [int(path.name[:2]) for path in ORDER]
+    assert numbers == list(range(1, len(ORDER) + 1)), [path.name for path in ORDER]
+    on_disk = sorted(p.name for p in (ROOT / "book").glob("[0-9][0-9]_*.md"))
+    assert on_disk == [path.name for path in ORDER]
+
+
 @pytest.mark.parametrize("index", range(len(ORDER)))
 def test_next_pointer_names_the_following_chapter(index):
     here = ORDER[index]
@@ -58,8 +66,8 @@ def test_next_pointer_names_the_following_chapter(index):
 
 def test_the_checker_catches_a_stale_pointer(tmp_path):
     page = tmp_path / "07_split_merge.md"
-    page.write_text("(ch-split-merge)=\n# Moves\n\nNext: [PyMC](09_pymc.md) tries PyMC.\n\nEnd.\n")
-    assert LINK.findall(next_pointers(page)[0]) == ["09_pymc"]
+    page.write_text("(ch-split-merge)=\n# Moves\n\nNext: [PyMC](10_pymc.md) tries PyMC.\n\nEnd.\n")
+    assert LINK.findall(next_pointers(page)[0]) == ["10_pymc"]
 
 
 def _eval_forms():

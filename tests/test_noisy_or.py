@@ -213,7 +213,7 @@ def test_link_terms_count_every_link_combination_summed():
 
 
 def test_the_book_s_three_by_three_example_stays_within_the_bounds():
-    # three images of three pixels at k_max = 9 (chapter 13): 11,440 classes, 2.45 million
+    # three images of three pixels at k_max = 9 (chapter 09): 11,440 classes, 2.45 million
     # link terms
     assert exact.count_classes(3, 9) <= noisy_or.MAX_ENUMERATED_CLASSES
     assert noisy_or.link_terms(3, 3, 9) <= noisy_or.MAX_LINK_TERMS

@@ -34,16 +34,16 @@ PREREQUISITES = {
     "06_chains": ["05_linear_gaussian"],
     "07_split_merge": ["05_linear_gaussian", "06_chains"],
     "08_tempering": ["05_linear_gaussian", "06_chains", "07_split_merge"],
-    "13_nonconjugate": ["02_stick_breaking", "05_linear_gaussian", "06_chains"],
-    "09_pymc": ["02_stick_breaking", "05_linear_gaussian"],
-    "10_variational": ["05_linear_gaussian", "06_chains", "09_pymc"],
-    "11_streaming": ["01_buffet", "04_recursive_ibp", "05_linear_gaussian"],
-    "12_heldout": ["05_linear_gaussian", "06_chains"],
-    "14_paper": ["10_variational", "11_streaming", "12_heldout"],
+    "09_nonconjugate": ["02_stick_breaking", "05_linear_gaussian", "06_chains"],
+    "10_pymc": ["02_stick_breaking", "05_linear_gaussian"],
+    "11_variational": ["05_linear_gaussian", "06_chains", "10_pymc"],
+    "12_streaming": ["01_buffet", "04_recursive_ibp", "05_linear_gaussian"],
+    "13_heldout": ["05_linear_gaussian", "06_chains"],
+    "14_paper": ["11_variational", "12_streaming", "13_heldout"],
 }
-#: Named as background, not as a prerequisite (drawn dashed): chapter 11 assumes "the idea
+#: Named as background, not as a prerequisite (drawn dashed): chapter 12 assumes "the idea
 #: of mean-field variational inference for the IBP".
-BACKGROUND = {"11_streaming": ["10_variational"]}
+BACKGROUND = {"12_streaming": ["11_variational"]}
 
 #: Optional parts of each chapter: headings (a section runs to the next heading of its level
 #: or higher), paragraphs that open with a bold lead (to the next ``## `` heading), and
@@ -57,18 +57,18 @@ OPTIONAL = {
                                   "### The all-on trap with the ladder",
                                   "## Do the replicas run on both cores?"],
                      "exercises": ["ex-tp-barrier"]},
-    "13_nonconjugate": {"headings": ["## Four samplers on the digits",
+    "09_nonconjugate": {"headings": ["## Four samplers on the digits",
                                      "### Causes of the digits",
                                      "### A posterior predictive check"],
                         "exercises": ["ex-nc-data-births"]},
-    "09_pymc": {"headings": ["## Recovering $Z$ and the features", "## What one gradient costs"],
+    "10_pymc": {"headings": ["## Recovering $Z$ and the features", "## What one gradient costs"],
                 "exercises": ["ex-pymc-test-digits", "ex-pymc-budget"]},
-    "10_variational": {"headings": ["## The digits, at equal CPU time"]},
-    "11_streaming": {"headings": ["## Births from a buffer",
+    "11_variational": {"headings": ["## The digits, at equal CPU time"]},
+    "12_streaming": {"headings": ["## Births from a buffer",
                                   "## Single births, buffered births and Gibbs",
                                   "## Factor analysis on the same digits"],
                      "exercises": ["ex-stream-buffer-size"]},
-    "12_heldout": {"leads": ["**Births from a buffer.**"]},
+    "13_heldout": {"leads": ["**Births from a buffer.**"]},
     "14_paper": {"headings": ["## Fig. 7: which digits share features",
                               "## Fig. 8: a tabular data set",
                               "## Fig. 9: factor analysis",
@@ -165,9 +165,9 @@ def hours_table() -> list[tuple[str, float, float, float]]:
 #: prerequisites before a chapter; heights were chosen so that no arrow crosses a box.
 LAYOUT = {
     "01_buffet": (0, 0.0), "02_stick_breaking": (1, 1.6), "05_linear_gaussian": (1, -1.6),
-    "03_beta_process": (2, 3.0), "04_recursive_ibp": (2, 1.4), "09_pymc": (2, 0.0),
-    "06_chains": (2, -1.6), "13_nonconjugate": (3, 2.6), "10_variational": (3, -0.7),
-    "12_heldout": (3, -1.6), "07_split_merge": (3, -2.8), "11_streaming": (4, 1.0),
+    "03_beta_process": (2, 3.0), "04_recursive_ibp": (2, 1.4), "10_pymc": (2, 0.0),
+    "06_chains": (2, -1.6), "09_nonconjugate": (3, 2.6), "11_variational": (3, -0.7),
+    "13_heldout": (3, -1.6), "07_split_merge": (3, -2.8), "12_streaming": (4, 1.0),
     "08_tempering": (4, -2.8), "14_paper": (5, -0.8),
 }
 
@@ -205,7 +205,7 @@ def draw(path: Path = FIGURE) -> Path:
     if missing:
         raise SystemExit(f"PREREQUISITES and _toc.yml disagree on {sorted(missing)}")
     position = {stem: (col * 2.6, height) for stem, (col, height) in LAYOUT.items()}
-    optional_whole = {"03_beta_process", "09_pymc", "13_nonconjugate", "14_paper"}
+    optional_whole = {"03_beta_process", "10_pymc", "09_nonconjugate", "14_paper"}
     fig, ax = plt.subplots(figsize=(12.5, 6.2))
     boxes = {}
     for stem, (x, y) in position.items():

@@ -1,4 +1,4 @@
-"""Figures of chapter 12: predictive checks and completed digits.
+"""Figures of chapter 13: predictive checks and completed digits.
 
 Each function returns a new :class:`matplotlib.figure.Figure` built without pyplot.
 """

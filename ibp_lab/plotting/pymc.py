@@ -1,4 +1,4 @@
-"""Figures of the PyMC chapter (``book/09_pymc.md``).
+"""Figures of the PyMC chapter (``book/10_pymc.md``).
 
 Every function returns a new :class:`matplotlib.figure.Figure` built without pyplot and
 draws from arrays or ArviZ ``InferenceData`` made by :mod:`ibp_lab.pymc_models`.

@@ -1,4 +1,4 @@
-"""Figures of the chapter on streaming inference (``book/11_streaming.md``).
+"""Figures of the chapter on streaming inference (``book/12_streaming.md``).
 
 Every function returns a new :class:`matplotlib.figure.Figure` built without pyplot, so a
 figure is never shown twice and nothing is left open. The functions only draw: the numbers

@@ -1,4 +1,4 @@
-"""Figures of the chapter on variational inference (``book/10_variational.md``).
+"""Figures of the chapter on variational inference (``book/11_variational.md``).
 
 Every function only draws numbers that :mod:`ibp_lab.variational` and
 :mod:`ibp_lab.exact` computed; none runs a model.

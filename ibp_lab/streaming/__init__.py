@@ -27,7 +27,7 @@
   ``recovery_study`` and ``is_recovered``, the book's comparison of the birth rules with
   collapsed Gibbs on the canonical images.
 
-The derivations are in the book's chapter "Streaming inference" (``book/11_streaming.md``).
+The derivations are in the book's chapter "Streaming inference" (``book/12_streaming.md``).
 """
 
 from ibp_lab._checks import NotFittedError

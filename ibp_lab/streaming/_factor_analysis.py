@@ -8,7 +8,7 @@ Model: ``x_n = sum_k z_nk w_nk A_k + e_n`` with weights ``w_n ~ N(0, sigma_w^2 I
 The updates below use ``W = E[w w^T] = phi phi^T + Phi``. The supplement writes the
 cross-feature second moment as ``phi_l phi_k``; the expectation of ``w_l w_k`` under a
 Gaussian with covariance ``Phi`` is ``phi_l phi_k + Phi_lk``, which is what is used here
-(derivation in chapter 11). With ``G = mu mu^T + diag(D s)``:
+(derivation in chapter 12). With ``G = mu mu^T + diag(D s)``:
 
 - weights: ``Phi^-1 = I / sigma_w^2 + C o G / sigma^2`` with ``C = b b^T`` off the diagonal
   and ``b`` on it (``o``: elementwise product), ``phi = Phi diag(b) mu o / sigma^2``;

@@ -6,7 +6,7 @@ Model: ``x_n = sum_k z_nk A_k + e_n`` with ``e_n ~ N(0, sigma_x^2 I)``. Variatio
 ``sigma_a^2 I``) and every update below keeps it isotropic, so a feature's covariance is one
 number ``s_k`` and an update costs ``O(D)``.
 
-The updates (derived in the book's chapter 11; ``r_l = o - sum_{k != l} b_k mu_k`` is the
+The updates (derived in the book's chapter 12; ``r_l = o - sum_{k != l} b_k mu_k`` is the
 residual that feature ``l`` is asked to explain, ``(mu0_l, s0_l)`` its posterior after the
 previous observation, ``M_l`` its usage before this observation):
 

@@ -10,7 +10,7 @@ of the Recursive IBP becomes BP-means in that limit.
 
 :func:`bp_means_one_pass` makes those moves one point at a time, in the same order and
 with the same bookkeeping as :class:`ibp_lab.streaming.RecursiveIBP`, but with no
-probabilities at all. Taking ``sigma_x -> 0`` in the R-IBP updates (derived in chapter 11):
+probabilities at all. Taking ``sigma_x -> 0`` in the R-IBP updates (derived in chapter 12):
 
 - the filtering prior of a feature owned by ``m_k`` of the first ``n - 1`` points becomes
   ``m_k / n`` (``beta = 1``); the point's ownership starts there;

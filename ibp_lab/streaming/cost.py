@@ -1,6 +1,6 @@
 """Measuring what one observation costs as a stream grows: time and memory per observation.
 
-Used by ``benchmarks/streaming.py`` and by the book's chapter 11. Timings are wall-clock and
+Used by ``benchmarks/streaming.py`` and by the book's chapter 12. Timings are wall-clock and
 depend on the machine and its load; what the chapter reads from them is the *shape* of the
 curve (how the cost grows with the number of observations), not the absolute numbers.
 """

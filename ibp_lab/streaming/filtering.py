@@ -49,7 +49,7 @@ formed as ``on / (on + off)`` from the two non-negative parts, so ``0 <= q <= 1`
 floating point too (``c_d`` likewise).
 
 Everything is in log space because in the zero-noise limit (``alpha = exp(-gamma^2 /
-(2 sigma_x^2))``, chapter 11) the new-feature rate is far below the smallest float, and
+(2 sigma_x^2))``, chapter 12) the new-feature rate is far below the smallest float, and
 because the count law has probabilities ``prod_k (1 - Pi_k)`` far below it too.
 """
 

@@ -75,7 +75,7 @@ Derived here, not in the paper: the existence factor ``Pi_k`` in the filtering p
 that it is a probability by construction; :mod:`ibp_lab.streaming.filtering`), the exact
 (Poisson-binomial) law of the number of features in place of the paper's Poisson, the birth
 proposal, the weight covariance in the factor-analysis cross terms, and the choice to
-leave "ossify" off by default. Chapter 11 of the book gives the derivations and the
+leave "ossify" off by default. Chapter 12 of the book gives the derivations and the
 measurements behind each.
 """
 
@@ -192,7 +192,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         (supplement B.2's "ossify" heuristic). Off by default: the Gaussian update already
         weighs the old posterior by its precision, which grows with the feature's usage, so
         the average counts the evidence twice and features freeze after a few owners
-        (chapter 11 derives this and measures what it costs).
+        (chapter 12 derives this and measures what it costs).
     keep_history : bool, optional
         Keep the expected number of features and the number of slots after each
         observation (8 bytes each

@@ -1,6 +1,6 @@
 """Does a learner recover the four features of Griffiths and Ghahramani's images?
 
-One study, used by the book's chapter "Streaming inference" (``book/11_streaming.md``):
+One study, used by the book's chapter "Streaming inference" (``book/12_streaming.md``):
 for each number of images ``N`` and each data set, simulate the four-feature images
 (:func:`ibp_lab.datasets.simulate_four_feature_data`, data set ``s`` drawn from
 ``numpy.random.default_rng(s)``), run each learner once and record what it found:
