@@ -49,15 +49,19 @@ def test_spoken(minutes, words):
     assert study_time.spoken(minutes) == words
 
 
+def _minutes(rate: float) -> str:
+    """A rate as the introduction says it: "a minute and a half", "1 minute", "3 minutes"."""
+    spoken = {0.5: "half a minute", 1.5: "a minute and a half", 1: "1 minute"}
+    return spoken.get(rate, f"{rate:g} minutes")
+
+
 def test_introduction_states_the_rates_the_tool_uses():
     intro = (ROOT / "book" / "intro.md").read_text().replace("\n", " ")
     stated = re.search(r"\(study-time\)=.*?(?=\n## |\Z)", intro, flags=re.S)
     assert stated, "book/intro.md has no (study-time)= section"
     for phrase in (f"{study_time.WORDS_PER_MINUTE} words a minute",
-                   "a minute and a half per equation" if study_time.MINUTES_PER_EQUATION == 1.5
-                   else f"{study_time.MINUTES_PER_EQUATION:g} minutes per equation",
-                   "half a minute per code cell" if study_time.MINUTES_PER_CODE_CELL == 0.5
-                   else f"{study_time.MINUTES_PER_CODE_CELL:g} minutes per code cell",
+                   f"{_minutes(study_time.MINUTES_PER_EQUATION)} per equation",
+                   f"{_minutes(study_time.MINUTES_PER_CODE_CELL)} per code cell",
                    f"{study_time.MINUTES_PER_EXERCISE} minutes per exercise",
                    f"{study_time.MINUTES_PER_CODING_EXERCISE} for an exercise whose code"):
         assert phrase in stated.group(0), f"the introduction does not say {phrase!r}"
