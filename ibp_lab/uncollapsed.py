@@ -25,6 +25,13 @@ Jakel & Rasmussen 2006):
 
        min(1, exp((||e_old||^2 - ||e_new||^2) / (2 sigma_x^2)))
 
+   With ``births="data"`` step 2 is instead the birth-death move of chapter 9's exercise
+   ``ex-nc-data-births`` (:func:`_gaussian_data_births_kernel`): one new feature with its
+   image drawn from its exact conditional given the row's residual, or the death of one of
+   the row's ``k`` singletons, each proposed with probability 1/2. The image's proposal
+   density enters the ratio and cancels against the prior and likelihood of the image,
+   leaving ``r = lambda / (k + 1) * N(e; 0, (sigma_x^2 + sigma_a^2) I) / N(e; 0, sigma_x^2 I)``
+   for a birth, ``e`` the row's residual (see :func:`data_birth_log_ratio`).
 3. **Images**: ``A`` from its exact conditional given ``Z``
    (:func:`ibp_lab.linear_gaussian.sample_features`).
 
@@ -59,6 +66,8 @@ __all__ = ["UncollapsedResult", "uncollapsed_sweep", "run_uncollapsed"]
 MAX_SWEEPS = 10**7
 #: Largest magnitude of a feature image passed in (its square, summed, stays finite).
 MAX_IMAGE = 1e100
+#: The birth rules of step 2: from the conditional prior, or from the image's conditional.
+BIRTH_RULES = ("prior", "data")
 
 
 @njit(cache=True, inline="always")
@@ -231,7 +240,99 @@ def _gaussian_births_kernel(Z, A, resid, rate, sigma_a, two_sx2, rng):
     return keep, born_rows[:n_born], born_images[:n_born], accepted
 
 
-def _sweep(X, Z, A, hyper, rng):
+@njit(cache=True)
+def data_birth_log_ratio(resid_sq, n_singletons, log_rate, sigma_x, sigma_a, D):
+    """Log Metropolis-Hastings ratio of the data-driven birth of one feature.
+
+    The row has ``n_singletons = k`` singletons and residual ``e`` with ``resid_sq =
+    ||e||^2``; the new image ``a'`` is proposed from its exact conditional
+    ``q(a') = N(a'; c e, tau^2 I)``, ``c = sigma_a^2 / (sigma_a^2 + sigma_x^2)``,
+    ``tau^2 = sigma_a^2 sigma_x^2 / (sigma_a^2 + sigma_x^2)``; the reverse death picks
+    ``a'`` among the ``k + 1`` singletons; births and deaths are proposed with probability
+    1/2 each. Against the unit-rate Poisson process, the conditional prior of the row's
+    singletons has density ``prop. to lambda^k prod_j N(a_j; 0, sigma_a^2 I)``, so::
+
+        r = N(e - a'; 0, sx2 I) lambda N(a'; 0, sa2 I) / (N(e; 0, sx2 I) q(a') (k + 1))
+
+    and, since ``q(a') = N(e - a'; 0, sx2 I) N(a'; 0, sa2 I) / N(e; 0, (sx2 + sa2) I)``
+    (Bayes' rule), everything that depends on ``a'`` cancels::
+
+        log r = log lambda - log(k + 1) + (D / 2) log(sx2 / (sx2 + sa2))
+                + ||e||^2 (1 / sx2 - 1 / (sx2 + sa2)) / 2
+
+    The ratio of the death of a singleton with image ``a_j`` is ``-log r`` evaluated at
+    ``k - 1`` singletons and the residual without it, ``e + a_j``.
+
+    Examples
+    --------
+    >>> round(data_birth_log_ratio(2.0, 0, math.log(0.5), 1.0, 1.0, 2), 4)
+    -0.8863
+    """
+    sx2, sa2 = sigma_x * sigma_x, sigma_a * sigma_a
+    return (log_rate - math.log(n_singletons + 1.0) + 0.5 * D * math.log(sx2 / (sx2 + sa2))
+            + 0.5 * resid_sq * (1.0 / sx2 - 1.0 / (sx2 + sa2)))
+
+
+@njit(cache=True)
+def _gaussian_data_births_kernel(Z, A, resid, rate, sigma_x, sigma_a, rng):
+    """Step 2 with data-driven births (``births="data"``), compiled: per row, one uniform
+    chooses a birth (< 1/2) or a death; a birth is accepted or not by
+    :func:`data_birth_log_ratio` (a uniform unless its log is >= 0) and, if accepted, its
+    image is drawn from ``N(c e, tau^2 I)`` entry by entry; a death picks one singleton by
+    a uniform and is accepted by the reverse ratio; a death with no singleton is rejected.
+    The ratio does not depend on the image, so it is drawn only when the birth is
+    accepted. ``resid`` is updated in place; returns ``(keep, born_rows, born_images,
+    n_accepted)`` for :func:`_apply_births`, at most one birth per row."""
+    N, K = Z.shape
+    D = A.shape[1]
+    m = np.zeros(K, np.int64)  # owners before the step: a row's move never changes another's
+    for n in range(N):
+        for k in range(K):
+            m[k] += Z[n, k]
+    sx2, sa2 = sigma_x * sigma_x, sigma_a * sigma_a
+    shrink = sa2 / (sa2 + sx2)
+    tau = math.sqrt(sa2 * sx2 / (sa2 + sx2))
+    log_rate = np.log(rate)  # -inf at rate 0: births never accepted, deaths always
+    keep = np.ones(K, np.bool_)
+    born_rows = np.empty(N, np.int64)
+    born_images = np.empty((N, D))
+    own = np.empty(K, np.int64)
+    n_born, accepted = 0, 0
+    for n in range(N):
+        n_own = 0
+        for k in range(K):
+            if Z[n, k] == 1 and m[k] == 1:
+                own[n_own] = k
+                n_own += 1
+        if rng.random() < 0.5:  # a birth
+            resid_sq = 0.0
+            for d in range(D):
+                resid_sq += resid[n, d] * resid[n, d]
+            log_r = data_birth_log_ratio(resid_sq, n_own, log_rate, sigma_x, sigma_a, D)
+            if log_r >= 0 or rng.random() < math.exp(log_r):
+                for d in range(D):
+                    image = rng.normal(shrink * resid[n, d], tau)
+                    born_images[n_born, d] = image
+                    resid[n, d] -= image
+                born_rows[n_born] = n
+                n_born += 1
+                accepted += 1
+        elif n_own:  # a death: the reverse of a birth from the row without singleton j
+            j = own[min(int(rng.random() * n_own), n_own - 1)]
+            resid_sq = 0.0
+            for d in range(D):
+                without = resid[n, d] + A[j, d]
+                resid_sq += without * without
+            log_r = -data_birth_log_ratio(resid_sq, n_own - 1, log_rate, sigma_x, sigma_a, D)
+            if log_r >= 0 or rng.random() < math.exp(log_r):
+                keep[j] = False
+                for d in range(D):
+                    resid[n, d] += A[j, d]
+                accepted += 1
+    return keep, born_rows[:n_born], born_images[:n_born], accepted
+
+
+def _sweep(X, Z, A, hyper, rng, births="prior"):
     """One sweep without checks: ``(Z, A, births_accepted)``."""
     from ibp_lab.linear_gaussian import _draw_posterior_features
 
@@ -243,11 +344,23 @@ def _sweep(X, Z, A, hyper, rng):
     two_sx2 = 2.0 * hyper.sigma_x**2
     _flip_shared_features(Z, A, resid, m, table, two_sx2, rng)
     rate = new_dish_rate(hyper.alpha, hyper.beta, N - 1)
-    keep, born_rows, born_images, accepted = _gaussian_births_kernel(
-        Z, A, resid, rate, hyper.sigma_a, two_sx2, rng)
+    if births == "data":
+        keep, born_rows, born_images, accepted = _gaussian_data_births_kernel(
+            Z, A, resid, rate, hyper.sigma_x, hyper.sigma_a, rng)
+    else:
+        keep, born_rows, born_images, accepted = _gaussian_births_kernel(
+            Z, A, resid, rate, hyper.sigma_a, two_sx2, rng)
     Z, A = _apply_births(Z, A, keep, born_rows, born_images)
     Z = Z[:, Z.any(axis=0)]
     return Z, _draw_posterior_features(X, Z, hyper.sigma_x, hyper.sigma_a, rng), accepted
+
+
+def check_births(births):
+    """The ``births`` argument, checked: one of :data:`BIRTH_RULES`."""
+    if not isinstance(births, str) or births not in BIRTH_RULES:
+        raise ValueError(f"births must be one of {', '.join(map(repr, BIRTH_RULES))}, "
+                         f"got {births!r}")
+    return births
 
 
 def _checked_state(X, Z, A, rng, alpha, sigma_x, sigma_a, beta):
@@ -269,7 +382,8 @@ def _checked_state(X, Z, A, rng, alpha, sigma_x, sigma_a, beta):
 
 @single_blas_thread
 def uncollapsed_sweep(X, Z, A, rng: np.random.Generator, *, alpha: float, sigma_x: float,
-                      sigma_a: float, beta: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                      sigma_a: float, beta: float = 1.0,
+                      births: str = "prior") -> tuple[np.ndarray, np.ndarray]:
     """One uncollapsed sweep: shared entries by Gibbs, births by Metropolis-Hastings, then ``A``.
 
     See the module docstring for the three steps and their targets.
@@ -285,6 +399,12 @@ def uncollapsed_sweep(X, Z, A, rng: np.random.Generator, *, alpha: float, sigma_
     rng : numpy.random.Generator
     alpha, sigma_x, sigma_a, beta : float
         The model's hyperparameters (as :func:`ibp_lab.gibbs.gibbs_sweep`).
+    births : {"prior", "data"}, optional
+        Step 2's proposals: ``"prior"`` (default) replaces the row's singletons by a
+        draw from their conditional prior, accepted by the likelihood ratio; ``"data"``
+        proposes one birth, its image from its exact conditional given the row's residual,
+        or one death, and accepts by :func:`data_birth_log_ratio`, in which the image's
+        proposal density cancels its prior and likelihood.
 
     Returns
     -------
@@ -301,8 +421,9 @@ def uncollapsed_sweep(X, Z, A, rng: np.random.Generator, *, alpha: float, sigma_
     >>> Z.shape[0], A.shape == (Z.shape[1], 2)
     (3, True)
     """
+    births = check_births(births)
     X, Z, A, hyper, rng = _checked_state(X, Z, A, rng, alpha, sigma_x, sigma_a, beta)
-    Z, A, _ = _sweep(X, Z, A, hyper, rng)
+    Z, A, _ = _sweep(X, Z, A, hyper, rng, births)
     return Z, A
 
 
@@ -410,7 +531,7 @@ def run_kernel(sweep: Callable, X, n_sweeps: int, rng, hyper, Z0, burn: int, thi
 @single_blas_thread
 def run_uncollapsed(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                     sigma_a: float, beta: float = 1.0, Z0=None, burn: int = 0,
-                    thin: int = 1) -> UncollapsedResult:
+                    thin: int = 1, births: str = "prior") -> UncollapsedResult:
     """Run the uncollapsed sampler with Metropolis-Hastings births for ``n_sweeps`` sweeps.
 
     Parameters
@@ -427,6 +548,12 @@ def run_uncollapsed(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
         conditional given ``Z0``.
     burn, thin : int, optional
         Warm-up sweeps not kept in ``samples`` (the trace keeps them) and the thinning.
+    births : {"prior", "data"}, optional
+        The births' proposals (:func:`uncollapsed_sweep`): ``"prior"`` (default) replaces the row's singletons by a
+        draw from their conditional prior, accepted by the likelihood ratio; ``"data"``
+        proposes one birth, its image from its exact conditional given the row's residual,
+        or one death, and accepts by :func:`data_birth_log_ratio`, in which the image's
+        proposal density cancels its prior and likelihood.
 
     Returns
     -------
@@ -442,7 +569,14 @@ def run_uncollapsed(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
     >>> run.trace.sizes["draw"], len(run.samples)
     (20, 10)
     """
+    births = check_births(births)
     X, n_sweeps, rng, hyper, Z0, burn, thin = check_run(X, n_sweeps, rng, alpha, sigma_x,
                                                        sigma_a, beta, Z0, burn, thin)
-    return run_kernel(_sweep, X, n_sweeps, rng, hyper, Z0, burn, thin, "births_accepted",
-                      "uncollapsed Gibbs + Metropolis-Hastings births")
+    if births == "prior":
+        return run_kernel(_sweep, X, n_sweeps, rng, hyper, Z0, burn, thin, "births_accepted",
+                          "uncollapsed Gibbs + Metropolis-Hastings births")
+
+    def data_sweep(*state):
+        return _sweep(*state, "data")
+    return run_kernel(data_sweep, X, n_sweeps, rng, hyper, Z0, burn, thin, "births_accepted",
+                      "uncollapsed Gibbs + Metropolis-Hastings births from the data")

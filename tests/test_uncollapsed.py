@@ -46,16 +46,18 @@ ALPHA, SIGMA_X, SIGMA_A = 1.3, 0.6, 1.2
 SAMPLERS = {"uncollapsed": uncollapsed, "slice": slice_sampler}
 
 
-def z_kernel(module, X, beta, rng, alpha=ALPHA, sigma_x=SIGMA_X):
+def z_kernel(module, X, beta, rng, alpha=ALPHA, sigma_x=SIGMA_X, births=None):
     """The sampler's sweep as a kernel on ``Z``: ``A`` drawn from ``p(A | X, Z)`` first
     (the sweep's own last step, so the composition is the chain the runner runs), with
-    one BLAS thread as in the runners."""
+    one BLAS thread as in the runners. ``births``: the uncollapsed sweep's birth rule
+    (``None``: the sweep's default)."""
     hyper = check_hyperparameters(X, alpha, sigma_x, SIGMA_A, beta)
+    extra = () if births is None else (births,)
 
     @single_blas_thread
     def step(Z):
         A = _draw_posterior_features(X, Z, sigma_x, SIGMA_A, rng)
-        return module._sweep(X, Z, A, hyper, rng)[0]
+        return module._sweep(X, Z, A, hyper, rng, *extra)[0]
     return step
 
 
@@ -172,6 +174,61 @@ def test_compiled_births_make_the_reference_loops_draws(rate):
         assert accepted == accepted_ref and rng_c.random() == ref_rng.random()
 
 
+def _log_iso(v, var, mean=0.0):
+    """``log N(v; mean, var I)``."""
+    return float(stats.norm(mean, math.sqrt(var)).logpdf(v).sum())
+
+
+def test_data_birth_ratio_is_the_full_ratio_with_the_proposal_density():
+    """The closed form of :func:`uncollapsed.data_birth_log_ratio` equals the ratio written
+    out term by term (likelihoods, the new image's prior density times the rate, the
+    proposal density of the image, the reverse death's ``1 / (k + 1)``) for images drawn
+    from the proposal and far from it: the image cancels."""
+    rng = np.random.default_rng(12)
+    for case in range(20):
+        D, k = int(rng.integers(1, 6)), int(rng.integers(0, 4))
+        sigma_x, sigma_a, rate = *rng.uniform(0.3, 2.0, size=2), rng.uniform(0.01, 3.0)
+        sx2, sa2 = sigma_x**2, sigma_a**2
+        e = rng.normal(0.0, 1.5, size=D)
+        c, tau2 = sa2 / (sa2 + sx2), sa2 * sx2 / (sa2 + sx2)
+        closed = uncollapsed.data_birth_log_ratio(float(e @ e), k, math.log(rate), sigma_x,
+                                                  sigma_a, D)
+        for image in (rng.normal(c * e, math.sqrt(tau2)), rng.normal(0.0, 3.0, size=D)):
+            full = (_log_iso(e - image, sx2) - _log_iso(e, sx2) + math.log(rate)
+                    + _log_iso(image, sa2) - _log_iso(image, tau2, c * e) - math.log(k + 1))
+            assert closed == pytest.approx(full, rel=1e-9, abs=1e-9), (case, closed, full)
+
+
+def test_data_births_keep_residuals_and_change_one_singleton_per_row():
+    """Per row the data-driven step adds one feature owned by that row alone, removes one
+    of its singletons, or does nothing; the residuals follow; the same seed, the same
+    draws."""
+    rng = np.random.default_rng(13)
+    for case in range(30):
+        N, D, K = rng.integers(1, 7), rng.integers(1, 5), rng.integers(0, 6)
+        X = rng.normal(size=(N, D))
+        Z = (rng.random((N, K)) < 0.3).astype(np.int8)
+        A = rng.normal(size=(K, D))
+        rate = rng.uniform(0.05, 20.0)  # large rates: many births, small: many deaths
+        outs = []
+        for _ in range(2):
+            resid = X - Z @ A
+            keep, rows, images, accepted = uncollapsed._gaussian_data_births_kernel(
+                Z, A, resid, rate, 0.7, 1.1, np.random.default_rng(case))
+            outs.append((keep, rows, images, accepted, resid))
+        for first, second in zip(outs[0], outs[1]):
+            np.testing.assert_array_equal(first, second)
+        keep, rows, images, accepted, resid = outs[0]
+        Z_new, A_new = uncollapsed._apply_births(Z, A, keep, rows, images)
+        np.testing.assert_allclose(resid, X - Z_new @ A_new, atol=1e-12)
+        singletons = Z[:, Z.sum(axis=0) == 1].sum(axis=1)
+        died = (Z[:, ~keep] == 1).sum(axis=1)
+        born = np.bincount(rows, minlength=N)
+        assert np.all(died + born <= 1) and np.all(died <= singletons)
+        assert np.all(Z[:, ~keep].sum(axis=0) == 1)  # only singletons die
+        assert accepted == died.sum() + born.sum()
+
+
 def test_sticks_above_stops_with_an_error_instead_of_hanging(monkeypatch):
     monkeypatch.setattr(slice_sampler, "MAX_NEW_STICKS", 50)
     with pytest.raises(ValueError, match="more than 50 sticks"):
@@ -207,6 +264,26 @@ def test_sampler_leaves_the_class_posterior_invariant(sampler, X, alpha, beta, s
     assert_leaves_posterior_invariant(
         z_kernel(SAMPLERS[sampler], X, beta, rng, alpha, sigma_x), X, alpha, sigma_x, SIGMA_A,
         beta=beta, n_steps=40_000, what=sampler)
+
+
+# The data-driven births on the cases of the prior's births (tail bound as above).
+DATA_BIRTH_CASES = [
+    pytest.param(X3, ALPHA, 2.0, SIGMA_X, id="3rows-beta2"),
+    pytest.param(X3, ALPHA, 1.0, 2.0, id="3rows-sigma_x2"),
+    pytest.param(X4, 0.4, 1.0, SIGMA_X, id="4rows"),
+]
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.parametrize("X, alpha, beta, sigma_x", DATA_BIRTH_CASES)
+@pytest.mark.slow  # 6-12 s each (make test only; see README)
+def test_data_births_leave_the_class_posterior_invariant(X, alpha, beta, sigma_x):
+    """``births="data"``: class frequencies against enumeration, false alarm <= 1e-3 per
+    case (tests/exactness.py)."""
+    rng = stat_rng(44)
+    assert_leaves_posterior_invariant(
+        z_kernel(uncollapsed, X, beta, rng, alpha, sigma_x, births="data"), X, alpha, sigma_x,
+        SIGMA_A, beta=beta, n_steps=40_000, what="uncollapsed, data births")
 
 
 @njit(cache=False)
@@ -330,3 +407,24 @@ def test_sweeps_refuse_images_that_do_not_fit(sweep, A, match):
     with pytest.raises(ValueError, match=match):
         sweep(X3, np.ones((3, 1)), A, np.random.default_rng(0), alpha=1.0, sigma_x=0.5,
               sigma_a=1.0)
+
+
+@pytest.mark.parametrize("births", ["posterior", "Data", None, 1])
+def test_uncollapsed_refuses_an_unknown_birth_rule(births):
+    with pytest.raises(ValueError, match="births must be one of 'prior', 'data'"):
+        uncollapsed.uncollapsed_sweep(X3, np.ones((3, 1)), [[0.5, 0.5]], np.random.default_rng(0),
+                                      alpha=1.0, sigma_x=0.5, sigma_a=1.0, births=births)
+    with pytest.raises(ValueError, match="births must be one of"):
+        uncollapsed.run_uncollapsed(X3, 2, np.random.default_rng(0), alpha=1.0, sigma_x=0.5,
+                                    sigma_a=1.0, births=births)
+
+
+def test_data_births_runner_is_reproducible_and_labels_its_sampler():
+    X = np.random.default_rng(3).normal(size=(10, 4))
+    runs = [uncollapsed.run_uncollapsed(X, 30, np.random.default_rng(7), alpha=1.5,
+                                        sigma_x=0.7, sigma_a=1.1, births="data")
+            for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].trace["k_plus"], runs[1].trace["k_plus"])
+    np.testing.assert_array_equal(runs[0].A, runs[1].A)
+    assert "from the data" in runs[0].trace.attrs["sampler"]
+    assert runs[0].sample_stats["births_accepted"].values.sum() > 0
