@@ -437,10 +437,14 @@ def specs_prior():
         Spec("prior.log_prior", m.log_prior, dict(Z=z_matrix(), alpha=2.0, beta=1.0),
              dict(Z="binary", alpha=P, beta=P),
              extremes=[("alpha 1e-100", dict(alpha=1e-100), E), ("alpha 1e6", dict(alpha=1e6), E),
-                       ("empty Z", dict(Z=np.zeros((0, 0), np.int8)), E)]),
+                       ("empty Z", dict(Z=np.zeros((0, 0), np.int8)), E)]
+             + [(f"{label} with beta {b:g}", dict(d, beta=b), E) for label, d, _ in discount_edges()
+                for b in (1e-100, 1e100)] + discount_edges()),
         Spec("prior.expected_num_features", m.expected_num_features, dict(alpha=2.0, n=5, beta=1.0),
              dict(alpha=P, n=C, beta=P), is_nonnegative,
-             extremes=[("n 1e15", dict(n=10**15), E)]),
+             extremes=[("n 1e15", dict(n=10**15), E)] + discount_edges()
+             + [("beta 1e-100 discount 1 - 1e-9", dict(beta=1e-100, discount=1 - 1e-9), E),
+                ("alpha 1e-8 beta 1e100", dict(alpha=1e-8, beta=1e100), E)]),
         Spec("prior.harmonic_rate", m.harmonic_rate, dict(n=5, beta=1.0), dict(n=C, beta=P),
              is_nonnegative, extremes=[("n 1e12", dict(n=10**12), E), ("n 1e12 beta 1e6", dict(n=10**12, beta=1e6), E)]),
         Spec("prior.sample_stick_breaking", m.sample_stick_breaking,
@@ -1303,7 +1307,9 @@ def specs_streaming():
              dict(usage=[1.0], dish=[1], n=2, rate_before=1.0, alpha=5.0, beta=0.1),
              dict(usage="vector", dish="vector", n=C, rate_before="nonneg", alpha=P, beta=P)),
         Spec("streaming.bp_means_one_pass", m.bp_means_one_pass, dict(X=X, gamma=1.0, n_steps=3, ossify=False),
-             dict(X="matrix", gamma=P, n_steps=C, ossify="flag"), lambda out: is_binary(out[0])),
+             dict(X="matrix", gamma=P, n_steps=C, ossify="flag"), lambda out: is_binary(out[0]),
+             extremes=hyper_edges(dict(gamma=1.0)) + data_edges(dict(X=X))
+             + [("n_steps 1", dict(n_steps=1), A), ("ossify with one row", dict(X=X[:1], ossify=True), E)]),
         Spec("streaming.simulate_factor_analysis", m.simulate_factor_analysis,
              dict(n=5, rng=fresh_rng(), alpha=2.0, sigma_x=0.1, sigma_a=1.0, sigma_w=1.0, d=3, beta=1.0),
              dict(n=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, sigma_w=P, d=C, beta=P), lambda out: is_binary(out[1]),
@@ -1647,7 +1653,9 @@ def specs_exercises():
         Spec("exercises.check_birth_step", m.check_birth_step,
              dict(step=_not_written, rng=fresh_rng(), n_sweeps=2_000, n_one_row=500),
              dict(step=fn, rng="optional_rng", n_sweeps=C, n_one_row=C, time_limit=P),
-             _exercise_ok, time_limit=60, extremes=_student_extremes("step")),
+             _exercise_ok, time_limit=60, extremes=_student_extremes("step")
+             + [("n_sweeps 1", dict(n_sweeps=1), E), ("n_one_row 1", dict(n_one_row=1), E),
+                ("rng None", dict(rng=None), A), ("n_sweeps 0", dict(n_sweeps=0), E)]),
         Spec("exercises.check_ais", m.check_ais,
              dict(fn=_not_written), dict(fn=fn, time_limit=P), _exercise_ok, time_limit=30,
              extremes=_student_extremes("fn")),
@@ -2526,13 +2534,16 @@ def specs_hyperposterior():
              dict(Z=Z, alpha=1.5, beta=1.0, discount=0.3),
              dict(Z="binary", alpha=P, beta="real", discount="nonneg"), finite,
              extremes=[("beta below -discount", dict(beta=-0.5), R),
-                       ("discount 1", dict(discount=1.0), R)]),
+                       ("discount 1", dict(discount=1.0), R)] + discount_edges()
+             + hyper_edges(dict(alpha=1, beta=1)) + data_edges(dict(Z=Z), "Z", binary=True)),
         Spec("hyperposterior.discount_step", hp.discount_step,
              dict(Z=Z, rng=fresh_rng(), discount=0.5, alpha=1.0, beta=1.0,
                   discount_prior=(1.0, 1.0)),
              dict(Z="binary", rng=G, discount="probability", alpha=P, beta=P,
                   discount_prior=_pair),
-             lambda d: None if 0.0 < d < 1.0 else f"discount out of range: {d}", extremes=start),
+             lambda d: None if 0.0 < d < 1.0 else f"discount out of range: {d}",
+             extremes=start + [("discount 1 - 1e-9", dict(discount=1 - 1e-9), E)]
+             + hyper_edges(dict(alpha=1, beta=1)) + data_edges(dict(Z=Z), "Z", binary=True)),
         Spec("hyperposterior.sample_hyperparameters", hp.sample_hyperparameters,
              dict(Z=Z, n_draws=3, rng=fresh_rng(), beta=1.0, discount=0.5,
                   alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0), discount_prior=(1.0, 1.0),
@@ -2541,7 +2552,9 @@ def specs_hyperposterior():
                   alpha_prior=_pair, beta_prior=_pair, discount_prior=_pair,
                   update_beta="flag", update_discount="flag"), draws_check, time_limit=20,
              extremes=start + [("fixed at 0", dict(discount=0.0, update_discount=False), A),
-                               ("huge n_draws", dict(n_draws=10**9), R)]),
+                               ("huge n_draws", dict(n_draws=10**9), R),
+                               ("discount 1 - 1e-9", dict(discount=1 - 1e-9), E)]
+             + hyper_edges(dict(beta=1)) + data_edges(dict(Z=Z), "Z", binary=True)),
         Spec("hyperposterior.heaps_curve", hp.heaps_curve, dict(Z=Z), dict(Z="binary"),
              is_nonnegative, extremes=[("no rows", dict(Z=np.zeros((0, 2), np.int8)), R)]),
         Spec("hyperposterior.zipf_curve", hp.zipf_curve, dict(Z=Z), dict(Z="binary"),
@@ -2558,8 +2571,59 @@ def specs_hyperposterior():
              dict(Z_train=Z[:3], Z_test=Z[3:], alpha=1.0, beta=1.0, discount=0.2),
              dict(Z_train="binary", Z_test="binary", alpha=P, beta=P, discount="nonneg"), finite,
              extremes=[("columns differ", dict(Z_test=Z[3:, :2]), R),
-                       ("discount 1", dict(discount=1.0), R)]),
+                       ("discount 1", dict(discount=1.0), R)] + discount_edges()
+             + hyper_edges(dict(alpha=1, beta=1))
+             + [e for e in data_edges(dict(Z_test=Z[3:]), "Z_test", binary=True) if "row" not in e[0]]
+             + [("Z_test no rows", dict(Z_test=Z[:0]), E), ("Z_train one row", dict(Z_train=Z[:1]), E)]),
     ]
+
+# ---------------------------------------------------------------------------------------
+# edges and extremes of the modules added in issue 29-31 (issue 48): each must work
+# (finite results) or be refused at the door naming the argument
+# ---------------------------------------------------------------------------------------
+
+#: Hyperparameters at the ends of their useful range (issue 48): accepted, or refused by name.
+_HYPER_ENDS = {
+    "alpha": (1e-8, 1e3), "beta": (1e-100, 1e100), "sigma_x": (1e-3, 1e3), "sigma_a": (1e-3, 1e3),
+    "gamma": (1e-8, 1e3),
+}
+
+
+def _readonly(values):
+    values = np.array(values)
+    values.flags.writeable = False
+    return values
+
+
+def hyper_edges(base) -> list:
+    """Every hyperparameter of ``base`` at both ends of :data:`_HYPER_ENDS`: work or refuse by name."""
+    return [(f"{name} {value:g}", {name: value}, E)
+            for name, ends in _HYPER_ENDS.items() if name in base for value in ends]
+
+
+def data_edges(base, arg="X", *, binary=False) -> list:
+    """The data argument ``arg`` as other dtypes (int, bool, float32, read-only: all must work)
+    and as degenerate data (all zero, constant, one row, empty: work or refuse by name)."""
+    values = np.asarray(base[arg])
+    out = [(f"{arg} read-only", {arg: _readonly(values)}, A),
+           (f"{arg} all zero", {arg: np.zeros_like(values)}, E),
+           (f"{arg} one row", {arg: values[:1]}, E), (f"{arg} no rows", {arg: values[:0]}, E),
+           (f"{arg} int64", {arg: values.astype(np.int64)}, A if binary else E),
+           (f"{arg} bool", {arg: values.astype(bool)}, A if binary else E)]
+    if binary:
+        out.append((f"{arg} all one", {arg: np.ones_like(values)}, E))
+    else:
+        out += [(f"{arg} float32", {arg: values.astype(np.float32)}, A),
+                (f"{arg} constant", {arg: np.full_like(values, 2.5)}, E),
+                (f"{arg} -inf entry", {arg: np.where(np.arange(values.size).reshape(values.shape) == 1,
+                                                     -np.inf, values)}, R)]
+    return out
+
+
+def discount_edges(names=("discount",)) -> list:
+    """The discount at 0 and just below 1: work, or a refusal naming it."""
+    return [("discount 0", dict(discount=0.0), E), ("discount 1 - 1e-9", dict(discount=1 - 1e-9), E)]
+
 
 def specs_nonconjugate():
     """The samplers that keep the feature images (issue 30)."""
@@ -2570,7 +2634,8 @@ def specs_nonconjugate():
     hyper = dict(alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0)
     kinds = dict(X="matrix", Z="binary", A="matrix", rng=G, alpha=P, sigma_x=P, sigma_a=P,
                  beta=P)
-    state_extremes = MODEL_EXTREMES + [
+    state_extremes = MODEL_EXTREMES + hyper_edges(hyper) + [
+        e for e in data_edges(dict(X=X)) if "row" not in e[0]] + [
         ("A one row short", dict(A=images[:1]), R), ("A one column short", dict(A=images[:, :2]), R),
         ("A entries 1e150", dict(A=images * 0 + 1e150), R), ("alpha 1e6", dict(alpha=1e6), E),
         ("an empty column of Z", dict(Z=np.column_stack([Z, np.zeros(6, np.int8)]),
@@ -2580,7 +2645,10 @@ def specs_nonconjugate():
     run_base = dict(X=X, n_sweeps=4, rng=fresh_rng(), **hyper, Z0=None, burn=0, thin=1)
     run_extremes = [("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), R),
                     ("thin 0", dict(thin=0), R), ("huge n_sweeps", dict(n_sweeps=10**9), R),
-                    ("sigma_x 1e-100", dict(sigma_x=1e-100), E), ("alpha 1e6", dict(alpha=1e6), E)]
+                    ("sigma_x 1e-100", dict(sigma_x=1e-100), E), ("alpha 1e6", dict(alpha=1e6), E)
+                    ] + hyper_edges(hyper) + data_edges(run_base) + [
+                    ("Z0 read-only", dict(Z0=_readonly(Z)), A), ("Z0 bool", dict(Z0=Z.astype(bool)), A),
+                    ("Z0 no columns", dict(Z0=Z[:, :0]), A)]
     run_check = lambda run: first_problem(is_binary(run.Z),  # noqa: E731
                                           scan_result_of(run.trace))
     state_check = lambda out: first_problem(_sweep_check(out[0]),  # noqa: E731
@@ -2618,15 +2686,27 @@ def _class_structure_specs():
              dict(Z="matrix", labels=ints), finite,
              extremes=[("Z above 1", dict(Z=Z + 1), R), ("a class of one row",
                                                          dict(labels=np.arange(8)), R),
-                       ("all zero", dict(Z=Z * 0), A)]),
+                       ("all zero", dict(Z=Z * 0), A), ("all one", dict(Z=Z * 0 + 1), A),
+                       ("Z bool", dict(Z=Z > 0.5), A), ("Z int", dict(Z=(Z > 0.5).astype(int)), A),
+                       ("Z float32", dict(Z=Z.astype(np.float32)), A), ("Z read-only", dict(Z=_readonly(Z)), A),
+                       ("Z no columns", dict(Z=Z[:, :0]), E), ("one class", dict(labels=np.ones(8, int)), E),
+                       ("labels read-only", dict(labels=_readonly(labels)), A),
+                       ("labels bool", dict(labels=np.arange(8) % 2 == 0), E),
+                       ("labels huge", dict(labels=labels.astype(np.int64) + 2**62), A)]),
         Spec("class_structure.confusion_similarity", cs.confusion_similarity,
              dict(labels=labels, predicted=labels[::-1]), dict(labels=ints, predicted=ints),
-             finite, extremes=[("unknown prediction", dict(predicted=labels + 100), R)]),
+             finite, extremes=[("unknown prediction", dict(predicted=labels + 100), R),
+                               ("all right", dict(predicted=labels), A),
+                               ("one class", dict(labels=np.ones(8, int), predicted=np.ones(8, int)), E),
+                               ("labels huge", dict(labels=labels + 2**62, predicted=labels[::-1] + 2**62), A)]),
         Spec("class_structure.matrix_agreement", cs.matrix_agreement, dict(A=S, B=S[::-1, ::-1]),
              dict(A="matrix", B="matrix"),
              lambda out: None if np.isfinite(out[0]) and 0 < out[1] <= 1 else f"bad {out}",
              extremes=[("nine classes", dict(A=np.eye(9), B=np.eye(9)), R),
-                       ("not symmetric", dict(A=np.triu(S)), R), ("constant", dict(B=S * 0), R)]),
+                       ("not symmetric", dict(A=np.triu(S)), R), ("constant", dict(B=S * 0), R),
+                       ("identical", dict(B=S), A), ("float32", dict(A=S.astype(np.float32)), A),
+                       ("read-only", dict(A=_readonly(S)), A), ("scaled 1e-150", dict(B=S * 1e-150), E),
+                       ("two classes", dict(A=S[:2, :2], B=S[:2, :2]), E)]),
         Spec("class_structure.closest_pair", cs.closest_pair,
              dict(classes=classes, S=S, first=1, second=3),
              dict(classes=lambda b: [("None", None, R), ("two", [1, 3], R), ("2-D", [b], R)],
@@ -2649,13 +2729,21 @@ def _compare_methods_spec():
                 dict(scores=scores, seconds=seconds, reference="a"),
                 dict(scores=_dict_junk, seconds=_dict_junk,
                      reference=lambda b: [("unknown", "c", R), ("None", None, R), ("int", 3, R)]),
-                lambda rows: None if len(rows) == 2 else f"{len(rows)} rows",
+                # two methods, or one where a case passes only the reference
+                lambda rows: None if len(rows) in (1, 2) else f"{len(rows)} rows",
                 extremes=[("NaN score", dict(scores=dict(scores, b=[(np.nan, 1.0)] * 3)), R),
                           ("inf seconds", dict(seconds=dict(seconds, b=[np.inf] * 3)), R),
                           ("huge scores", dict(scores={"a": [(1e300, -1e300)] * 3,
                                                        "b": scores["b"]}), E),
                           ("one run", dict(scores={"a": [(1.0, 1.0)], "b": [(2.0, 2.0)]},
-                                           seconds={"a": [1.0], "b": [1.0]}), A)])
+                                           seconds={"a": [1.0], "b": [1.0]}), A),
+                          ("all tied", dict(scores={"a": [(1.0, 1.0)] * 3, "b": [(1.0, 1.0)] * 3}), A),
+                          ("one method only", dict(scores={"a": scores["a"]}, seconds={"a": seconds["a"]}), E),
+                          ("every run missing", dict(scores=dict(scores, b=[None] * 3)), E),
+                          ("int scores", dict(scores={"a": [(1, 2)] * 3, "b": [(2, 2)] * 3}), A),
+                          ("float32 seconds", dict(seconds={k: np.float32(v) for k, v in seconds.items()}), A),
+                          ("zero seconds", dict(seconds={"a": [0.0] * 3, "b": [0.0] * 3}), E),
+                          ("scores 1e-300", dict(scores={"a": [(1e-300, 2e-300)] * 3, "b": [(0.0, 1e-300)] * 3}), A)])
 
 
 def _example_rows():
@@ -2692,7 +2780,11 @@ def specs_streaming_vi():
                        ("sigma_x 1e-9", dict(sigma_x=1e-9), E),
                        ("data 1e150", dict(X=X * 1e150), E),
                        ("one batch", dict(batch_size=10**6), A),
-                       ("finite alpha 1e-100", dict(family="finite", alpha=1e-100), E)]),
+                       ("finite alpha 1e-100", dict(family="finite", alpha=1e-100), E)]
+             + hyper_edges(base) + data_edges(base)
+             + [("finite alpha 1e3", dict(family="finite", alpha=1e3), E),
+                ("batch_size 1", dict(batch_size=1), A), ("n_features 1", dict(n_features=1), A),
+                ("max_iter 1", dict(max_iter=1), A)]),
         _compare_methods_spec(),
         *_class_structure_specs(),
         Spec("comparisons.scores_from_runs", __import__("ibp_lab.comparisons").comparisons.scores_from_runs,
@@ -2708,17 +2800,22 @@ def specs_streaming_vi():
              dict(rows=_example_rows(),
                   reference="a"),
              dict(rows=lambda b: [("None", None, R), ("str", "rows", R), ("empty", [], R),
-                                  ("not rows", [{"method": "a"}], R)],
+                                  ("not rows", [{"method": "a"}], R),
+                                  ("one method only", b[:1], E)],
                   reference=lambda b: [("unknown", "c", R), ("None", None, R),
                                        ("int", 3, R)]),
-             lambda t: None if t.shape[0] == 2 else f"{t.shape[0]} rows"),
+             lambda t: None if t.shape[0] in (1, 2) else f"{t.shape[0]} rows"),
         Spec("comparisons.claim_verdict", __import__("ibp_lab.comparisons").comparisons.claim_verdict,
              dict(differences=[0.5, 0.4], standard_errors=[0.1, 0.1], z=2.0),
              dict(differences="vector", standard_errors="vector", z=P),
              lambda v: None if isinstance(v, str) else f"not a verdict: {v!r}",
              extremes=[("lengths differ", dict(standard_errors=[0.1]), R),
                        ("negative error", dict(standard_errors=[-0.1, 0.1]), R),
-                       ("zero errors", dict(standard_errors=[0.0, 0.0]), A)]),
+                       ("zero errors", dict(standard_errors=[0.0, 0.0]), A),
+                       ("ties", dict(differences=[0.0, 0.0]), A), ("one", dict(differences=[0.5], standard_errors=[0.1]), A),
+                       ("empty", dict(differences=[], standard_errors=[]), E),
+                       ("inf difference", dict(differences=[np.inf, 0.4]), R),
+                       ("int", dict(differences=[1, 0], standard_errors=[1, 1]), A)]),
         Spec("streaming_variational.StreamResult.elbo", lambda: res.elbo(), {}, {}, number),
         Spec("streaming_variational.StreamResult.ibp_elbo", lambda: res.ibp_elbo(), {}, {},
              number, junk=[("finite family", lambda: finite.ibp_elbo(), ("family",), R)]),
@@ -2803,7 +2900,9 @@ def _noisy_or_specs(Z, state_check, run_check):
     finite = lambda v: None if np.isfinite(v) else f"not finite: {v}"  # noqa: E731
     sweep_extremes = [("W one row short", dict(W=W[:1]), R), ("W entry 2", dict(W=W * 2), R),
                       ("alpha 1e6", dict(alpha=1e6), R), ("strength 1 - 1e-12",
-                                                          dict(strength=1 - 1e-12), R)]
+                                                          dict(strength=1 - 1e-12), R)
+                      ] + [e for e in hyper_edges(dict(alpha=1, beta=1)) if e[0] != "alpha 1000"] + [
+                      e for e in data_edges(dict(X=X), binary=True) if "row" not in e[0]]
     return [
         Spec("noisy_or.NoisyOrParameters.checked", noisy_or.NoisyOrParameters.checked,
              dict(alpha=1.0, **model, beta=1.0), dict(alpha=P, beta=P, **probabilities)),
@@ -2825,12 +2924,16 @@ def _noisy_or_specs(Z, state_check, run_check):
              dict(X="binary", n_sweeps=C, rng=G, alpha=P, beta=P, Z0="binary", burn=C, thin=C,
                   **probabilities), run_check, time_limit=20,
              extremes=[("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), R),
-                       ("huge n_sweeps", dict(n_sweeps=10**9), R)]),
+                       ("huge n_sweeps", dict(n_sweeps=10**9), R)]
+             + hyper_edges(dict(alpha=1, beta=1)) + data_edges(dict(X=X), binary=True)
+             + [("leak 0", dict(leak=0.0), E), ("strength 1", dict(strength=1.0), E)]),
         Spec("noisy_or.class_posterior", noisy_or.class_posterior,
              dict(X=X[:3], alpha=1.0, **model, beta=1.0, k_max=3),
              dict(X="binary", alpha=P, beta=P, k_max=C, **probabilities),
              lambda post: is_distribution(post.probabilities), time_limit=20,
-             extremes=[("five rows", dict(X=X[:5]), R), ("k_max 40", dict(k_max=40), R)]),
+             extremes=[("five rows", dict(X=X[:5]), R), ("k_max 40", dict(k_max=40), R),
+                       ("issue 48: 4 x 2 at the default k_max", dict(X=X[:4, :2], k_max=8), E)]
+             + hyper_edges(dict(alpha=1, beta=1)) + data_edges(dict(X=X[:3]), binary=True)),
     ]
 
 
