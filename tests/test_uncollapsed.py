@@ -23,6 +23,7 @@ of sticks above a slice against quadrature of the Poisson intensity.
 
 import math
 import time
+import types
 
 import numpy as np
 import pytest
@@ -340,6 +341,50 @@ def test_exactness_check_catches_a_planted_bug(monkeypatch, bug):
         assert_leaves_posterior_invariant(z_kernel(module, X3, 0.4, rng, sigma_x=sigma_x), X3,
                                           ALPHA, sigma_x, SIGMA_A, beta=0.4, n_steps=40_000,
                                           what=bug)
+
+
+def _data_births_with_ratio(log_ratio):
+    """The compiled data-driven births with ``log_ratio`` in place of
+    :func:`uncollapsed.data_birth_log_ratio`: the kernel's own code, recompiled with the
+    planted ratio in its globals."""
+    kernel = uncollapsed._gaussian_data_births_kernel.py_func
+    planted = types.FunctionType(kernel.__code__, {**kernel.__globals__,
+                                                   "data_birth_log_ratio": njit(log_ratio)})
+    return njit(cache=False)(planted)
+
+
+def _ratio_without_reverse_choice(resid_sq, n_singletons, log_rate, sigma_x, sigma_a, D):
+    """The birth ratio with the reverse death's ``1 / (k + 1)`` forgotten."""
+    return uncollapsed.data_birth_log_ratio(resid_sq, 0, log_rate, sigma_x, sigma_a, D)
+
+
+def _ratio_counting_k_twice(resid_sq, n_singletons, log_rate, sigma_x, sigma_a, D):
+    """The birth ratio with the Poisson pmf's ``1 / (k + 1)`` on top of the death's."""
+    return (uncollapsed.data_birth_log_ratio(resid_sq, n_singletons, log_rate, sigma_x,
+                                             sigma_a, D) - math.log(n_singletons + 1.0))
+
+
+# Both bugs change the ratio of a birth to k + 1 >= 2 singletons (and its death) by a factor
+# k + 1: seen only where a row holds two singletons or more, so they are checked at beta = 2,
+# whose classes have more of them (measured at seed 45: p-values 1e-23 and 7e-11; at
+# beta = 0.4 neither bug was caught).
+DATA_BIRTH_BUGS = {"no reverse choice": _ratio_without_reverse_choice,
+                   "k + 1 counted twice": _ratio_counting_k_twice}
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.parametrize("bug", list(DATA_BIRTH_BUGS))
+@pytest.mark.slow  # about 10 s each (make test only; see README)
+def test_exactness_check_catches_a_planted_data_birth_bug(monkeypatch, bug):
+    """A data-driven birth ratio with the reverse death's choice forgotten, or counted
+    twice, fails the check against enumeration (three rows, ``beta = 2``)."""
+    monkeypatch.setattr(uncollapsed, "_gaussian_data_births_kernel",
+                        _data_births_with_ratio(DATA_BIRTH_BUGS[bug]))
+    rng = stat_rng(45)
+    with pytest.raises(AssertionError, match="does not leave the posterior invariant"):
+        assert_leaves_posterior_invariant(
+            z_kernel(uncollapsed, X3, 2.0, rng, births="data"), X3, ALPHA, SIGMA_X, SIGMA_A,
+            beta=2.0, n_steps=40_000, what=bug)
 
 
 # --------------------------------------------------------------------------------------
