@@ -37,8 +37,8 @@ def next_pointers(path: Path) -> list[str]:
 ORDER = chapters()
 
 
-def test_the_table_of_contents_lists_the_fourteen_chapters():
-    assert len(ORDER) == 14 and ORDER[0].name == "01_buffet.md"
+def test_the_table_of_contents_lists_the_fifteen_chapters():
+    assert len(ORDER) == 15 and ORDER[0].name == "01_buffet.md"
 
 
 def test_chapter_files_are_numbered_in_reading_order():

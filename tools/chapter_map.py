@@ -40,6 +40,7 @@ PREREQUISITES = {
     "12_streaming": ["01_buffet", "04_recursive_ibp", "05_linear_gaussian"],
     "13_heldout": ["05_linear_gaussian", "06_chains"],
     "14_paper": ["11_variational", "12_streaming", "13_heldout"],
+    "15_own_data": ["05_linear_gaussian", "06_chains", "13_heldout"],
 }
 #: Named as background, not as a prerequisite (drawn dashed): chapter 12 assumes "the idea
 #: of mean-field variational inference for the IBP".
@@ -169,6 +170,7 @@ LAYOUT = {
     "06_chains": (2, -1.6), "09_nonconjugate": (3, 2.6), "11_variational": (3, -0.7),
     "13_heldout": (3, -1.6), "07_split_merge": (3, -2.8), "12_streaming": (4, 1.0),
     "08_tempering": (4, -2.8), "14_paper": (5, -0.8),
+    "15_own_data": (4, -1.9),
 }
 
 
