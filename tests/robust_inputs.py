@@ -1686,6 +1686,9 @@ def specs_exercises():
         Spec("exercises.check_ais", m.check_ais,
              dict(fn=_not_written), dict(fn=fn, time_limit=P), _exercise_ok, time_limit=30,
              extremes=_student_extremes("fn")),
+        Spec("exercises.check_smc_weight", m.check_smc_weight,
+             dict(weight=_not_written), dict(weight=fn, time_limit=P), _exercise_ok,
+             time_limit=30, extremes=_student_extremes("weight")),
     ]
 
 

@@ -26,6 +26,7 @@ from ibp_lab.exercises import (
     check_recursive_step,
     check_split_merge_ratio,
     check_ais,
+    check_smc_weight,
 )
 
 # --------------------------------------------------------------------------------------
@@ -791,3 +792,41 @@ def test_the_time_limit_leaves_the_callers_alarm_as_it_was():
 def test_a_bad_time_limit_is_refused_by_name(limit):
     with pytest.raises((TypeError, ValueError), match="time_limit"):
         check_class_probability(_raises_unprintable, time_limit=limit)
+
+
+# --------------------------------------------------------------------------------------
+# check_smc_weight (deterministic: exact comparison, no false alarms)
+# --------------------------------------------------------------------------------------
+
+
+def _smc_weight(sign=1.0, use_step=True):
+    from ibp_lab.linear_gaussian import collapsed_loglik
+
+    def weight(X, Z, b_old, b_new, sigma_x, sigma_a):
+        step = b_new - b_old if use_step else b_new
+        return sign * step * collapsed_loglik(X, Z, sigma_x, sigma_a)
+    return weight
+
+
+def test_check_smc_weight_passes_the_exact_weight():
+    result = check_smc_weight(_smc_weight())
+    assert result.passed, str(result)
+
+
+@pytest.mark.parametrize("weight, words", [
+    (_smc_weight(sign=-1.0), "wrong sign"),
+    (_smc_weight(use_step=False), "use the step b_new - b_old"),
+], ids=["sign", "b_new only"])
+def test_check_smc_weight_fails_each_mistake_in_words(weight, words):
+    result = check_smc_weight(weight)
+    assert not result.passed
+    assert words in result.verdict, result.verdict
+
+
+def test_check_smc_weight_reports_an_unwritten_function():
+    result = check_smc_weight(_not_written_weight)
+    assert not result.passed and "not written yet" in result.verdict
+
+
+def _not_written_weight(X, Z, b_old, b_new, sigma_x, sigma_a):
+    raise NotImplementedError
