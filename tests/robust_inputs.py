@@ -1689,6 +1689,9 @@ def specs_exercises():
         Spec("exercises.check_smc_weight", m.check_smc_weight,
              dict(weight=_not_written), dict(weight=fn, time_limit=P), _exercise_ok,
              time_limit=30, extremes=_student_extremes("weight")),
+        Spec("exercises.check_noisy_or_link", m.check_noisy_or_link,
+             dict(update=_not_written), dict(update=fn, time_limit=P), _exercise_ok,
+             time_limit=30, extremes=_student_extremes("update")),
     ]
 
 

@@ -27,6 +27,7 @@ from ibp_lab.exercises import (
     check_split_merge_ratio,
     check_ais,
     check_smc_weight,
+    check_noisy_or_link,
 )
 
 # --------------------------------------------------------------------------------------
@@ -830,3 +831,36 @@ def test_check_smc_weight_reports_an_unwritten_function():
 
 def _not_written_weight(X, Z, b_old, b_new, sigma_x, sigma_a):
     raise NotImplementedError
+
+
+# --------------------------------------------------------------------------------------
+# check_noisy_or_link (deterministic: exact comparison, no false alarms)
+# --------------------------------------------------------------------------------------
+
+
+def _link(prior=True, swapped=False):
+    """A student's P(w_kd = 1 | rest) in plain NumPy: only rows with z_nk = 1 see w_kd."""
+    def update(X, Z, W, k, d, strength, leak, weight_prob):
+        rows = np.flatnonzero(Z[:, k])
+        others = Z[rows] @ W[:, d] - W[k, d]  # active causes of pixel d besides k
+        off = np.log1p(-leak) + others * np.log1p(-strength)
+        log_p = lambda c: np.where(X[rows, d] == 1, np.log(-np.expm1(c)), c)
+        gain = float(np.sum(log_p(off + np.log1p(-strength)) - log_p(off)))
+        log_odds = gain + (math.log(weight_prob / (1 - weight_prob)) if prior else 0.0)
+        return 1.0 / (1.0 + math.exp(log_odds if swapped else -log_odds))
+    return update
+
+
+def test_check_noisy_or_link_passes_a_plain_student_update():
+    result = check_noisy_or_link(_link())
+    assert result.passed, str(result)
+
+
+@pytest.mark.parametrize("update, words", [
+    (_link(prior=False), "prior is missing"),
+    (_link(swapped=True), "you returned P(w_kd = 0 | rest)"),
+], ids=["no prior", "swapped"])
+def test_check_noisy_or_link_fails_each_mistake_in_words(update, words):
+    result = check_noisy_or_link(update)
+    assert not result.passed
+    assert words in result.verdict, result.verdict

@@ -18,6 +18,8 @@ notebook shows the result as a short report; a teacher can grade with ``passed``
   uncollapsed sampler (the non-conjugate chapter), inside a sweep, against enumeration.
 - :func:`check_ais`: an annealed importance sampler's estimate of the log evidence
   (chapter 8) against enumeration, over independent runs.
+- :func:`check_noisy_or_link`: the Gibbs conditional of one link of the noisy-OR model
+  (the non-conjugate chapter) against enumeration of its two values.
 - :func:`check_smc_weight`: the incremental log weight of one tempering step of SMC
   (chapter 8) against ``(b_new - b_old)`` times the package's collapsed log-likelihood.
 
@@ -29,6 +31,7 @@ from ibp_lab.exercises._ais import check_ais
 from ibp_lab.exercises._births import check_birth_step
 from ibp_lab.exercises._class_probability import check_class_probability
 from ibp_lab.exercises._gibbs import check_gibbs_sweep
+from ibp_lab.exercises._noisy_or_link import check_noisy_or_link
 from ibp_lab.exercises._recursive import check_recursive_step
 from ibp_lab.exercises._result import ExerciseResult, Measurement
 from ibp_lab.exercises._smc_weight import check_smc_weight
@@ -36,4 +39,4 @@ from ibp_lab.exercises._split_merge import check_split_merge_ratio
 
 __all__ = ["ExerciseResult", "Measurement", "check_gibbs_sweep", "check_class_probability",
            "check_recursive_step", "check_split_merge_ratio", "check_ais", "check_birth_step",
-           "check_smc_weight"]
+           "check_smc_weight", "check_noisy_or_link"]
