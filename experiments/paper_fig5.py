@@ -117,21 +117,22 @@ def _timed(fit):
     return out, time.process_time() - start
 
 
-def _finite_rows(split, draws, sigma_x):
+def _finite_rows(split, draws, sigma_x, weights="observed"):
     """Each test row's log density of its hidden half given its observed half, the draws
-    weighted by ``p(x_obs | draw)`` (one draw: the weight is 1)."""
+    weighted by ``p(x_obs | draw)`` (one draw: the weight is 1), or equally when a plan
+    says ``draw_weights="equal"`` (paper_fig8's record was scored so)."""
     _, test, obs, hid = split
     probabilities, features, variances = draws
     return heldout.finite_feature_heldout(
         test, obs, hid, probabilities, features, sigma_x=sigma_x,
-        feature_variances=variances, draw_weights="observed").log_density
+        feature_variances=variances, draw_weights=weights).log_density
 
 
 def _variational(fit, split, hyper, plan, rng):
     """A fitted q (streaming or batch): two scorings, each from its own ``score_draws``
     independent draws of q(pi), weighted by how well they explain the observed halves."""
     return [_finite_rows(split, fit.predictive_draws(plan["score_draws"], r),
-                         hyper["sigma_x"])
+                         hyper["sigma_x"], plan.get("draw_weights", "observed"))
             for r in rng.spawn(2)]
 
 

@@ -20,7 +20,8 @@ Grid: every method of ``paper_fig5`` (R-IBP, SVI finite and infinite, VI finite 
 infinite, collapsed Gibbs) at every ``(alpha, sigma_x, sigma_a)`` of the plan, with
 ``beta = 1`` (the baselines are defined for ``beta = 1`` only), scored as in ``paper_fig5``:
 ``log p(x_hid | x_obs, X_train)`` of the test rows' last five columns given their first
-five, twice with independent Monte Carlo draws. Seeds ``(SEED, tag, configuration)``.
+five, twice with independent Monte Carlo draws (the variational methods' draws of q weighted
+equally, as when this record was made; paper_fig5 now weights them by ``p(x_obs | draw)``). Seeds ``(SEED, tag, configuration)``.
 
 Time: the R-IBP alone fitted at every ``(alpha, beta)`` of ``time_alphas x time_betas``
 (``sigma_x = 0.5``, ``sigma_a = 1``), ``time_repeats`` times each, with its CPU seconds and
@@ -79,7 +80,9 @@ def runs(plan: dict, tag: int) -> dict:
                                                           plan["sigma_a"])):
         hyper = dict(alpha=alpha, sigma_x=sx, sigma_a=sa)
         rngs = np.random.default_rng((SEED, tag, i)).spawn(len(METHODS))
-        grid.append(dict(hyper, methods=score_methods(train, test, hyper, plan, rngs)))
+        # scored as when the record was made: q's draws weighted equally
+        scoring = dict(plan, draw_weights="equal")
+        grid.append(dict(hyper, methods=score_methods(train, test, hyper, scoring, rngs)))
         print(f"  {hyper}: " + ", ".join(
             f"{m} {v['score_a']:.2f}" if v["score_a"] is not None else f"{m} -"
             for m, v in grid[-1]["methods"].items()), flush=True)
