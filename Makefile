@@ -47,7 +47,7 @@ $(DEV_STAMP): requirements-dev.txt requirements-dev.lock $(RUNTIME_STAMP)
 # The compiled kernels first, once (each chapter would otherwise compile its own), so that
 # the chapters' timings are what a reader's first run in this environment meets.
 book: $(RUNTIME_STAMP)
-	$(BIN)/python -m ibp_lab._numba_cache --warm
+	$(BIN)/python -m ibp_lab.teaching._numba_cache --warm
 	$(BIN)/python tools/build_book.py
 
 # Debian's chromium for the browser checks (never a downloaded browser build).

@@ -7,7 +7,7 @@ Run from the repository root::
 Both samplers start from the same state, reached by a warm-up with the package
 sampler so that ``K+`` is at its working size (about 16-17 features at
 ``sigma_x = 0.25``, ``sigma_a = 0.3``). The reference is the package's own
-readable sweep, :func:`ibp_lab.gibbs.gibbs_sweep_numpy`: the same algorithm
+readable sweep, :func:`ibp_lab.inference.gibbs.gibbs_sweep_numpy`: the same algorithm
 (random order, the exact law of the number of new dishes) written plainly in
 NumPy, recomputing the feature posterior for every row; from the same seed it
 gives the same chain, which is checked here too. Prints milliseconds per sweep,
@@ -27,7 +27,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ibp_lab import gibbs  # noqa: E402
+from ibp_lab.inference import gibbs  # noqa: E402
 
 
 def load_digits() -> np.ndarray:

@@ -5,7 +5,7 @@ Run from the repository root::
     python benchmarks/pymc_gradient.py [--k 2 4 6 8 10 12] [--repeats 20]
     python benchmarks/pymc_gradient.py --full-run      # also time a full-size NUTS run
 
-The model is :func:`ibp_lab.pymc_models.build_model` on the book's 300 centred
+The model is :func:`ibp_lab.inference.pymc_models.build_model` on the book's 300 centred
 training digits (48 pixels) with ``sigma_x = 0.25``. Every row sums over ``2^K``
 patterns, so the work per gradient should double with each added feature once
 the ``N x 2^K`` arrays, not PyTensor's fixed per-call overhead, dominate. The
@@ -16,7 +16,7 @@ intermediate.
 
 ``--full-run`` times what the book's chapter cuts down: ``K = 8``, the 300
 digits, PyMC's default chain lengths (4 chains, 1000 warm-up and 1000 kept draws,
-two at a time on 2 cores) from :func:`ibp_lab.pymc_models.initial_point_from_data`.
+two at a time on 2 cores) from :func:`ibp_lab.inference.pymc_models.initial_point_from_data`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from ibp_lab import pymc_models
+from ibp_lab.inference import pymc_models
 from ibp_lab.datasets import load_digit_sets
 
 SIGMA_X = 0.25

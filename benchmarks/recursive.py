@@ -1,4 +1,4 @@
-"""Speed and memory of the Recursive IBP marginals (ibp_lab.recursive).
+"""Speed and memory of the Recursive IBP marginals (ibp_lab.models.recursive).
 
 Run: ``python benchmarks/recursive.py``. Prints ratios, not only seconds, so that the
 numbers mean something on any machine:
@@ -19,8 +19,8 @@ import time
 import numpy as np
 from scipy import stats
 
-from ibp_lab.prior import sample_ibp
-from ibp_lab.recursive import RecursiveMarginals, marginals, num_dishes_rate
+from ibp_lab.models.prior import sample_ibp
+from ibp_lab.models.recursive import RecursiveMarginals, marginals, num_dishes_rate
 
 ALPHA, BETA = 15.37, 12.9
 

@@ -1,4 +1,4 @@
-"""Time and memory per observation of streaming R-IBP inference (ibp_lab.streaming).
+"""Time and memory per observation of streaming R-IBP inference (ibp_lab.inference.streaming).
 
 Run: ``python benchmarks/streaming.py`` (under half a minute on one core of the
 book's build machine; ``--n 20000`` for a quick run). One stream of ``n`` observations of
@@ -20,7 +20,7 @@ and fed once to ``RecursiveIBP``. At checkpoints ``n = 300, 1000, 3000, ...`` it
    same mean (kept here only as the reference), for ``K`` established features, and their
    ratio. The exact law costs ``O(K^2)`` per observation against ``O(K)``.
 
-5. the compiled fast path (``ibp_lab.streaming._fast``) at its target: ``D = 55``, ``K = 5``
+5. the compiled fast path (``ibp_lab.inference.streaming._fast``) at its target: ``D = 55``, ``K = 5``
    established features, ``S = 3`` (:func:`fast_path_cost`): time per observation for
    streams of 10^3, 10^4 and 10^5 rows, the flop count of one observation, this machine's
    scalar multiply-add rate and the ratio of the time to the arithmetic at that rate, and
@@ -54,10 +54,10 @@ import numpy as np
 
 from scipy import special
 
-from ibp_lab.recursive import num_dishes_rate
-from ibp_lab.linear_gaussian import simulate
-from ibp_lab.streaming import RecursiveIBP, log_fit, stream_cost
-from ibp_lab.streaming.filtering import _count_log_pmf, _log_filtering_prior
+from ibp_lab.models.recursive import num_dishes_rate
+from ibp_lab.models.linear_gaussian import simulate
+from ibp_lab.inference.streaming import RecursiveIBP, log_fit, stream_cost
+from ibp_lab.inference.streaming.filtering import trusted_count_log_pmf, trusted_log_filtering_prior
 from numba import njit
 
 
@@ -79,9 +79,9 @@ def prior_cost(repeats: int = 200) -> None:
         for exact in (False, True):
             start = time.perf_counter()
             for _ in range(repeats):
-                law = (_count_log_pmf(log_unowned, np.zeros(1)) if exact
+                law = (trusted_count_log_pmf(log_unowned, np.zeros(1)) if exact
                        else _poisson_log_pmf(float(k), k + 4))
-                _log_filtering_prior(usage, log_unowned, dish, 200, law, 0.0, 5.0,
+                trusted_log_filtering_prior(usage, log_unowned, dish, 200, law, 0.0, 5.0,
                                     last_used=k)
             times.append((time.perf_counter() - start) / repeats * 1e6)
         print(f"{k:6d} {times[0]:11.1f} {times[1]:9.1f} {times[1] / times[0]:6.2f}")
@@ -135,7 +135,7 @@ def established_stream(n: int, seed: int = 0, *, k: int = 5, dim: int = 55):
 
 def fast_path_cost() -> None:
     """Time per observation of the fast path at D = 55, K = 5, S = 3; flops; speed-up."""
-    print("\nfast path (ibp_lab.streaming._fast): D = 55, 5 features each on w.p. 1/2, noise 0.5; "
+    print("\nfast path (ibp_lab.inference.streaming._fast): D = 55, 5 features each on w.p. 1/2, noise 0.5; "
           "RecursiveIBP(alpha=1, beta=1, sigma_x=0.5, sigma_a=1, n_steps=3, births='single') with its 5 features "
           "established")
     model, X = established_stream(100_000)
@@ -186,8 +186,8 @@ def buffer_births_cost(X: np.ndarray) -> None:
     """The same rows with births="buffer": the kernel carries the rows, but about 1% of
     them (ADMIT_LEVEL) are admitted even when the features explain them, and every
     ``buffer_size`` admissions run the buffer's collapsed sampler."""
-    from ibp_lab.streaming import births
-    from ibp_lab.streaming._stream import StreamState
+    from ibp_lab.inference.streaming import births
+    from ibp_lab.inference.streaming._stream import StreamState
 
     rng = np.random.default_rng(1)
     k, dim = 5, X.shape[1]
@@ -265,8 +265,8 @@ def from_empty_cost(n: int = 20_000, seed: int = 0, repeats: int = 7) -> None:
     single births on the same rows; CPU time per observation, births included (the median
     and range of ``repeats`` fits: one fit varies by some 10% on a shared machine), and
     the buffer's time per phase in one more fit."""
-    from ibp_lab.streaming import births
-    from ibp_lab.streaming._stream import StreamState
+    from ibp_lab.inference.streaming import births
+    from ibp_lab.inference.streaming._stream import StreamState
 
     X, _ = item_six_stream(n, seed)
     RecursiveIBP(sigma_x=0.5, rng=0).fit(X[:300])  # compile (or load) the kernels first
@@ -330,12 +330,12 @@ def first_buffer_quality(seed: int = 0, polish_sweeps: int = 30) -> None:
     them.
     """
     from ibp_lab.datasets import simulate_four_feature_data
-    from ibp_lab.gibbs import gibbs_sweep
-    from ibp_lab.linear_gaussian import collapsed_loglik
-    from ibp_lab.prior import log_prior
-    from ibp_lab.split_merge import sequential_split_merge
-    from ibp_lab.streaming import births
-    from ibp_lab.streaming.bp_means import bp_means_one_pass
+    from ibp_lab.inference.gibbs import gibbs_sweep
+    from ibp_lab.models.linear_gaussian import collapsed_loglik
+    from ibp_lab.models.prior import log_prior
+    from ibp_lab.inference.split_merge import sequential_split_merge
+    from ibp_lab.inference.streaming import births
+    from ibp_lab.inference.streaming.bp_means import bp_means_one_pass
 
     X, Z_true = item_six_stream(20_000, seed)
     windows = [(f"D=55 rows {start}+", X[start:start + 100], Z_true[start:start + 100])

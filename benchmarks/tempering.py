@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from ibp_lab import datasets
-from ibp_lab.tempering import run_tempered
+from ibp_lab.inference.tempering import run_tempered
 
 HYPER = dict(alpha=1.0, sigma_x=0.25, sigma_a=0.3)
 ROUNDS = 40

@@ -35,9 +35,10 @@ import time
 
 import numpy as np
 
-from ibp_lab import _threads, chains, datasets, noisy_or, slice_sampler, smc, tempering
-from ibp_lab import uncollapsed
-from ibp_lab.streaming import RecursiveIBP
+from ibp_lab import _threads, datasets
+from ibp_lab.inference import chains, noisy_or, slice_sampler, smc, tempering
+from ibp_lab.inference import uncollapsed
+from ibp_lab.inference.streaming import RecursiveIBP
 
 THREE_ROWS = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
 TINY = dict(alpha=1.3, sigma_x=0.6, sigma_a=1.2)

@@ -12,22 +12,22 @@ Run it on an otherwise idle machine: the record keeps realised CPU seconds.
 Data: the book's digits (:func:`ibp_lab.datasets.load_digit_sets`: 300 training digits,
 200 test digits by writers unseen in training, centred by the training mean). Each test
 digit shows its top four pixel rows; the score is ``log p(bottom | top, X_train)`` per
-digit (:mod:`ibp_lab.heldout`), and the RMSE of the predicted bottom half.
+digit (:mod:`ibp_lab.inference.heldout`), and the RMSE of the predicted bottom half.
 
 Every method gets the same hyperparameters, held fixed: ``alpha``, ``beta = 1``,
 ``sigma_x`` and ``sigma_a`` of the plan. Run ``r`` (seeds ``(SEED, tag, r)``):
 
-- ``VI, best of 8``: :class:`ibp_lab.variational.VariationalIBP` (stick-breaking, ``n_features``
+- ``VI, best of 8``: :class:`ibp_lab.inference.variational.VariationalIBP` (stick-breaking, ``n_features``
   columns) from ``starts`` starts, keeping the highest ELBO; its CPU time is the sum over
   the starts, and it is the budget of the Gibbs chain below;
 - ``VI, one start``: the first of those starts alone, with its own CPU time (a single run,
   so that the best of several is never set against one run of another method);
-- ``Gibbs, same CPU``: :func:`ibp_lab.chains.run_chain` (the collapsed sweep) in blocks of
+- ``Gibbs, same CPU``: :func:`ibp_lab.inference.chains.run_chain` (the collapsed sweep) in blocks of
   ``block`` sweeps, continued until its realised CPU reaches the budget; the states at the
   ends of the blocks of the second half are its draws (thinned to at most ``draws``). The
   reduced runs stop after ``blocks`` blocks instead, so that a rerun gives the same numbers
   on any machine;
-- ``R-IBP``: :class:`ibp_lab.streaming.RecursiveIBP`, one pass over the training digits in a
+- ``R-IBP``: :class:`ibp_lab.inference.streaming.RecursiveIBP`, one pass over the training digits in a
   random order, default births; its CPU is what one pass costs (it gets no budget).
 
 Each score is computed twice (``score_a``, ``score_b``): from two independent sets of
@@ -52,11 +52,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from ibp_lab import heldout  # noqa: E402
-from ibp_lab.chains import run_chain  # noqa: E402
+from ibp_lab.inference import heldout  # noqa: E402
+from ibp_lab.inference.chains import run_chain  # noqa: E402
 from ibp_lab.datasets import DIGIT_SHAPE, load_digit_sets  # noqa: E402
-from ibp_lab.streaming import RecursiveIBP  # noqa: E402
-from ibp_lab.variational import VariationalIBP  # noqa: E402
+from ibp_lab.inference.streaming import RecursiveIBP  # noqa: E402
+from ibp_lab.inference.variational import VariationalIBP  # noqa: E402
 from _record import quick_then_full  # noqa: E402
 
 SEED = 1012

@@ -7,7 +7,7 @@ Usage::
 
 Plain Gibbs chains on the 300 training digits settle in different regions (the chains
 chapter) and the log joint of a state ranks points, not regions. This script weighs the
-regions by their evidence ``p(X, region)`` (:meth:`ibp_lab.smc.SMCResult.region_log_evidence`),
+regions by their evidence ``p(X, region)`` (:meth:`ibp_lab.inference.smc.SMCResult.region_log_evidence`),
 at the chapter's fixed hyperparameters (alpha = 1, sigma_X = 0.25, sigma_A = 0.3):
 
 - ``chains``: four plain Gibbs chains from the chains chapter's four starts (the starts of
@@ -38,11 +38,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from ibp_lab import datasets, smc  # noqa: E402
-from ibp_lab.summaries import co_ownership  # noqa: E402
-from ibp_lab.chains import run_chains  # noqa: E402
-from ibp_lab.linear_gaussian import collapsed_loglik  # noqa: E402
-from ibp_lab.prior import log_prior  # noqa: E402
+from ibp_lab import datasets  # noqa: E402
+from ibp_lab.inference import smc
+from ibp_lab.evaluation.summaries import co_ownership  # noqa: E402
+from ibp_lab.inference.chains import run_chains  # noqa: E402
+from ibp_lab.models.linear_gaussian import collapsed_loglik  # noqa: E402
+from ibp_lab.models.prior import log_prior  # noqa: E402
 from _record import cached_row, write_record  # noqa: E402
 from tempering_digits import _starts  # noqa: E402
 

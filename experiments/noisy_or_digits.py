@@ -7,15 +7,15 @@ Usage::
     .venv/bin/python experiments/noisy_or_digits.py --quick   # the reduced runs only (seconds)
 
 Data: the 300 training digits, a pixel on where its ink exceeds one half (binary, as the
-noisy-OR requires). Model (:mod:`ibp_lab.noisy_or`): ``Z ~ IBP(alpha = 1)``, links
+noisy-OR requires). Model (:mod:`ibp_lab.inference.noisy_or`): ``Z ~ IBP(alpha = 1)``, links
 ``w_kd ~ Bernoulli(0.2)``, strength 0.9, leak 0.03, all fixed (the chapter says why they
-are not learned). Two chains of :func:`ibp_lab.noisy_or.noisy_or_sweep` from one active
+are not learned). Two chains of :func:`ibp_lab.inference.noisy_or.noisy_or_sweep` from one active
 cause per image, seeded ``(SEED, tag, chain)``.
 
 Per chain: K+ and ``log p(X | Z, W)`` after every sweep, the CPU seconds, the final causes'
 popularities and links (the chapter draws the links as images), and the posterior
 predictive check: from every ``draw_every``-th state of the second half, a replicated data
-set drawn by :func:`ibp_lab.noisy_or.simulate`; of each, the share of images with each
+set drawn by :func:`ibp_lab.inference.noisy_or.simulate`; of each, the share of images with each
 number of pixels on and each pixel's share of images in which it is on.
 
 Writes ``ibp_lab/data/experiments/noisy_or_digits.json`` (``--out`` elsewhere), with the
@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from ibp_lab import datasets, noisy_or  # noqa: E402
+from ibp_lab import datasets  # noqa: E402
+from ibp_lab.inference import noisy_or
 from _record import quick_then_full  # noqa: E402
 
 SEED = 2032

@@ -9,17 +9,17 @@ Usage::
 The same posterior (the 300 training digits, alpha = 1, sigma_X = 0.25, sigma_A = 0.3, all
 fixed), four samplers:
 
-- ``accelerated``: the book's compiled collapsed sweep (:func:`ibp_lab.chains.run_chain`),
+- ``accelerated``: the book's compiled collapsed sweep (:func:`ibp_lab.inference.chains.run_chain`),
   which keeps the posterior of ``A`` given the other rows as a running information form
   and touches each row at ``O(K^2 + K D)`` (Doshi-Velez & Ghahramani 2009);
 - ``collapsed``: the same sweep from scratch, each row's posterior of ``A`` recomputed
-  (:func:`ibp_lab.gibbs.gibbs_sweep_numpy`, ``O(K^3 + N K D)`` per row). It draws the same
-  chain as ``accelerated`` from the same seed (a doctest and ``tests/test_gibbs.py`` check
+  (:func:`ibp_lab.inference.gibbs.gibbs_sweep_numpy`, ``O(K^3 + N K D)`` per row). It draws the same
+  chain as ``accelerated`` from the same seed (a doctest and ``tests/inference/test_gibbs.py`` check
   it), so its effective samples per sweep are those of ``accelerated``; only its CPU
   seconds per sweep are measured, on ``numpy_sweeps`` sweeps;
 - ``uncollapsed``: Gibbs with ``A`` kept and births by Metropolis-Hastings
-  (:func:`ibp_lab.uncollapsed.run_uncollapsed`);
-- ``slice``: the stick-breaking slice sampler (:func:`ibp_lab.slice_sampler.run_slice`).
+  (:func:`ibp_lab.inference.uncollapsed.run_uncollapsed`);
+- ``slice``: the stick-breaking slice sampler (:func:`ibp_lab.inference.slice_sampler.run_slice`).
 
 Every sampler starts its ``c``-th chain from the same state: a collapsed chain of
 ``warm_sweeps`` sweeps from the default start, seeded by ``c`` (so the comparison is of
@@ -46,8 +46,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from ibp_lab import datasets, gibbs, slice_sampler, uncollapsed  # noqa: E402
-from ibp_lab.chains import run_chain  # noqa: E402
+from ibp_lab import datasets  # noqa: E402
+from ibp_lab.inference import gibbs, slice_sampler, uncollapsed
+from ibp_lab.inference.chains import run_chain  # noqa: E402
 from _record import quick_then_full  # noqa: E402
 
 SEED = 2031

@@ -22,14 +22,14 @@ streamed or fitted; the last ``test`` rows are held out.
 
 Methods, every one given the true alpha, beta = 1, sigma_x and sigma_a (as in the paper):
 
-- ``R-IBP``: :class:`ibp_lab.streaming.RecursiveIBP`, one pass, default births;
-- ``SVI finite`` / ``SVI infinite``: :func:`ibp_lab.streaming_variational.stream_variational`,
+- ``R-IBP``: :class:`ibp_lab.inference.streaming.RecursiveIBP`, one pass, default births;
+- ``SVI finite`` / ``SVI infinite``: :func:`ibp_lab.inference.streaming_variational.stream_variational`,
   one pass in batches of ``svi_batch`` rows (finite with ``truncation`` columns; infinite
   opening columns up to ``truncation``);
-- ``VI finite`` / ``VI infinite``: :class:`ibp_lab.variational.VariationalIBP`
+- ``VI finite`` / ``VI infinite``: :class:`ibp_lab.inference.variational.VariationalIBP`
   (finite beta-Bernoulli and truncated stick-breaking, ``truncation`` columns), one start
   per run (not the best of several), to convergence;
-- ``Gibbs``: :func:`ibp_lab.chains.run_chain`, the collapsed sweep, ``sweeps`` sweeps with
+- ``Gibbs``: :func:`ibp_lab.inference.chains.run_chain`, the collapsed sweep, ``sweeps`` sweeps with
   the hyperparameters fixed at the truth, the second half thinned to ``draws`` draws.
 
 PyMC is left out: one NUTS fit of the truncated model costs minutes, times three alphas
@@ -37,7 +37,7 @@ and ten data sets. The chapter says so.
 
 Score (the same for every method): the log predictive density of each test row's second
 half of coordinates given its first half, ``log p(x_hid | x_obs, X_train)``, averaged over
-the test rows (:mod:`ibp_lab.heldout`). The paper scores whole rows with 100 draws of the
+the test rows (:mod:`ibp_lab.inference.heldout`). The paper scores whole rows with 100 draws of the
 test rows' features and the feature images from the posterior; conditioning on half a
 row is a different quantity that every method can be scored on in the same way.
 
@@ -75,12 +75,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from ibp_lab import heldout  # noqa: E402
-from ibp_lab.chains import run_chain  # noqa: E402
-from ibp_lab.prior import sample_ibp  # noqa: E402
-from ibp_lab.streaming import RecursiveIBP  # noqa: E402
-from ibp_lab.streaming_variational import stream_variational  # noqa: E402
-from ibp_lab.variational import VariationalIBP  # noqa: E402
+from ibp_lab.inference import heldout  # noqa: E402
+from ibp_lab.inference.chains import run_chain  # noqa: E402
+from ibp_lab.models.prior import sample_ibp  # noqa: E402
+from ibp_lab.inference.streaming import RecursiveIBP  # noqa: E402
+from ibp_lab.inference.streaming_variational import stream_variational  # noqa: E402
+from ibp_lab.inference.variational import VariationalIBP  # noqa: E402
 from _record import cached_row, write_record  # noqa: E402
 
 SEED = 2022

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from ibp_lab.streaming import RecursiveIBP  # noqa: E402
+from ibp_lab.inference.streaming import RecursiveIBP  # noqa: E402
 from _record import quick_then_full  # noqa: E402
 from paper_fig5 import METHODS, _timed, score_methods  # noqa: E402
 

@@ -48,9 +48,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ibp_lab import datasets, smc  # noqa: E402
-from ibp_lab.linear_gaussian import collapsed_loglik  # noqa: E402
-from ibp_lab.prior import log_prior  # noqa: E402
+from ibp_lab import datasets  # noqa: E402
+from ibp_lab.inference import smc
+from ibp_lab.models.linear_gaussian import collapsed_loglik  # noqa: E402
+from ibp_lab.models.prior import log_prior  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "experiments"))
 from _record import cached_row, write_record  # noqa: E402

@@ -36,8 +36,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ibp_lab import datasets, tempering  # noqa: E402
-from ibp_lab.chains import run_chains  # noqa: E402
+from ibp_lab import datasets  # noqa: E402
+from ibp_lab.inference import tempering
+from ibp_lab.inference.chains import run_chains  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "experiments"))
 from _record import quick_then_full  # noqa: E402

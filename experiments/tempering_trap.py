@@ -38,10 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from ibp_lab import datasets, tempering  # noqa: E402
-from ibp_lab.chains import run_chains  # noqa: E402
-from ibp_lab.linear_gaussian import collapsed_loglik  # noqa: E402
-from ibp_lab.prior import log_prior  # noqa: E402
+from ibp_lab import datasets  # noqa: E402
+from ibp_lab.inference import tempering
+from ibp_lab.inference.chains import run_chains  # noqa: E402
+from ibp_lab.models.linear_gaussian import collapsed_loglik  # noqa: E402
+from ibp_lab.models.prior import log_prior  # noqa: E402
 from _record import quick_then_full  # noqa: E402
 
 SEED = 2031

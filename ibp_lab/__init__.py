@@ -1,31 +1,27 @@
 """ibp_lab: the algorithms behind the ibp-lab book on the Indian buffet process.
 
-One module per idea (see the book's API reference):
+One module per idea, in four wings stacked as floors: a module imports only the private
+core, :mod:`ibp_lab.datasets` and modules of its own wing or of the wings below it
+(``tests/test_layout.py`` checks it).
 
-- :mod:`ibp_lab.prior`: the IBP prior (buffet, stick-breaking, finite beta-Bernoulli; one-,
-  two- and three-parameter).
-- :mod:`ibp_lab.beta_process`: the (stable) beta process: atoms above a threshold,
-  Bernoulli-process rows.
-- :mod:`ibp_lab.finite`: class probabilities of the finite model and of buffet histories.
-- :mod:`ibp_lab.recursive`: the Recursive IBP marginals.
-- :mod:`ibp_lab.datasets`: the bundled optdigits files and synthetic images.
-- :mod:`ibp_lab.linear_gaussian`, :mod:`ibp_lab.gibbs`, :mod:`ibp_lab.exact`: the
-  linear-Gaussian model, its collapsed Gibbs sampler and exact enumeration.
-- :mod:`ibp_lab.scan_order`: the exact stationary laws of the fixed and random scan orders.
-- :mod:`ibp_lab.tempering`: replica exchange over likelihood temperatures (parallel
-  tempering) for the collapsed Gibbs sampler.
-- :mod:`ibp_lab.smc`: sequential Monte Carlo and annealed importance sampling from the
-  prior to the posterior, and the log evidence they estimate.
-- :mod:`ibp_lab.chains`, :mod:`ibp_lab.split_merge`, :mod:`ibp_lab.summaries`: chains,
-  moves on columns and label-free summaries.
-- :mod:`ibp_lab.variational`: mean-field variational inference (Doshi-Velez et al. 2009)
-  and the finite model's exact evidence.
-- :mod:`ibp_lab.gibbs_estimator`: the collapsed Gibbs sampler as a scikit-learn estimator.
-- :mod:`ibp_lab.streaming`, :mod:`ibp_lab.pymc_models`, :mod:`ibp_lab.heldout`: streaming
-  inference, the PyMC model and held-out prediction.
-- :mod:`ibp_lab.plotting`, :mod:`ibp_lab.widgets`: pictures and explorers.
-- :mod:`ibp_lab.lab`: one source for the web book and JupyterLab (quoted numbers, skipped
-  solutions).
+- The private core at the root: :mod:`ibp_lab._checks` (argument checks),
+  :mod:`ibp_lab._hyper` (the hyperparameters' one door), :mod:`ibp_lab._kernel` (the
+  linear-Gaussian algebra), :mod:`ibp_lab._estimator` (what the scikit-learn estimators
+  share) and :mod:`ibp_lab._threads`.
+- :mod:`ibp_lab.datasets`: the bundled optdigits files, synthetic images and the
+  precomputed experiments.
+- :mod:`ibp_lab.models`: the priors and likelihoods (prior, beta process, finite model,
+  Recursive IBP marginals, linear-Gaussian model).
+- :mod:`ibp_lab.inference`: exact enumeration, collapsed Gibbs, split-merge, chains,
+  tempering, SMC, samplers that keep the features, the noisy-OR, PyMC, variational and
+  streaming inference, the hyperparameters' posterior, held-out prediction and the
+  scikit-learn estimator.
+- :mod:`ibp_lab.evaluation`: summaries, predictive checks, comparisons of methods, class
+  structure, recovery of known features.
+- :mod:`ibp_lab.teaching`: the book's figures, explorers, exercises, tables and the
+  chapters' one-source helpers.
+
+Each wing's docstring lists its modules; the book's API page lists the same.
 
 Importing the package has no side effects: submodules are imported on use.
 
@@ -38,7 +34,7 @@ Randomness
     Everything random takes ``rng: numpy.random.Generator``, always called ``rng`` and
     always the **last positional parameter**: everything after it is keyword-only. The
     same generator state gives the same result. (The scikit-learn estimators, such as
-    :class:`ibp_lab.streaming.RecursiveIBP`, store ``rng=None`` as a keyword parameter,
+    :class:`ibp_lab.inference.streaming.RecursiveIBP`, store ``rng=None`` as a keyword parameter,
     as scikit-learn's estimators do.) No ``seed`` or ``random_state`` arguments.
 
 Hyperparameters
@@ -54,7 +50,7 @@ Hyperparameters
     ``gibbs.gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng, *, beta)``,
     ``exact.k_plus_posterior(X, alpha, sigma_x, sigma_a, *, beta, k_max)``, the split-merge
     moves and the estimators' constructors. ``beta`` is keyword-only everywhere except in
-    :mod:`ibp_lab.recursive` (and ``RecursiveIBP``), whose contracts have it positional.
+    :mod:`ibp_lab.models.recursive` (and ``RecursiveIBP``), whose contracts have it positional.
 
 One set of hyperparameters
     The linear-Gaussian samplers, moves, enumeration and scorers validate

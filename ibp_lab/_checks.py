@@ -10,6 +10,7 @@ callers.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -43,6 +44,7 @@ __all__ = [
     "as_array",
     "check_real_array",
     "check_size",
+    "check_positive_pair",
     "NotFittedError",
 ]
 
@@ -360,3 +362,11 @@ def check_data_matrix(name: str, X, *, min_rows: int = 1) -> np.ndarray:
     if n_bad:
         raise ValueError(f"{name} must be finite: found {n_bad} NaN or infinite value(s)")
     return arr
+
+
+def check_positive_pair(name: str, pair) -> tuple[float, float]:
+    """A pair of positive numbers (a prior's two parameters)."""
+    if isinstance(pair, (str, bytes)) or not isinstance(pair, (Sequence, np.ndarray)) \
+            or len(pair) != 2:
+        raise ValueError(f"{name} must be a pair of positive numbers, got {pair!r}")
+    return (check_positive(f"{name}[0]", pair[0]), check_positive(f"{name}[1]", pair[1]))

@@ -1,7 +1,7 @@
 """What the scikit-learn estimators share: their default seed, generator and data door.
 
-:class:`~ibp_lab.streaming.RecursiveIBP`, :class:`~ibp_lab.variational.VariationalIBP` and
-:class:`~ibp_lab.gibbs_estimator.GibbsIBP` follow scikit-learn's estimator contract and pass its ``check_estimator``. That suite
+:class:`~ibp_lab.inference.streaming.RecursiveIBP`, :class:`~ibp_lab.inference.variational.VariationalIBP` and
+:class:`~ibp_lab.inference.gibbs_estimator.GibbsIBP` follow scikit-learn's estimator contract and pass its ``check_estimator``. That suite
 asks for particular kinds of error and particular words in their messages (a sparse
 matrix refused by saying so, complex data refused with ``ValueError``, a 1-D array refused
 with "Reshape your data", a width that differs from the fitted one named as "X has d

@@ -5,7 +5,7 @@ enumeration and the held-out scorer all work with the same four numbers
 ``alpha``, ``sigma_x``, ``sigma_a`` and ``beta`` against the same data ``X``.
 They accept and refuse exactly the same values because they all call
 :func:`check_hyperparameters`, and the Metropolis updates of the scales in
-:func:`ibp_lab.chains.run_chain` use the same rule (:func:`scales_allowed`), so
+:func:`ibp_lab.inference.chains.run_chain` use the same rule (:func:`scales_allowed`), so
 a chain never wanders where a fresh call would be refused.
 
 The limits, and why:
@@ -36,6 +36,9 @@ from ibp_lab._checks import MAX_PARAMETER, MIN_PARAMETER, check_binary_matrix, c
 
 __all__ = [
     "MIN_DISCOUNT",
+    "MAX_DISCOUNT",
+    "check_discount_in_support",
+    "log_stable_class_law",
     "check_beta_discount",
     "check_discount",
     "MIN_SCALE",
@@ -218,6 +221,8 @@ def stable_harmonic(n_rows: int, beta: float, discount: float) -> float:
 #: Smallest positive discount accepted: below it ``(Gamma ratio - beta) / d`` in
 #: :func:`ibp_lab._hyper.stable_harmonic` cancels to noise for very many rows.
 MIN_DISCOUNT = 1e-8
+#: Largest discount the slice steps propose: 1 - d must keep its digits in Gamma(1 - d).
+MAX_DISCOUNT = 1.0 - 1e-9
 
 
 def check_beta_discount(beta, discount) -> tuple[float, float]:
@@ -225,7 +230,7 @@ def check_beta_discount(beta, discount) -> tuple[float, float]:
 
     With ``discount = 0`` the check of ``beta`` is the two-parameter one
     (``beta must be > 0``), message included. Shared with
-    :mod:`ibp_lab.beta_process`.
+    :mod:`ibp_lab.models.beta_process`.
 
     Examples
     --------
@@ -283,6 +288,32 @@ def check_discount(n_rows: int, alpha: float, beta: float, discount) -> float:
             f"{n_rows} rows (alpha = {alpha:g}), more than the samplers' limit of "
             f"{MAX_EXPECTED_FEATURES}; use a smaller discount or alpha")
     return discount
+
+
+def check_discount_in_support(discount) -> float:
+    discount = check_positive("discount", discount, allow_zero=True, upper=None)
+    if not MIN_DISCOUNT <= discount <= MAX_DISCOUNT:
+        raise ValueError(f"discount must be in [{MIN_DISCOUNT:g}, 1 - 1e-9] (the support of "
+                         f"its prior), got {discount!r}")
+    return discount
+
+
+def log_stable_class_law(m: np.ndarray, n_rows: int, k_plus: int, log_duplicates: float,
+                         alpha: float, beta: float, discount: float, weights=None) -> float:
+    """The three-parameter class probability (see :func:`ibp_lab.models.prior.log_prior`), from its statistics.
+
+    ``m`` holds the features' numbers of owners, or (with ``weights``) distinct numbers
+    of owners, ``weights[j]`` features having ``m[j]`` owners: the sum over features is
+    then a sum over distinct counts (:mod:`ibp_lab.inference.hyperposterior` evaluates it many times
+    for thousands of features). With ``discount = 0`` it equals the two-parameter
+    formula (``Gamma(1 + beta) / Gamma(beta) = beta``).
+    """
+    log_levy = gammaln(1.0 + beta) - gammaln(1.0 - discount) - gammaln(beta + discount)
+    per_feature = (log_levy + gammaln(m - discount) + gammaln(n_rows - m + beta + discount)
+                   - gammaln(n_rows + beta))
+    total = np.sum(per_feature) if weights is None else float(weights @ per_feature)
+    return float(k_plus * np.log(alpha) - log_duplicates
+                 - alpha * stable_harmonic(n_rows, beta, discount) + total)
 
 
 def alpha_upper(n_rows: int, beta: float) -> float:

@@ -1,10 +1,10 @@
 """The linear-Gaussian IBP algebra, in one place, for every sampler that needs it.
 
-Private: no argument checks (the public doors of :mod:`ibp_lab.gibbs`,
-:mod:`ibp_lab.split_merge`, :mod:`ibp_lab.heldout` and :mod:`ibp_lab.chains`
+Private: no argument checks (the public doors of :mod:`ibp_lab.inference.gibbs`,
+:mod:`ibp_lab.inference.split_merge`, :mod:`ibp_lab.inference.heldout` and :mod:`ibp_lab.inference.chains`
 validate first). Hot steps are compiled with numba (``cache=True``); each
 compiled function keeps its plain-Python body as ``.py_func``, which the tests
-and the readable sweep :func:`ibp_lab.gibbs.gibbs_sweep_numpy` call.
+and the readable sweep :func:`ibp_lab.inference.gibbs.gibbs_sweep_numpy` call.
 
 Notation: ``Zb`` is an ``(N, cap)`` ``int8`` column buffer of which the first
 ``K`` columns are used; ``r = (sigma_x / sigma_a)^2``, ``sx2 = sigma_x^2``,
@@ -22,7 +22,7 @@ The Gibbs row update (:func:`update_row`) is the composition::
 
 Tempering: every step that weighs the likelihood (the flips and the new dishes) takes a
 last argument ``inverse_temperature`` (default 1.0): the likelihood terms are multiplied
-by it, so the step targets ``p(X | Z)^b P([Z])`` (:mod:`ibp_lab.tempering`). At 1.0 the
+by it, so the step targets ``p(X | Z)^b P([Z])`` (:mod:`ibp_lab.inference.tempering`). At 1.0 the
 arithmetic is the untempered one operation for operation (a product with 1.0 is exact),
 so the default chain is bit-for-bit the one without the argument.
 
@@ -81,6 +81,7 @@ import math
 
 import numpy as np
 from numba import njit
+from scipy.linalg import cho_solve, solve_triangular
 
 from ibp_lab import _hyper
 from ibp_lab._hyper import MAX_FEATURES
@@ -720,14 +721,14 @@ def class_log_prior(Z, log_alpha_beta, prior_rate, beta, discount=0.0):
     """``log P([Z])`` of the two-parameter IBP, for ``Z`` without empty columns.
 
     ``K+ log(alpha beta) - prior_rate - sum_h log K_h! + sum_k log B(m_k, N - m_k +
-    beta)`` (:func:`ibp_lab.prior.log_prior`), with ``log_alpha_beta = log alpha +
+    beta)`` (:func:`ibp_lab.models.prior.log_prior`), with ``log_alpha_beta = log alpha +
     log beta`` and ``prior_rate = alpha sum_i beta / (beta + i - 1)``. Beta
     functions through ``lgamma``: no factorials overflow.
 
     With a discount ``d > 0`` (the three-parameter IBP) the caller passes the
     three-parameter constants, ``log_alpha_beta = log alpha + log Gamma(1 + beta) -
     log Gamma(1 - d) - log Gamma(beta + d)`` and ``prior_rate = alpha H_N(beta, d)``
-    (:class:`ibp_lab.split_merge._target.LogJoint`), and each feature's Beta function
+    (:class:`ibp_lab.inference.split_merge._target.LogJoint`), and each feature's Beta function
     becomes ``Gamma(m_k - d) Gamma(N - m_k + beta + d) / Gamma(N + beta)``; with
     ``d = 0`` no bit changes.
     """
@@ -792,3 +793,146 @@ def log_joint(X, Z, sum_sq, sigma_x, sigma_a, log_alpha_beta, prior_rate, beta, 
     ztz, ztx = sufficient_stats(X, Z)
     log_lik = loglik_from_stats(ztz, ztx, sum_sq, N, D, sigma_x, sigma_a)
     return log_lik, class_log_prior(Z, log_alpha_beta, prior_rate, beta, discount)
+
+
+# --------------------------------------------------------------------------------------
+# whole sweeps: the compiled loop over rows of update_row, and its Python entry
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def run_sweeps(X, Zb, K, rate, log_odds_prior, sigma_x, sigma_a, n_sweeps, rng, random_scan,
+               k_trace, type_trace, inverse_temperature=1.0):
+    """Run ``n_sweeps`` sweeps on the column buffer ``Zb`` (first ``K`` columns used).
+
+    The prior enters through two numbers computed once by :func:`sweeps`: ``rate``,
+    the Poisson rate of a row's singletons, and ``log_odds_prior[m]``, the prior
+    log-odds of owning a feature that ``m`` other rows own.
+
+    Each sweep refreshes ``M^-1`` from scratch (so rounding cannot accumulate)
+    and then updates the rows in order with :func:`update_row`.
+    ``nogil``: the replicas of :mod:`ibp_lab.inference.tempering` may run it in threads
+    (each with its own generator and buffers).
+    """
+    N, D = X.shape
+    sx2 = sigma_x * sigma_x
+    sa2 = sigma_a * sigma_a
+    r = sx2 / sa2
+    buf = np.empty(64)
+    cap = Zb.shape[1]
+    Minv = np.zeros((cap, cap))
+    Abar = np.zeros((cap, D))
+    m = np.zeros(cap)
+    zf = np.zeros(cap)
+    w = np.zeros(cap)
+    Pz = np.zeros(cap)
+    order = np.zeros(cap, np.int64)
+    resid = np.zeros(D)
+    y = np.zeros(D)
+    record_types = type_trace.shape[0] > 0
+    for t in range(n_sweeps):
+        refresh(X, Zb, K, r, Minv, Abar, m)
+        for i in range(N):
+            Zb, K, Minv, Abar, m, zf, w, Pz, order, buf = update_row(
+                i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
+                sx2, sa2, r, log_odds_prior, rate, random_scan, buf, inverse_temperature,
+            )
+        k_trace[t] = K
+        if record_types:
+            record_class(Zb, K, N, type_trace[t])
+    return Zb, K
+
+
+@njit(cache=True)
+def record_class(Zb, K, N, counts):
+    """Add the state's class (columns counted by type, left-ordered) to ``counts``."""
+    for a in range(K):
+        value = 0
+        for i in range(N):
+            value = 2 * value + Zb[i, a]
+        counts[(1 << N) - 1 - value] += 1
+
+
+def to_buffer(Z: np.ndarray) -> tuple[np.ndarray, int]:
+    """Copy ``Z`` (empty columns dropped) into a buffer with spare columns."""
+    Z = Z[:, Z.any(axis=0)]
+    K = Z.shape[1]
+    Zb = np.zeros((Z.shape[0], max(2 * K, 8)), np.int8)
+    Zb[:, :K] = Z
+    return Zb, K
+
+
+def sweeps(X, Z, alpha, sigma_x, sigma_a, beta, n_sweeps, rng, *, random_scan=True,
+           record_types=False, inverse_temperature=1.0, discount=0.0):
+    """Run validated inputs through the compiled kernel; return (Z, k_trace, type_trace).
+
+    Row ``i`` is the buffet's last customer: its singletons are Poisson with the
+    (three-parameter) rate of customer ``N`` and an old dish owned by ``m`` others has
+    prior log-odds ``log(m - d) - log(N - 1 - m + beta + d)``. With ``discount = 0``
+    both are bit for bit the two-parameter numbers, so the chains do not change.
+    """
+    n_rows = X.shape[0]
+    rate = float(_hyper.stable_new_dish_rate(float(alpha), float(beta), float(discount), n_rows - 1.0))
+    log_odds_prior = prior_log_odds_table(n_rows, float(beta), float(discount))
+    Zb, K = to_buffer(Z)
+    k_trace = np.zeros(n_sweeps, np.int64)
+    n_types = 2 ** X.shape[0] - 1 if record_types else 1
+    type_trace = np.zeros((n_sweeps if record_types else 0, n_types), np.int32)
+    # C-contiguous float64 always: another memory layout would trigger a fresh compilation
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    Zb, K = run_sweeps(X, Zb, K, rate, log_odds_prior, float(sigma_x), float(sigma_a),
+                       n_sweeps, rng, random_scan, k_trace, type_trace,
+                       float(inverse_temperature))
+    return np.ascontiguousarray(Zb[:, :K]), k_trace, type_trace
+
+
+# --------------------------------------------------------------------------------------
+# the feature posterior in NumPy: its Cholesky factor, a draw of the features, the
+# collapsed likelihood with its error message (the samplers' trusted inner steps)
+# --------------------------------------------------------------------------------------
+
+
+def singular_m_error(sigma_x: float, sigma_a: float) -> ValueError:
+    return ValueError(
+        f"M = Z^T Z + (sigma_x / sigma_a)^2 I is numerically singular: sigma_x / sigma_a = "
+        f"{sigma_x / sigma_a:.3g} is too small for a Z with identical or linearly dependent "
+        "columns; use a larger sigma_x (or a smaller sigma_a)"
+    )
+
+
+def cholesky_of_m(Z: np.ndarray, sigma_x: float, sigma_a: float) -> np.ndarray:
+    """Lower Cholesky factor of ``M = Z^T Z + (sigma_x / sigma_a)^2 I``."""
+    Zf = Z.astype(np.float64)
+    M = Zf.T @ Zf
+    M[np.diag_indices_from(M)] += (sigma_x / sigma_a) ** 2
+    try:
+        return np.linalg.cholesky(M)
+    except np.linalg.LinAlgError:
+        raise singular_m_error(sigma_x, sigma_a) from None
+
+
+def checked_loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a) -> float:
+    """``log p(X | Z)`` (:func:`ibp_lab.models.linear_gaussian.collapsed_loglik`) from ``Z^T Z``, ``Z^T X`` and ``||X||^2``.
+
+    Samplers that try several ``sigma`` for the same ``Z`` compute the
+    statistics once; each call then costs one ``K x K`` Cholesky factorisation.
+    The formula lives in one place, :func:`loglik_from_stats` (compiled, shared with
+    the split-merge target); this adds the error message.
+    """
+    value = loglik_from_stats(
+        np.ascontiguousarray(ztz, dtype=np.float64), np.ascontiguousarray(ztx, dtype=np.float64),
+        float(sum_sq), int(n_rows), int(n_dims), float(sigma_x), float(sigma_a))
+    if np.isnan(value):
+        raise singular_m_error(sigma_x, sigma_a)
+    return float(value)
+
+
+def draw_posterior_features(X, Z, sigma_x, sigma_a, rng) -> np.ndarray:
+    """``ibp_lab.models.linear_gaussian.sample_features`` without the checks (the samplers' inner step)."""
+    k = Z.shape[1]
+    if k == 0:
+        return np.zeros((0, X.shape[1]))
+    L = cholesky_of_m(Z, sigma_x, sigma_a)
+    mean = cho_solve((L, True), Z.T.astype(np.float64) @ X)
+    noise = rng.standard_normal((k, X.shape[1]))
+    return mean + sigma_x * solve_triangular(L, noise, lower=True, trans="T")

@@ -27,8 +27,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def _clear_stale_numba_cache() -> None:
-    """ibp_lab/_numba_cache.py: numba's cache misses edits to a compiled callee in another file."""
-    from ibp_lab._numba_cache import clear_if_stale
+    """ibp_lab/teaching/_numba_cache.py: numba's cache misses edits to a compiled callee in another file."""
+    from ibp_lab.teaching._numba_cache import clear_if_stale
 
     clear_if_stale()
 

@@ -1,7 +1,7 @@
 """One shared check: "this kernel leaves the exact posterior invariant on tiny data".
 
 Every sampler and every move of the package is a Markov kernel on the binary
-matrix ``Z``. On data with at most four rows, :func:`ibp_lab.exact.class_posterior`
+matrix ``Z``. On data with at most four rows, :func:`ibp_lab.inference.exact.class_posterior`
 gives the exact posterior of every left-ordered class; a kernel that leaves it
 invariant, run long enough, visits each class with that probability.
 :func:`assert_leaves_posterior_invariant` runs any kernel ``Z -> Z``, tallies the
@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ibp_lab import exact
+from ibp_lab.inference import exact
 from tests.stats_checks import TEST_LEVEL, chain_ess, chain_frequency_pvalues
 
 #: Most rows for which the check enumerates the posterior (2^N - 1 column types).
@@ -118,9 +118,9 @@ def assert_leaves_posterior_invariant(step: Callable, X, alpha: float, sigma_x: 
         Name of the kernel in the failure message.
     discount : float
         The three-parameter IBP's discount of the posterior (default 0).
-    posterior : ibp_lab.exact.ClassPosterior, optional
+    posterior : ibp_lab.inference.exact.ClassPosterior, optional
         The exact class posterior of another model (the noisy-OR's,
-        :func:`ibp_lab.noisy_or.class_posterior`); then ``sigma_x``, ``sigma_a``, ``beta``,
+        :func:`ibp_lab.inference.noisy_or.class_posterior`); then ``sigma_x``, ``sigma_a``, ``beta``,
         ``discount`` and ``k_max`` are not used.
 
     Returns

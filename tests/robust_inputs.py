@@ -356,13 +356,13 @@ def fresh_rng():
 
 @functools.cache
 def chain():
-    from ibp_lab.chains import run_chain
+    from ibp_lab.inference.chains import run_chain
     return run_chain(data(), 12, fresh_rng(), sigma_x=1.0, sigma_a=1.0, burn=3)
 
 
 @functools.cache
 def chains():
-    from ibp_lab.chains import run_chain
+    from ibp_lab.inference.chains import run_chain
     return [chain(), run_chain(data(), 12, np.random.default_rng(5), sigma_x=1.0, sigma_a=1.0, burn=3)]
 
 
@@ -422,7 +422,7 @@ P, C, G = "positive", "count", "rng"
 
 
 def specs_prior():
-    from ibp_lab import prior as m
+    from ibp_lab.models import prior as m
 
     def sticks(out):
         Z, pi = out
@@ -473,7 +473,7 @@ def specs_prior():
 
 
 def _rm_steps(alpha, beta, k_max, tail):
-    from ibp_lab.recursive import RecursiveMarginals
+    from ibp_lab.models.recursive import RecursiveMarginals
     model = RecursiveMarginals(alpha, beta, k_max, tail=tail)
     return [model.step() for _ in range(5)]  # rows grow when k_max is None
 
@@ -483,14 +483,14 @@ def _rows_in_unit_interval(rows):
 
 
 def _rm_update(probabilities, rate):
-    from ibp_lab.recursive import RecursiveMarginals
+    from ibp_lab.models.recursive import RecursiveMarginals
     model = RecursiveMarginals(2.0, 1.0, 6)
     model.update(probabilities, rate=rate)
     return model.prior_next()
 
 
 def _rm_prior_next():
-    from ibp_lab.recursive import RecursiveMarginals
+    from ibp_lab.models.recursive import RecursiveMarginals
     model = RecursiveMarginals(2.0, 1.0, 6)
     model.step()
     return model.prior_next(), model.state_nbytes
@@ -499,12 +499,12 @@ def _rm_prior_next():
 def _iter_rows(alpha, beta, k_max, tail):
     from itertools import islice
 
-    from ibp_lab.recursive import iter_marginals
+    from ibp_lab.models.recursive import iter_marginals
     return list(islice(iter_marginals(alpha, beta, k_max, tail=tail), 5))
 
 
 def specs_recursive():
-    from ibp_lab import recursive as m
+    from ibp_lab.models import recursive as m
 
     exact = m.marginals(2.0, 1.0, 4, 6)
     unit = in_unit_interval
@@ -645,7 +645,9 @@ def _stats_check(out):
 
 
 def specs_models():
-    from ibp_lab import chains, exact, gibbs, linear_gaussian as lg, reports, split_merge as sm
+    from ibp_lab.inference import chains, exact, gibbs, split_merge as sm
+    from ibp_lab.models import linear_gaussian as lg
+    from ibp_lab.teaching import reports
 
     X, Z = data(), z_matrix()
     Xs = X[:3, :2]
@@ -676,6 +678,10 @@ def specs_models():
         Spec("linear_gaussian.simulate", lg.simulate,
              dict(n=5, rng=fresh_rng(), alpha=2.0, sigma_x=0.5, sigma_a=1.0, d=3, beta=1.0),
              dict(n=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, d=C, beta=P), lambda out: is_binary(out[1])),
+        Spec("linear_gaussian.simulate_factor_analysis", lg.simulate_factor_analysis,
+             dict(n=5, rng=fresh_rng(), alpha=2.0, sigma_x=0.1, sigma_a=1.0, sigma_w=1.0, d=3, beta=1.0),
+             dict(n=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, sigma_w=P, d=C, beta=P), lambda out: is_binary(out[1]),
+             extremes=[("alpha 1e6", dict(alpha=1e6, n=2), E)]),
         Spec("gibbs.gibbs_sweep", gibbs.gibbs_sweep,
              dict(X=X, Z=Z, **hyper, rng=fresh_rng(), beta=1.0, discount=0.0),
              dict(mc_kinds, discount="nonneg"), _sweep_check,
@@ -800,7 +806,7 @@ def _heldout_check(result):
 
 
 def specs_summaries():
-    from ibp_lab import summaries as m
+    from ibp_lab.evaluation import summaries as m
 
     X, Z = data(), z_matrix()
     A_ref = np.eye(2, 3)
@@ -868,7 +874,7 @@ def specs_summaries():
 
 
 def specs_heldout():
-    from ibp_lab import heldout as m
+    from ibp_lab.inference import heldout as m
 
     X = np.random.default_rng(1).normal(size=(20, 4))
     obs, hid = np.array([0, 1]), np.array([2, 3])
@@ -962,14 +968,14 @@ def specs_heldout():
 
 def _small_chain():
     """A short chain of the runner, for the functions that take its result."""
-    from ibp_lab import chains
+    from ibp_lab.inference import chains
 
     return chains.run_chain(data(), 4, fresh_rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0,
                             burn=1)
 
 
 def specs_predictive():
-    from ibp_lab import predictive_checks as m
+    from ibp_lab.evaluation import predictive_checks as m
 
     X, Z = data(), z_matrix()
     return [
@@ -999,7 +1005,7 @@ def _cheap_matrix(base):
 
 
 def specs_pymc():
-    from ibp_lab import pymc_models as m
+    from ibp_lab.inference import pymc_models as m
 
     X = np.random.default_rng(0).normal(size=(4, 3))
     values = {"alpha": 1.0, "v": [0.5, 0.5], "sigma_A": 1.0, "A": np.zeros((2, 3))}
@@ -1080,7 +1086,7 @@ def _fitted_check(model):
 
 def _stream_fit(alpha, beta, sigma_x, sigma_a, model, n_steps, rng, tol, sigma_w, ossify, keep_history,
                 record_posteriors, births, buffer_size, X):
-    from ibp_lab.streaming import RecursiveIBP
+    from ibp_lab.inference.streaming import RecursiveIBP
     est = RecursiveIBP(alpha=alpha, beta=beta, sigma_x=sigma_x, sigma_a=sigma_a, model=model,
                        n_steps=n_steps, rng=rng, tol=tol,
                        sigma_w=sigma_w, ossify=ossify, keep_history=keep_history,
@@ -1095,7 +1101,7 @@ def _fitted(rng=None, X=None):
 
     if rng is None and X is None:
         return copy.deepcopy(_default_fit())
-    from ibp_lab.streaming import RecursiveIBP
+    from ibp_lab.inference.streaming import RecursiveIBP
     est = RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=rng or fresh_rng(),
                        record_posteriors=True)
     return est.fit(data() if X is None else X)
@@ -1103,7 +1109,7 @@ def _fitted(rng=None, X=None):
 
 @functools.cache
 def _default_fit():
-    from ibp_lab.streaming import RecursiveIBP
+    from ibp_lab.inference.streaming import RecursiveIBP
     return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=fresh_rng(),
                         record_posteriors=True).fit(data())
 
@@ -1186,14 +1192,14 @@ def _state_edits(state):
 
 
 def _state_version() -> int:
-    from ibp_lab.streaming._state import STATE_VERSION
+    from ibp_lab.inference.streaming._state import STATE_VERSION
 
     return STATE_VERSION
 
 
 def specs_streaming():
-    from ibp_lab import streaming as m
-    from ibp_lab.streaming import RecursiveIBP
+    from ibp_lab.inference import streaming as m
+    from ibp_lab.inference.streaming import RecursiveIBP
 
     X = data()
     fitted = _fitted()
@@ -1310,10 +1316,6 @@ def specs_streaming():
              dict(X="matrix", gamma=P, n_steps=C, ossify="flag"), lambda out: is_binary(out[0]),
              extremes=hyper_edges(dict(gamma=1.0)) + data_edges(dict(X=X))
              + [("n_steps 1", dict(n_steps=1), A), ("ossify with one row", dict(X=X[:1], ossify=True), E)]),
-        Spec("streaming.simulate_factor_analysis", m.simulate_factor_analysis,
-             dict(n=5, rng=fresh_rng(), alpha=2.0, sigma_x=0.1, sigma_a=1.0, sigma_w=1.0, d=3, beta=1.0),
-             dict(n=C, rng=G, alpha=P, sigma_x=P, sigma_a=P, sigma_w=P, d=C, beta=P), lambda out: is_binary(out[1]),
-             extremes=[("alpha 1e6", dict(alpha=1e6, n=2), E)]),
         Spec("streaming.RecursiveIBP.transform", lambda X_new: fitted.transform(X_new), dict(X_new=X[:2]),
              dict(X_new=nx), lambda out: in_unit_interval(out), names=dict(X_new=("X_new", "X"))),
         Spec("streaming.RecursiveIBP.score", lambda X_new, n_draws: fitted.score(X_new, n_draws=n_draws),
@@ -1352,7 +1354,7 @@ def _save_round_trip(kind):
 
 
 def _load_bytes(payload):
-    from ibp_lab.streaming import RecursiveIBP
+    from ibp_lab.inference.streaming import RecursiveIBP
     path = os.path.join(os.getcwd(), "checkpoint.npz")
     with open(path, "wb") as handle:
         handle.write(payload)
@@ -1418,7 +1420,7 @@ def _path_cases():
 
 
 def _load_missing():
-    from ibp_lab.streaming import RecursiveIBP
+    from ibp_lab.inference.streaming import RecursiveIBP
     return RecursiveIBP.load("no-such-file.npz")
 
 
@@ -1476,9 +1478,9 @@ def specs_plotting():
     import matplotlib.pyplot as plt
     import xarray as xr
 
-    from ibp_lab import explorers
-    from ibp_lab import plotting as m
-    from ibp_lab.summaries import match_features
+    from ibp_lab.teaching import explorers
+    from ibp_lab.teaching import plotting as m
+    from ibp_lab.evaluation.summaries import match_features
 
     step = explorers.recursion_step(alpha=3.0, beta=2.0, n=4)
     images = np.eye(4)
@@ -1505,7 +1507,7 @@ def specs_plotting():
                   label="text"), draw,
              extremes=[("mean 1e6", dict(mean=1e6), E), ("counts 1e12", dict(counts=[10**12]), E),
                        ("negative counts", dict(counts=[-1, 2]), R), ("fractional counts", dict(counts=[1.5]), R)]),
-        # the explorers' figures take a result of ibp_lab.explorers, and refuse anything else
+        # the explorers' figures take a result of ibp_lab.teaching.explorers, and refuse anything else
         Spec("plotting.buffet_explorer_figure", m.buffet_explorer_figure,
              dict(draws=explorers.buffet(alpha=2.0, beta=1.0, n=5, n_draws=5)),
              dict(draws=_result_junk(step)), draw),
@@ -1557,13 +1559,13 @@ def specs_plotting():
 
 
 def _result_junk(other):
-    """Junk for a result of ibp_lab.explorers: nothing else, not even another explorer's result."""
+    """Junk for a result of ibp_lab.teaching.explorers: nothing else, not even another explorer's result."""
     return lambda b: [("None", None, R), ("float", 2.0, R), ("dict", vars(b), R),
                       ("another explorer's result", other, R)]
 
 
 def specs_explorers():
-    from ibp_lab import explorers as m
+    from ibp_lab.teaching import explorers as m
 
     few = lambda kind: lambda b: [m_ for m_ in MUTATIONS[kind](b)
                                   if m_[0] in ("nan", "negative", "zero", "str", "huge")]
@@ -1588,7 +1590,7 @@ def specs_explorers():
 
 
 def _exercise_ok(result):
-    from ibp_lab.exercises import ExerciseResult
+    from ibp_lab.teaching.exercises import ExerciseResult
 
     if not isinstance(result, ExerciseResult) or not isinstance(result.passed, bool):
         return f"not an ExerciseResult with a bool passed: {result!r:.100}"
@@ -1660,8 +1662,9 @@ def _birth_step_edges():
 
 
 def specs_exercises():
-    from ibp_lab import exercises as m
-    from ibp_lab import gibbs, prior
+    from ibp_lab.teaching import exercises as m
+    from ibp_lab.inference import gibbs
+    from ibp_lab.models import prior
 
     fn = _student_function
     return [
@@ -1703,7 +1706,7 @@ def _buffet_ok(draws):
 def specs_widgets():
     import matplotlib.pyplot as plt
 
-    from ibp_lab import widgets as m
+    from ibp_lab.teaching import widgets as m
 
     explorer = m.static_explorer(_tiny_render, {"a": [1, 2]}, dpi=10)
     shown = m.explorer(_tiny_render, {"a": [1, 2]}, initial={"a": 1}, dpi=10, prefetch=False)
@@ -1802,11 +1805,11 @@ def specs_plotting_submodules():
     import xarray as xr
     from matplotlib.figure import Figure
 
-    from ibp_lab.plotting import heldout, pymc, recursive, split_merge, streaming
-    from ibp_lab.predictive_checks import ink_statistics
-    from ibp_lab.recursive import marginals
-    from ibp_lab.chains import ChainResult
-    from ibp_lab.streaming import StreamCost
+    from ibp_lab.teaching.plotting import heldout, pymc, recursive, split_merge, streaming
+    from ibp_lab.evaluation.predictive_checks import ink_statistics
+    from ibp_lab.models.recursive import marginals
+    from ibp_lab.inference.chains import ChainResult
+    from ibp_lab.inference.streaming import StreamCost
 
     matplotlib.use("Agg")
     rng = np.random.default_rng(0)
@@ -2056,9 +2059,10 @@ def specs_plotting_submodules():
 
 def _beta_process_specs(draw):
     """Issue 16: the three-parameter prior, the beta process, its explorer and its figures."""
-    from ibp_lab import beta_process as bp
-    from ibp_lab import explorers, prior
-    from ibp_lab.plotting import beta_process as fig
+    from ibp_lab.models import beta_process as bp
+    from ibp_lab.teaching import explorers
+    from ibp_lab.models import prior
+    from ibp_lab.teaching.plotting import beta_process as fig
 
     B = "real"  # beta > -discount: with discount > 0, zero and small negative betas are valid
     D = "nonneg"  # the discount: 0 <= d < 1 (huge values and subnormal ones must be refused)
@@ -2072,8 +2076,8 @@ def _beta_process_specs(draw):
     stable = [("discount 0.9", dict(discount=0.9), A), ("beta -0.2 discount 0.5", dict(beta=-0.2, discount=0.5), A),
               ("beta -0.5 discount 0.5", dict(beta=-0.5, discount=0.5), R)]
     sticks = lambda out: first_problem(is_binary(out[0]), in_unit_interval(out[1], "weights"))
-    from ibp_lab import hyperposterior as hp
-    from ibp_lab.prior import sample_ibp
+    from ibp_lab.inference import hyperposterior as hp
+    from ibp_lab.models.prior import sample_ibp
 
     words_Z = sample_ibp(2.0, 12, fresh_rng())
     curves = hp.predictive_curves(hp.sample_hyperparameters(words_Z, 5, fresh_rng()), 12,
@@ -2153,9 +2157,14 @@ def _beta_process_specs(draw):
 #: about 0.13 s per case on this machine, a small one about 0.02 s.
 def specs_theory():
     """Modules that compute exact answers for the text: finite model, scan-order laws."""
-    from ibp_lab import finite, scan_order
+    from ibp_lab.models import finite
+    from ibp_lab.inference import scan_order
 
     Z = np.array([[1, 1, 0], [1, 0, 1], [0, 0, 1]], np.int8)  # creation order, no empty column
+    # classes of three rows as counts of the 7 column types (row t: types 111, 110, ..., 001)
+    owners = np.array([3, 2, 2, 1, 2, 1, 1])
+    counts = np.array([[0, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0], [0, 2, 0, 1, 0, 0, 1],
+                       [0, 0, 0, 0, 1, 1, 2]])
     X2 = np.array([[0.9, -0.2], [1.1, 0.1]])
     laws = scan_order.scan_order_laws(X2, alpha=1.0, sigma_x=0.5, sigma_a=1.0, k_max=4)
     return [
@@ -2164,6 +2173,19 @@ def specs_theory():
              dict(Z="binary", alpha=P, n_features=C, beta=P),
              lambda v: None if np.isfinite(v) and v <= 0 else f"not a log probability: {v!r}",
              extremes=[("fewer columns than K+", dict(n_features=2), R),
+                       ("n_features huge", dict(n_features=10**12), E),
+                       ("alpha 1e-100", dict(alpha=1e-100), E)]),
+        Spec("finite.log_class_probabilities", finite.log_class_probabilities,
+             dict(counts=counts, owners=owners, n_rows=3, alpha=1.5, n_features=4, beta=1.0),
+             dict(counts="matrix", owners="vector", n_rows=C, alpha=P, n_features=C, beta=P),
+             lambda v: (None if v.shape == (len(v),) and np.all(np.isfinite(v)) and np.all(v <= 0)
+                        else f"not log probabilities: {v!r}"),
+             extremes=[("a class wider than n_features", dict(n_features=1), R),
+                       ("owners beyond n_rows", dict(owners=owners + 3), R),
+                       ("an owner of no row", dict(owners=0 * owners), R),
+                       ("negative count", dict(counts=-counts), R),
+                       ("fractional count", dict(counts=counts + 0.5), R),
+                       ("count 2**60", dict(counts=counts * 2**60), R),
                        ("n_features huge", dict(n_features=10**12), E),
                        ("alpha 1e-100", dict(alpha=1e-100), E)]),
         Spec("finite.log_history_probability", finite.log_history_probability,
@@ -2193,7 +2215,7 @@ def specs_theory():
              dict(law=lambda b: [("nan", b * np.nan, R), ("negative", -b, R), ("short", b[:-1], R),
                                  ("2-D", b[None], R), ("str", "p", R), ("complex", b + 1j, R)]),
              is_distribution),
-        Spec("tempering.run_tempered", __import__("ibp_lab.tempering", fromlist=["_"]).run_tempered,
+        Spec("tempering.run_tempered", __import__("ibp_lab.inference.tempering", fromlist=["_"]).run_tempered,
              dict(X=X2, n_sweeps=5, rng=fresh_rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0,
                   n_temperatures=3, min_inverse_temperature=0.1, burn=1, swap_scheme="deo",
                   workers=1),
@@ -2204,7 +2226,7 @@ def specs_theory():
              extremes=[("one rung", dict(n_temperatures=1), A),
                        ("hottest rung at b = 1", dict(min_inverse_temperature=1.0), R)]),
         Spec("tempering.tempered_k_plus_posterior",
-             __import__("ibp_lab.tempering", fromlist=["_"]).tempered_k_plus_posterior,
+             __import__("ibp_lab.inference.tempering", fromlist=["_"]).tempered_k_plus_posterior,
              dict(X=X2, inverse_temperature=0.5, alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0,
                   k_max=4),
              dict(X="matrix", inverse_temperature="probability", alpha=P, sigma_x=P, sigma_a=P,
@@ -2214,7 +2236,7 @@ def specs_theory():
 
 
 def _vi_fit(alpha, sigma_x, sigma_a, n_features, family, max_iter, tol, rng, X):
-    from ibp_lab.variational import VariationalIBP
+    from ibp_lab.inference.variational import VariationalIBP
     return VariationalIBP(alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, n_features=n_features,
                           family=family,
                           max_iter=max_iter, tol=tol, rng=rng).fit(X)
@@ -2232,13 +2254,13 @@ def _vi_fitted_check(vi):
 
 @functools.cache
 def _vi_fitted():
-    from ibp_lab.variational import VariationalIBP
+    from ibp_lab.inference.variational import VariationalIBP
     return VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, max_iter=5,
                           rng=fresh_rng()).fit(data())
 
 
 def _vi_unfitted():
-    from ibp_lab.variational import VariationalIBP
+    from ibp_lab.inference.variational import VariationalIBP
     return VariationalIBP(alpha=1.0, sigma_x=0.5, sigma_a=1.0, n_features=2, max_iter=5)
 
 
@@ -2247,9 +2269,9 @@ def specs_late():
     import matplotlib
     from matplotlib.figure import Figure
 
-    from ibp_lab import tempering, variational
-    from ibp_lab.plotting import tempering as tfig
-    from ibp_lab.plotting import variational as vfig
+    from ibp_lab.inference import tempering, variational
+    from ibp_lab.teaching.plotting import tempering as tfig
+    from ibp_lab.teaching.plotting import variational as vfig
 
     matplotlib.use("Agg")
     draw = _figure_drawn
@@ -2303,7 +2325,7 @@ def specs_late():
              dict(inverse_temperatures=ladder, rejection=rejection),
              dict(inverse_temperatures="vector", rejection="vector"), ladder_check,
              names=dict(inverse_temperatures=("inverse_temperatures", "rejection")),
-             # a barrier increment above 1 is fine (tests/test_tempering.py feeds them)
+             # a barrier increment above 1 is fine (tests/inference/test_tempering.py feeds them)
              extremes=[("rejection above 1", dict(rejection=[0.4, 1.5]), A),
                        ("rejection negative", dict(rejection=[-0.4, 0.5]), R),
                        ("rejection too short", dict(rejection=[0.4]), R),
@@ -2416,7 +2438,8 @@ def specs_late():
 
 def specs_births():
     """The buffer's birth rule and the streaming chapter's recovery study (issue 18)."""
-    from ibp_lab.streaming import births, recovery
+    from ibp_lab.evaluation import recovery
+    from ibp_lab.inference.streaming import births
 
     R2 = np.array([[1.0, 0.0], [1.1, 0.1], [0.9, -0.1], [0.0, 1.0]])
     rows_junk = lambda b: [("None", None, R), ("str", "1", R), ("zero", [0, 1], R),
@@ -2481,7 +2504,7 @@ def specs_births():
 
 def specs_smc():
     """Sequential Monte Carlo and annealed importance sampling (issue 28)."""
-    from ibp_lab import smc
+    from ibp_lab.inference import smc
 
     X2 = np.array([[0.9, -0.2], [1.1, 0.1]])
     base = dict(X=X2, n_particles=4, rng=fresh_rng(), alpha=1.0, sigma_x=0.5, sigma_a=1.0,
@@ -2549,7 +2572,7 @@ def _pair(base):
 
 def specs_hyperposterior():
     """The buffet's parameters given a binary matrix (issue 31)."""
-    from ibp_lab import hyperposterior as hp
+    from ibp_lab.inference import hyperposterior as hp
 
     Z = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 1], [1, 1, 0, 0]], np.int8)
     draws_check = lambda ds: first_problem(*(  # noqa: E731
@@ -2660,7 +2683,8 @@ def discount_edges(names=("discount",)) -> list:
 
 def specs_nonconjugate():
     """The samplers that keep the feature images (issue 30)."""
-    from ibp_lab import linear_gaussian as lg, slice_sampler, uncollapsed
+    from ibp_lab.models import linear_gaussian as lg
+    from ibp_lab.inference import slice_sampler, uncollapsed
 
     X, Z = data(), z_matrix()
     images = lg.sample_features(X, Z, fresh_rng(), sigma_x=0.5, sigma_a=1.0)
@@ -2705,7 +2729,7 @@ def specs_nonconjugate():
 
 def _class_structure_specs():
     """class_structure: feature sharing between classes against a classifier's confusions."""
-    from ibp_lab import class_structure as cs
+    from ibp_lab.evaluation import class_structure as cs
 
     Z = fresh_rng().random((8, 3))
     labels = np.array([1, 1, 3, 3, 5, 5, 7, 7])
@@ -2754,7 +2778,7 @@ def _class_structure_specs():
 
 def _compare_methods_spec():
     """comparisons.compare_methods: paired scores of repeated runs."""
-    from ibp_lab import comparisons
+    from ibp_lab.evaluation import comparisons
 
     scores = {"a": [(1.0, 1.1), (2.0, 2.0), None], "b": [(1.5, 1.4), (2.2, 2.3), (0.1, 0.2)]}
     seconds = {"a": [1.0, 1.0, 2.0], "b": [0.5, 0.4, 0.6]}
@@ -2780,7 +2804,7 @@ def _compare_methods_spec():
 
 
 def _example_rows():
-    from ibp_lab import comparisons
+    from ibp_lab.evaluation import comparisons
 
     return comparisons.compare_methods({"a": [(1.0, 1.1), (2.0, 2.0)],
                                         "b": [(1.5, 1.4), (2.2, 2.3)]},
@@ -2789,7 +2813,7 @@ def _example_rows():
 
 def specs_streaming_vi():
     """Streaming variational inference (issue 29's baseline)."""
-    from ibp_lab import streaming_variational as svi
+    from ibp_lab.inference import streaming_variational as svi
 
     X = data()
     base = dict(X=X, alpha=1.0, sigma_x=0.5, sigma_a=1.0, family="stick_breaking",
@@ -2820,7 +2844,7 @@ def specs_streaming_vi():
                 ("max_iter 1", dict(max_iter=1), A)]),
         _compare_methods_spec(),
         *_class_structure_specs(),
-        Spec("comparisons.scores_from_runs", __import__("ibp_lab.comparisons").comparisons.scores_from_runs,
+        Spec("comparisons.scores_from_runs", __import__("ibp_lab.evaluation.comparisons", fromlist=["_"]).scores_from_runs,
              dict(runs=[{"methods": {"m": {"score_a": 1.0, "score_b": 1.2, "seconds": 0.3}}}],
                   methods=["m"]),
              dict(runs=lambda b: [("None", None, R), ("str", "runs", R), ("empty", [], R),
@@ -2829,7 +2853,7 @@ def specs_streaming_vi():
                                      ("unknown", ["x"], R)]),
              lambda out: None if len(out) == 2 else "not (scores, seconds)"),
         Spec("comparisons.comparison_table",
-             __import__("ibp_lab.comparisons").comparisons.comparison_table,
+             __import__("ibp_lab.evaluation.comparisons", fromlist=["_"]).comparison_table,
              dict(rows=_example_rows(),
                   reference="a"),
              dict(rows=lambda b: [("None", None, R), ("str", "rows", R), ("empty", [], R),
@@ -2838,7 +2862,7 @@ def specs_streaming_vi():
                   reference=lambda b: [("unknown", "c", R), ("None", None, R),
                                        ("int", 3, R)]),
              lambda t: None if t.shape[0] in (1, 2) else f"{t.shape[0]} rows"),
-        Spec("comparisons.claim_verdict", __import__("ibp_lab.comparisons").comparisons.claim_verdict,
+        Spec("comparisons.claim_verdict", __import__("ibp_lab.evaluation.comparisons", fromlist=["_"]).claim_verdict,
              dict(differences=[0.5, 0.4], standard_errors=[0.1, 0.1], z=2.0),
              dict(differences="vector", standard_errors="vector", z=P),
              lambda v: None if isinstance(v, str) else f"not a verdict: {v!r}",
@@ -2866,7 +2890,7 @@ def specs_streaming_vi():
 def _nonconjugate_figure_specs():
     import matplotlib
 
-    from ibp_lab.plotting import nonconjugate as fig
+    from ibp_lab.teaching.plotting import nonconjugate as fig
 
     matplotlib.use("Agg")
     rng = fresh_rng()
@@ -2895,7 +2919,7 @@ def _nonconjugate_figure_specs():
 def _paper_figure_specs():
     import matplotlib
 
-    from ibp_lab.plotting import paper as fig
+    from ibp_lab.teaching.plotting import paper as fig
 
     matplotlib.use("Agg")
     means = {"a": [-3.0, -4.0], "b": [-3.5, -5.0]}
@@ -2924,7 +2948,7 @@ def _paper_figure_specs():
 
 
 def _noisy_or_specs(Z, state_check, run_check):
-    from ibp_lab import noisy_or
+    from ibp_lab.inference import noisy_or
 
     X = (data() > 0).astype(np.int8)
     W = np.array([[1, 0, 1], [0, 1, 1]])
@@ -3042,7 +3066,7 @@ def warm_up(cases) -> None:
 
 
 def _gibbs_fit(alpha, sigma_x, sigma_a, n_chains, n_sweeps, burn, thin, rng, X):
-    from ibp_lab.gibbs_estimator import GibbsIBP
+    from ibp_lab.inference.gibbs_estimator import GibbsIBP
     return GibbsIBP(alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, n_chains=n_chains,
                     n_sweeps=n_sweeps, burn=burn, thin=thin, rng=rng).fit(X)
 
@@ -3056,15 +3080,15 @@ def _gibbs_fitted_check(model):
 
 @functools.cache
 def _gibbs_fitted():
-    from ibp_lab.gibbs_estimator import GibbsIBP
+    from ibp_lab.inference.gibbs_estimator import GibbsIBP
     return GibbsIBP(sigma_x=0.5, n_chains=1, n_sweeps=6, burn=2, thin=1, n_score_draws=2,
                     rng=fresh_rng()).fit(data())
 
 
 def specs_gibbs_estimator():
     """GibbsIBP and chains.pointwise_log_likelihood (issue 52)."""
-    from ibp_lab import chains
-    from ibp_lab.gibbs_estimator import GibbsIBP
+    from ibp_lab.inference import chains
+    from ibp_lab.inference.gibbs_estimator import GibbsIBP
 
     X = data()
     fitted = _gibbs_fitted()

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 import robust_inputs
 from campaign import PASSES, Case, run_case
+from layout_graph import full_module
 
 SPECS = robust_inputs.all_specs()
 CASES = {spec.function: robust_inputs.spec_cases(spec) for spec in SPECS}
@@ -129,7 +130,7 @@ MODULES = ("prior", "finite", "scan_order", "beta_process", "tempering", "variat
            "reports",
            "summaries", "heldout", "predictive_checks", "pymc_models", "streaming", "plotting",
            "widgets", "explorers", "exercises",
-           # figure modules that chapters import directly (not re-exported by ibp_lab.plotting)
+           # figure modules that chapters import directly (not re-exported by ibp_lab.teaching.plotting)
            "plotting.heldout", "plotting.pymc", "plotting.split_merge", "plotting.streaming",
            "plotting.recursive", "plotting.beta_process", "plotting.tempering",
            "plotting.variational",
@@ -143,9 +144,9 @@ MODULES = ("prior", "finite", "scan_order", "beta_process", "tempering", "variat
 
 
 def _public_callables():
-    package_plots = set(importlib.import_module("ibp_lab.plotting").__all__)
+    package_plots = set(importlib.import_module("ibp_lab.teaching.plotting").__all__)
     for short in MODULES:
-        module = importlib.import_module(f"ibp_lab.{short}")
+        module = importlib.import_module(full_module(short))
         for name in module.__all__:
             obj = getattr(module, name)
             if inspect.isfunction(obj):
@@ -243,8 +244,10 @@ def _ones(X):
 
 
 def _data_calls():
-    from ibp_lab import exact, gibbs, heldout, linear_gaussian, split_merge, summaries
-    from ibp_lab.streaming import RecursiveIBP, bp_means_one_pass
+    from ibp_lab.inference import exact, gibbs, heldout, split_merge
+    from ibp_lab.models import linear_gaussian
+    from ibp_lab.evaluation import summaries
+    from ibp_lab.inference.streaming import RecursiveIBP, bp_means_one_pass
 
     rng = robust_inputs.fresh_rng
     return {

@@ -29,6 +29,7 @@ import pkgutil
 import pytest
 
 import ibp_lab
+from layout_graph import full_module
 
 HYPERPARAMETERS = ("alpha", "beta", "sigma_x", "sigma_a", "discount")
 
@@ -50,15 +51,15 @@ BANNED_NAME_EXCEPTIONS = {
     # An explorer's picture is a function of its settings alone: the live slider and the
     # static page's precomputed frame must show the same draw, and results are memoised per
     # setting, so the key is an integer seed, not a generator whose state moves.
-    ("ibp_lab.explorers.buffet", "seed"),
-    ("ibp_lab.explorers.sigma_alpha_chain", "seed"),
+    ("ibp_lab.teaching.explorers.buffet", "seed"),
+    ("ibp_lab.teaching.explorers.sigma_alpha_chain", "seed"),
 }
 
 #: Functions whose contract puts positional parameters after ``rng`` (name -> those names).
 AFTER_RNG = {
     # DESIGN's split_merge row: (X, Z, alpha, sigma_x, sigma_a, rng, n_proposals, *, beta=1.0)
-    "ibp_lab.split_merge.random_split_merge": ("n_proposals",),
-    "ibp_lab.split_merge.sequential_split_merge": ("n_proposals",),
+    "ibp_lab.inference.split_merge.random_split_merge": ("n_proposals",),
+    "ibp_lab.inference.split_merge.sequential_split_merge": ("n_proposals",),
 }
 
 #: Building blocks that keep hyperparameters positional, with the ones they may hold
@@ -67,43 +68,43 @@ POSITIONAL_HYPERPARAMETERS = {
     # prior row of the contract: sample_ibp(alpha, n, rng, *, beta), log_prior(Z, alpha, *, beta),
     # expected_num_features(alpha, n, *, beta); the stick-breaking and finite samplers of the
     # same row follow it (alpha first, beta keyword-only).
-    "ibp_lab.prior.*": {"alpha"},
+    "ibp_lab.models.prior.*": {"alpha"},
     # recursive row: marginals(alpha, beta, n, k_max), monte_carlo_marginals(alpha, beta, ...);
     # the module's other functions take (alpha, beta) the same way.
-    "ibp_lab.recursive.*": {"alpha", "beta"},
+    "ibp_lab.models.recursive.*": {"alpha", "beta"},
     # linear_gaussian row: collapsed_loglik(X, Z, sigma_x, sigma_a), feature_posterior(same).
-    "ibp_lab.linear_gaussian.collapsed_loglik": {"sigma_x", "sigma_a"},
-    "ibp_lab.linear_gaussian.feature_posterior": {"sigma_x", "sigma_a"},
+    "ibp_lab.models.linear_gaussian.collapsed_loglik": {"sigma_x", "sigma_a"},
+    "ibp_lab.models.linear_gaussian.feature_posterior": {"sigma_x", "sigma_a"},
     # gibbs row: gibbs_sweep(X, Z, alpha, sigma_x, sigma_a, rng, *, beta).
-    "ibp_lab.gibbs.gibbs_sweep": {"alpha", "sigma_x", "sigma_a"},
+    "ibp_lab.inference.gibbs.gibbs_sweep": {"alpha", "sigma_x", "sigma_a"},
     # the readable NumPy sweep shown beside it (issue 13, item 7): the same signature
-    "ibp_lab.gibbs.gibbs_sweep_numpy": {"alpha", "sigma_x", "sigma_a"},
+    "ibp_lab.inference.gibbs.gibbs_sweep_numpy": {"alpha", "sigma_x", "sigma_a"},
     # exact row: k_plus_posterior and log_evidence(X, alpha, sigma_x, sigma_a, *, beta, k_max);
     # class_posterior is their sibling (the same enumeration, the same signature).
-    "ibp_lab.exact.k_plus_posterior": {"alpha", "sigma_x", "sigma_a"},
-    "ibp_lab.exact.log_evidence": {"alpha", "sigma_x", "sigma_a"},
-    "ibp_lab.exact.class_posterior": {"alpha", "sigma_x", "sigma_a"},
+    "ibp_lab.inference.exact.k_plus_posterior": {"alpha", "sigma_x", "sigma_a"},
+    "ibp_lab.inference.exact.log_evidence": {"alpha", "sigma_x", "sigma_a"},
+    "ibp_lab.inference.exact.class_posterior": {"alpha", "sigma_x", "sigma_a"},
     # split_merge row: the moves (X, Z, alpha, sigma_x, sigma_a, rng, ..., *, beta); the
     # singleton update is a move of the same family.
-    "ibp_lab.split_merge.random_split_merge": {"alpha", "sigma_x", "sigma_a"},
-    "ibp_lab.split_merge.sequential_split_merge": {"alpha", "sigma_x", "sigma_a"},
-    "ibp_lab.split_merge.singleton_update": {"alpha", "sigma_x", "sigma_a"},
+    "ibp_lab.inference.split_merge.random_split_merge": {"alpha", "sigma_x", "sigma_a"},
+    "ibp_lab.inference.split_merge.sequential_split_merge": {"alpha", "sigma_x", "sigma_a"},
+    "ibp_lab.inference.split_merge.singleton_update": {"alpha", "sigma_x", "sigma_a"},
     # The streaming filtering prior is one step of the Recursive IBP's recursion and takes
     # (alpha, beta) the way recursive.* does (log_filtering_prior works with log alpha).
-    "ibp_lab.streaming.filtering_prior": {"alpha", "beta"},
-    "ibp_lab.streaming.paper_prior": {"alpha", "beta"},
-    "ibp_lab.streaming.filtering.log_filtering_prior": {"beta"},
+    "ibp_lab.inference.streaming.filtering_prior": {"alpha", "beta"},
+    "ibp_lab.inference.streaming.paper_prior": {"alpha", "beta"},
+    "ibp_lab.inference.streaming.filtering.log_filtering_prior": {"beta"},
     # The truncated model's densities given its parameters (pi, A, sigma_x): building blocks
     # of the same kind as collapsed_loglik, scales positional after the arrays.
-    "ibp_lab.pymc_models.row_log_likelihood": {"sigma_x"},
-    "ibp_lab.pymc_models.pattern_log_posteriors": {"sigma_x"},
-    "ibp_lab.pymc_models.pattern_posterior": {"sigma_x"},
+    "ibp_lab.inference.pymc_models.row_log_likelihood": {"sigma_x"},
+    "ibp_lab.inference.pymc_models.pattern_log_posteriors": {"sigma_x"},
+    "ibp_lab.inference.pymc_models.pattern_posterior": {"sigma_x"},
 }
 
 #: scikit-learn estimators take every parameter by keyword, ``rng`` included (DESIGN): no
 #: positional hyperparameters for them above.
-KEYWORD_RNG = {"ibp_lab.streaming.RecursiveIBP", "ibp_lab.variational.VariationalIBP",
-               "ibp_lab.gibbs_estimator.GibbsIBP"}
+KEYWORD_RNG = {"ibp_lab.inference.streaming.RecursiveIBP", "ibp_lab.inference.variational.VariationalIBP",
+               "ibp_lab.inference.gibbs_estimator.GibbsIBP"}
 
 #: Violations their owners are fixing now: name -> the owner module and what is wrong.
 KNOWN_VIOLATIONS: dict[str, str] = {}
@@ -216,9 +217,9 @@ def test_public_signature_follows_the_conventions(name):
 
 def test_the_survey_sees_every_module_family():
     # A discovery that silently found nothing would pass every test above.
-    for expected in ("ibp_lab.prior.sample_ibp", "ibp_lab.gibbs.gibbs_sweep",
-                     "ibp_lab.exact.k_plus_posterior", "ibp_lab.heldout.ibp_gibbs_heldout",
-                     "ibp_lab.streaming.RecursiveIBP", "ibp_lab.recursive.marginals"):
+    for expected in ("ibp_lab.models.prior.sample_ibp", "ibp_lab.inference.gibbs.gibbs_sweep",
+                     "ibp_lab.inference.exact.k_plus_posterior", "ibp_lab.inference.heldout.ibp_gibbs_heldout",
+                     "ibp_lab.inference.streaming.RecursiveIBP", "ibp_lab.models.recursive.marginals"):
         assert expected in PUBLIC
     assert len(PUBLIC) > 100
 
@@ -268,4 +269,4 @@ def test_the_design_document_cited_here_is_in_the_repository():
              for n in re.findall(r"`(\w+)`", row.split("|")[1])}
     assert names, "the contract table lists no modules"
     for name in sorted(names):
-        importlib.import_module(f"ibp_lab.{name}")
+        importlib.import_module(full_module(name))

@@ -15,11 +15,12 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 
-from ibp_lab import datasets, prior, recursive
+from ibp_lab import datasets
+from ibp_lab.models import prior, recursive
 from ibp_lab._checks import NotFittedError, check_size
-from ibp_lab.streaming import RecursiveIBP
-from ibp_lab.summaries import match_features
-from ibp_lab.widgets import live_explorer, static_explorer
+from ibp_lab.inference.streaming import RecursiveIBP
+from ibp_lab.evaluation.summaries import match_features
+from ibp_lab.teaching.widgets import live_explorer, static_explorer
 
 
 def _names(name: str) -> str:

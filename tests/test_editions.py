@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ibp_lab.lab import SOLUTION_MARKER
+from ibp_lab.teaching.lab import SOLUTION_MARKER
 from tests.book_pages import toc_pages
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,7 +2,7 @@
 
 A student who reads "run `gibbs.k_plus_trace`" in an exercise types it into the chapter's
 kernel, where only what the chapter imported is bound: if the imports cell bound
-``k_plus_trace`` from ``ibp_lab.gibbs`` but not the module ``gibbs``, the first line
+``k_plus_trace`` from ``ibp_lab.inference.gibbs`` but not the module ``gibbs``, the first line
 raises ``NameError``. For every chapter this test runs the imports of the imports cell (its
 first code cell) in a fresh namespace, without executing the chapter, and checks
 
@@ -160,7 +160,7 @@ def test_every_name_an_exercise_mentions_is_bound(chapter):
 
 
 def test_the_check_catches_an_unimported_module():
-    page = ("```{code-cell} ipython3\nfrom ibp_lab.gibbs import gibbs_sweep\n```\n\n"
+    page = ("```{code-cell} ipython3\nfrom ibp_lab.inference.gibbs import gibbs_sweep\n```\n\n"
             "```{exercise}\n:label: ex-x\n\nRun `gibbs.k_plus_trace` and "
             "`gibbs_sweep(X, Z)`, then `prior.no_such_function`.\n```\n\n"
             "```{solution-start} ex-x\n```\n\n```{code-cell} ipython3\n"
@@ -179,14 +179,14 @@ NUMBER_WORDS = {"Two": 2, "Three": 3, "Four": 4, "Five": 5, "Six": 6, "Seven": 7
 
 
 def test_the_introduction_counts_the_self_checking_exercises():
-    from ibp_lab import exercises
+    from ibp_lab.teaching import exercises
 
     checks = [name for name in exercises.__all__ if name.startswith("check_")]
     intro = (ROOT / "book" / "intro.md").read_text()
     stated = re.search(r"^(\w+) exercises check themselves", intro, re.M)
     assert stated and NUMBER_WORDS.get(stated.group(1)) == len(checks), (
         f"book/intro.md says {stated and stated.group(1)!r} exercises check themselves; "
-        f"ibp_lab.exercises has {len(checks)} checks: {checks}")
+        f"ibp_lab.teaching.exercises has {len(checks)} checks: {checks}")
     chapters = "".join(path.read_text() for path in CHAPTERS)
     unused = [name for name in checks if f"{name}(" not in chapters]
     assert not unused, f"checks no chapter's exercise calls: {unused}"

@@ -2,7 +2,7 @@
 
 The kernel's steps are rank-one updates and running sums; each is checked here
 against what it stands for, computed plainly: the feature posterior of the other
-rows (:func:`ibp_lab.linear_gaussian.feature_posterior`), two evaluations of the
+rows (:func:`ibp_lab.models.linear_gaussian.feature_posterior`), two evaluations of the
 collapsed likelihood and the prior, a brute-force sum over the number of new
 dishes. Deterministic (fixed generators build the inputs; no sampling is judged),
 so tolerances are rounding tolerances.
@@ -17,8 +17,8 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 from ibp_lab import _kernel
-from ibp_lab.linear_gaussian import collapsed_loglik, feature_posterior
-from ibp_lab.prior import log_prior
+from ibp_lab.models.linear_gaussian import collapsed_loglik, feature_posterior
+from ibp_lab.models.prior import log_prior
 
 SIGMA_X, SIGMA_A = 0.4, 1.1
 SX2, SA2, R = SIGMA_X**2, SIGMA_A**2, (SIGMA_X / SIGMA_A) ** 2

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ibp_lab import datasets, prior, recursive
+from ibp_lab import datasets
+from ibp_lab.models import prior, recursive
 from robust_inputs import anything, clear_error_or
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -20,9 +20,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from ibp_lab import datasets, predictive_checks, prior, recursive  # noqa: E402
+from ibp_lab import datasets  # noqa: E402
+from ibp_lab.evaluation import predictive_checks
+from ibp_lab.models import prior, recursive
 from ibp_lab._checks import check_count, check_positive, check_real_array  # noqa: E402
-from ibp_lab.plotting import buffet, matrices, streaming  # noqa: E402
+from ibp_lab.teaching.plotting import buffet, matrices, streaming  # noqa: E402
 
 
 def _fast(call, seconds: float = 5.0):

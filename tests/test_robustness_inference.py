@@ -1,7 +1,7 @@
 """Bad and extreme input to the inference and evaluation modules: a clear error or a finite result.
 
-Covers ibp_lab.heldout, ibp_lab.predictive_checks, ibp_lab.split_merge,
-ibp_lab.streaming and ibp_lab.widgets, in the manner of test_robustness.py.
+Covers ibp_lab.inference.heldout, ibp_lab.evaluation.predictive_checks, ibp_lab.inference.split_merge,
+ibp_lab.inference.streaming and ibp_lab.teaching.widgets, in the manner of test_robustness.py.
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from robust_inputs import anything, clear_error_or, not_a_count
 
-from ibp_lab import heldout, predictive_checks, split_merge, widgets
-from ibp_lab.streaming import RecursiveIBP
+from ibp_lab.inference import heldout, split_merge
+from ibp_lab.evaluation import predictive_checks
+from ibp_lab.teaching import widgets
+from ibp_lab.inference.streaming import RecursiveIBP
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 scale = st.one_of(
@@ -113,7 +115,7 @@ def test_explorers_refuse_bad_grids(grid):
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(X=matrices(max_rows=5, max_cols=3), k=st.one_of(st.integers(-1, 14), anything), sigma_x=scale)
 def test_pymc_model_building_refuses_or_succeeds(X, k, sigma_x):
-    from ibp_lab import pymc_models
+    from ibp_lab.inference import pymc_models
 
     clear_error_or(lambda model: None, lambda: pymc_models.build_model(X, k, sigma_x=sigma_x),
                    names=('X', 'n_features', 'k_max', 'k_plus', 'k', 'sigma_x'))
@@ -122,7 +124,7 @@ def test_pymc_model_building_refuses_or_succeeds(X, k, sigma_x):
 @SETTINGS
 @given(X=matrices(max_rows=5, max_cols=3), p=st.floats(allow_nan=True, allow_infinity=True), sigma_x=scale)
 def test_pattern_posteriors_are_distributions_or_refuse(X, p, sigma_x):
-    from ibp_lab import pymc_models
+    from ibp_lab.inference import pymc_models
 
     D = X.shape[1]
 

@@ -20,9 +20,13 @@ from scipy.special import gammaincc
 from scipy.stats import binom
 from seeds import stat_rng
 
-from ibp_lab import _hyper, chains, exact, gibbs, heldout, linear_gaussian, pymc_models, reports, summaries
-from ibp_lab.chains import run_chain, run_chains
-from ibp_lab import split_merge as sm
+from ibp_lab import _hyper
+from ibp_lab.inference import chains, exact, gibbs, heldout, pymc_models
+from ibp_lab.models import linear_gaussian
+from ibp_lab.teaching import reports
+from ibp_lab.evaluation import summaries
+from ibp_lab.inference.chains import run_chain, run_chains
+from ibp_lab.inference import split_merge as sm
 
 X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
 Z3 = np.ones((3, 1))

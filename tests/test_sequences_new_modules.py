@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ibp_lab import comparisons, slice_sampler, streaming_variational, uncollapsed
+from ibp_lab.evaluation import comparisons
+from ibp_lab.inference import slice_sampler, streaming_variational, uncollapsed
 
 HYPER = dict(alpha=1.0, sigma_x=0.5, sigma_a=1.0, beta=1.0)
 

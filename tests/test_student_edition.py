@@ -11,7 +11,7 @@ import jupytext
 import nbformat
 import pytest
 
-from ibp_lab.lab import SOLUTION_MARKER
+from ibp_lab.teaching.lab import SOLUTION_MARKER
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.md"))

@@ -56,7 +56,7 @@ def test_an_error_inside_still_restores_the_counts():
 def test_importing_the_package_limits_nothing_and_loads_no_controller():
     """design.md: importing ibp_lab has no side effects; the libraries are looked up on
     first use only."""
-    code = ("import ibp_lab._threads as t, ibp_lab.uncollapsed, ibp_lab.chains;"
+    code = ("import ibp_lab._threads as t, ibp_lab.inference.uncollapsed, ibp_lab.inference.chains;"
             "print(t._controller is None, t._holders)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()

@@ -179,7 +179,7 @@ def build_workers() -> int:
 
 
 def main() -> None:
-    from ibp_lab._numba_cache import clear_if_stale
+    from ibp_lab.teaching._numba_cache import clear_if_stale
 
     clear_if_stale()  # a stale compiled callee would give chapters the old algebra
     invalidate_stale_cache()

@@ -10,7 +10,7 @@ and the binomial p-value P(at least that many failures | runs, rate): a small
 p-value means the test fails a correct implementation more often than it says.
 
     .venv/bin/python tools/fresh_seeds.py --runs 3
-    .venv/bin/python tools/fresh_seeds.py --runs 30 -k "gibbs and not long_chain" tests/test_gibbs.py
+    .venv/bin/python tools/fresh_seeds.py --runs 30 -k "gibbs and not long_chain" tests/inference/test_gibbs.py
 
 The same file is a pytest plugin (loaded with ``-p fresh_seeds``) that writes the
 stated rate of every collected statistical test to ``$FRESH_SEEDS_RATES``.

@@ -14,9 +14,9 @@ with their line, so that a test can be written that catches them.
 
 Usage::
 
-    .venv/bin/python tools/plant_mutants.py ibp_lab/heldout.py \\
+    .venv/bin/python tools/plant_mutants.py ibp_lab/inference/heldout.py \\
         --functions ibp_gibbs_heldout,_next_customer_prior,_TestDigitChain \\
-        --tests "tests/test_heldout.py -k gibbs_heldout or next_customer or max_new"
+        --tests "tests/inference/test_heldout.py -k gibbs_heldout or next_customer or max_new"
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def main() -> None:
             shutil.copytree(ROOT / name, workdir / name,
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         shutil.copy(ROOT / "pyproject.toml", workdir)
-        # the copied package's ibp_lab/_numba_cache.py (run by the tests' conftest) drops
+        # the copied package's ibp_lab/teaching/_numba_cache.py (run by the tests' conftest) drops
         # numba's cache whenever a module changed: numba itself misses edits to a callee in
         # another file, which would keep mutants of _kernel.py out of their callers
         if run_tests(workdir, test_args, args.timeout) != "survived":

@@ -22,7 +22,7 @@ import jupytext
 import nbclient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ibp_lab._numba_cache import clear_if_stale  # noqa: E402
+from ibp_lab.teaching._numba_cache import clear_if_stale  # noqa: E402
 
 
 def glued_values(notebook) -> dict[str, str]:
@@ -39,7 +39,7 @@ def glued_values(notebook) -> dict[str, str]:
 
 def main(path: str) -> None:
     clear_if_stale()
-    # as in the book build: solutions run and explorers precompute (ibp_lab.lab)
+    # as in the book build: solutions run and explorers precompute (ibp_lab.teaching.lab)
     os.environ["IBP_LAB_BOOK_BUILD"] = "1"
     notebook = jupytext.read(path)
     start = time.perf_counter()

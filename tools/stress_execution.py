@@ -55,7 +55,7 @@ PROBE_CELLS = [
     "from concurrent.futures import ThreadPoolExecutor\n"
     "with ThreadPoolExecutor(2) as ex:\n    list(ex.map(lambda x: np.linalg.svd(np.ones((200, 200)))[1][0], range(8)))",
 ]
-# What a live explorer did (ibp_lab.widgets.live_explorer, before it drew into an Image
+# What a live explorer did (ibp_lab.teaching.widgets.live_explorer, before it drew into an Image
 # widget): a figure displayed inside an Output widget. Executed headless, nbclient
 # captures that output and sends the widget's new state to the kernel on the shell
 # channel, in the middle of the cell.
@@ -72,7 +72,7 @@ PROBES = {
     "all": PROBE_CELLS * 3 + [OUTPUT_WIDGET_CELL] * 3,
     "output-widget": PROBE_CELLS[:1] + [OUTPUT_WIDGET_CELL] * 12,
     "explorer": PROBE_CELLS[:1] + [
-        "from ibp_lab.widgets import live_explorer\n"
+        "from ibp_lab.teaching.widgets import live_explorer\n"
         "def render(a):\n"
         "    fig, ax = plt.subplots(); ax.plot([0, a]); return fig\n"
         "live_explorer(render, {'a': [1, 2, 3]})"] * 12,

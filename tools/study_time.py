@@ -7,7 +7,7 @@ The estimate is a sum of stated rates, not a timing of students (none was done):
 - :data:`MINUTES_PER_EQUATION` for each displayed equation, to follow it;
 - :data:`MINUTES_PER_CODE_CELL` to read each shown code cell and look at its output;
 - :data:`MINUTES_PER_EXERCISE` for each exercise, and :data:`MINUTES_PER_CODING_EXERCISE` for
-  one where the student writes a function that an ``ibp_lab.exercises`` check grades.
+  one where the student writes a function that an ``ibp_lab.teaching.exercises`` check grades.
 
 Each chapter's "**Time.**" paragraph states the rounded totals (``--write`` rewrites them);
 ``tests/test_study_time.py`` checks that the text and the counts agree. Usage::
@@ -65,7 +65,7 @@ def count(text: str) -> ChapterCounts:
 
     Solutions are not counted as reading (a student who does the exercise reads them as
     part of it). An exercise is a coding exercise when a code cell calling an
-    ``ibp_lab.exercises`` check follows it before its solution.
+    ``ibp_lab.teaching.exercises`` check follows it before its solution.
     """
     body = text.split("---", 2)[2] if text.startswith("---") else text
     words = equations = code_cells = exercises = coding = 0

@@ -58,7 +58,7 @@ def per_file(junit: Path) -> tuple[list[tuple[str, float, int]], list[tuple[str,
     for case in ET.parse(junit).getroot().iter("testcase"):
         seconds = float(case.get("time") or 0.0)
         classname = case.get("classname") or ""
-        # "tests.test_lab" or "ibp_lab.gibbs" (doctests): the file, as a path
+        # "tests.test_lab" or "ibp_lab.inference.gibbs" (doctests): the file, as a path
         name = classname.replace(".", "/") + ".py" if classname else case.get("file", "?")
         files[name].append(seconds)
         tests.append((f"{classname}::{case.get('name')}", seconds))

@@ -1,8 +1,8 @@
 """Sphinx extension: the web book to WCAG 2.1 AA (issue 53; ``book/accessibility.md``).
 
-1. **Text alternatives of figures (1.1.1).** A figure drawn by :mod:`ibp_lab.plotting`
+1. **Text alternatives of figures (1.1.1).** A figure drawn by :mod:`ibp_lab.teaching.plotting`
    says what it shows in its output's metadata (``"alt"``, where nbconvert reads it too;
-   ``ibp_lab/plotting/_alt.py``). myst-nb takes only the width and height from an image's
+   ``ibp_lab/teaching/plotting/_alt.py``). myst-nb takes only the width and height from an image's
    output metadata, so its image renderer is wrapped here to give the ``<img>`` that text.
    An ``alt`` a cell sets itself (``mystnb: image: alt:``) still wins.
 2. **Names that match the visible labels (2.5.3).** myst-nb names the summary of a hidden
@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 STATIC = HERE.parent / "_static"
 TEMPLATES = HERE / "a11y_templates"
-#: The output metadata key that holds a figure's text alternative (ibp_lab.plotting._alt.ALT_KEY).
+#: The output metadata key that holds a figure's text alternative (ibp_lab.teaching.plotting._alt.ALT_KEY).
 ALT_KEY = "alt"
 
 

@@ -3,7 +3,7 @@
 1. ``{eval}`` served from glue data. A chapter's prose writes a number as
    ``{eval}`f"{name:spec}"``` (or ``{eval}`f"{name}"``). In JupyterLab,
    ``jupyterlab-myst`` evaluates that expression in the kernel, where
-   ``ibp_lab.lab.quote`` bound ``name``. This build executes through the cache, with
+   ``ibp_lab.teaching.lab.quote`` bound ``name``. This build executes through the cache, with
    no kernel left to ask, so this role reads the value the chapter glued under
    ``name`` and formats it as ``{glue:text}`name:spec``` did. Only those two forms
    are accepted; a name that was never glued is myst-nb's glue warning, which ``-W``
@@ -13,8 +13,8 @@
    it); here its body is rendered in place, inside the solution's dropdown, as before.
    Any other ``{dropdown}`` is sphinx-design's, unchanged.
 3. ``IBP_LAB_BOOK_BUILD=1`` in the environment, which the kernels this build starts
-   inherit: solutions run (``ibp_lab.lab.skip_solutions`` does nothing) and
-   explorers render their static frames (``ibp_lab.widgets.explorer``).
+   inherit: solutions run (``ibp_lab.teaching.lab.skip_solutions`` does nothing) and
+   explorers render their static frames (``ibp_lab.teaching.widgets.explorer``).
 """
 
 from __future__ import annotations

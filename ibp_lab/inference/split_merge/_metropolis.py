@@ -1,0 +1,89 @@
+"""The Metropolis-Hastings driver and the argument door shared by every move.
+
+:func:`metropolis_hastings` runs proposals from any ``propose(Z, rng)`` and
+records the pieces of each log ratio in a ``stats`` dict (layout in
+:mod:`ibp_lab.inference.split_merge`); :func:`check_move_inputs` is the door of every
+public move: the hyperparameters pass :func:`ibp_lab._hyper.check_hyperparameters`,
+the same door as :func:`ibp_lab.inference.gibbs.gibbs_sweep`, so moves and sweeps accept
+exactly the same settings.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ibp_lab._checks import check_count, check_data_matrix, check_rng
+from ibp_lab._hyper import check_discount, check_feature_matrix, check_hyperparameters
+from ibp_lab.inference.split_merge._target import LogJoint
+
+#: Most proposals one call makes (each keeps six numbers in ``stats``).
+MAX_PROPOSALS = 10**7
+
+
+def empty_stats() -> dict:
+    return {
+        "proposed_splits": 0, "accepted_splits": 0, "proposed_merges": 0,
+        "accepted_merges": 0, "void": 0,
+        "kind": [], "delta_log_likelihood": [], "delta_log_prior": [],
+        "log_proposal_ratio": [], "log_ratio": [], "accepted": [],
+    }
+
+
+ARRAY_FIELDS = ("kind", "delta_log_likelihood", "delta_log_prior", "log_proposal_ratio",
+                 "log_ratio", "accepted")
+
+
+def finish_stats(stats: dict) -> dict:
+    for name in ARRAY_FIELDS:
+        dtype = {"kind": "<U5", "accepted": bool}.get(name, np.float64)
+        stats[name] = np.asarray(stats[name], dtype=dtype)
+    return stats
+
+
+def combine_stats(all_stats) -> dict:
+    """Add the counts and concatenate the per-proposal arrays of several ``stats``."""
+    out = empty_stats()
+    for stats in all_stats:
+        for name, value in stats.items():
+            if name in ARRAY_FIELDS:
+                out[name].extend(value.tolist())
+            else:
+                out[name] += value
+    return finish_stats(out)
+
+
+def metropolis_hastings(target, Z, rng, n_proposals, propose, stats, current=None):
+    """Run ``n_proposals`` proposals from ``propose(Z, rng)``; returns ``(Z, current)``."""
+    if current is None:
+        current = target(Z)
+    for _ in range(n_proposals):
+        proposal = propose(Z, rng)
+        if proposal is None:
+            stats["void"] += 1
+            continue
+        new = target(proposal.Z)
+        d_lik, d_prior = new[0] - current[0], new[1] - current[1]
+        log_ratio = d_lik + d_prior + proposal.log_proposal_ratio
+        accepted = math.log(rng.random()) < log_ratio
+        stats[f"proposed_{proposal.kind}s"] += 1
+        stats[f"accepted_{proposal.kind}s"] += int(accepted)
+        for name, value in zip(ARRAY_FIELDS, (proposal.kind, d_lik, d_prior,
+                                               proposal.log_proposal_ratio, log_ratio,
+                                               accepted)):
+            stats[name].append(value)
+        if accepted:
+            Z, current = proposal.Z, new
+    return Z, current
+
+
+def check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, n_proposals, beta, discount=0.0):
+    X = check_data_matrix("X", X)
+    Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
+    # the same door as gibbs_sweep: moves and sweeps accept exactly the same settings
+    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
+    discount = check_discount(X.shape[0], hyper.alpha, hyper.beta, discount)
+    rng = check_rng(rng)
+    n_proposals = check_count("n_proposals", n_proposals, maximum=MAX_PROPOSALS)
+    return X, Z, LogJoint(X, *hyper, discount=discount), rng, n_proposals

@@ -1,0 +1,175 @@
+"""The parameters of a :class:`~ibp_lab.inference.streaming.RecursiveIBP` stream: their one door.
+
+:func:`check_settings` turns the estimator's parameters into a frozen :class:`Settings`;
+:meth:`RecursiveIBP.fit`, :meth:`~RecursiveIBP.partial_fit` and a restored checkpoint
+(``ibp_lab.inference.streaming._state``) all come through it, so a value refused here is refused
+before any row is consumed.
+
+With ``births="buffer"`` the stream hands its buffered residuals to the linear-Gaussian
+collapsed sampler (:mod:`ibp_lab.inference.streaming.births`, which calls ``ibp_lab.inference.gibbs`` and
+``ibp_lab.inference.split_merge``). That sampler has limits of its own
+(:func:`ibp_lab._hyper.check_hyperparameters`): ``sigma_x / sigma_a`` at least
+``MIN_NOISE_RATIO``, and the prior expected number of features of its buffer at most
+``MAX_EXPECTED_FEATURES``. Both depend only on the parameters, so they are checked here
+(:func:`_check_buffer_sampler`), in the estimator's words: a stream that passes the door
+never meets them in the middle of a buffer.
+
+Kept apart from the checkpoint code so that ``_limits`` (the bounds on memory and work),
+``_stream`` (the running state) and ``_state`` (checkpoints) share it without importing
+one another in a circle.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from ibp_lab._checks import MAX_PARAMETER, check_count, check_flag, check_positive
+from ibp_lab._hyper import MAX_EXPECTED_FEATURES, MIN_NOISE_RATIO, harmonic
+
+__all__ = ["BIRTHS", "MAX_BUFFER", "MAX_STEPS", "MODELS", "SETTING_KEYS", "Settings",
+           "check_settings"]
+
+#: Largest birth buffer (rows); its memory is ``buffer_size * D`` numbers.
+MAX_BUFFER = 10_000
+BIRTHS = ("buffer", "single")
+#: Largest number of coordinate-ascent steps per observation.
+MAX_STEPS = 10_000
+MODELS = ("linear_gaussian", "factor_analysis")
+# Relative margin kept below the buffer sampler's feature limit: the sampler computes the
+# same bound along another floating-point path (births.buffer_alpha, then harmonic).
+_ROUNDING_MARGIN = 1e-9
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The estimator's parameters once checked (:func:`check_settings`); ``alpha`` as a log."""
+
+    log_alpha: float
+    beta: float
+    sigma_x: float
+    sigma_a: float
+    sigma_w: float
+    model: str
+    n_steps: int
+    tol: float
+    ossify: bool
+    keep_history: bool
+    record_posteriors: bool
+    births: str
+    buffer_size: int
+
+    @property
+    def alpha(self) -> float:
+        """The mass parameter (0.0 where it underflows, as in the BP-means limit)."""
+        return float(np.exp(self.log_alpha))
+
+
+#: The settings a state stores, in the order of :class:`Settings`.
+SETTING_KEYS = tuple(Settings.__dataclass_fields__)
+
+
+def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, n_steps, tol,
+                   ossify, keep_history, record_posteriors, births=None,
+                   buffer_size=100) -> Settings:
+    """The one door of the estimator's parameters: :meth:`RecursiveIBP.fit`, ``partial_fit``
+    and a restored state (:func:`ibp_lab.inference.streaming._state.validate_state`) all come through it.
+
+    At most one of ``alpha`` (> 0) and ``log_alpha`` (finite, at most
+    ``log(MAX_PARAMETER)``) is given (neither: ``alpha = 1``); the logarithm reaches masses below the smallest
+    float (:meth:`RecursiveIBP.bp_means_limit`). ``births`` is ``"buffer"`` or ``"single"``;
+    ``None`` chooses ``"buffer"`` for the linear-Gaussian model and ``"single"`` for factor
+    analysis, whose weights the buffer's collapsed sampler does not model (so
+    ``"buffer"`` with factor analysis is refused). With ``births="buffer"`` the limits of
+    the buffer's sampler are checked too (module docstring).
+
+    Examples
+    --------
+    >>> s = check_settings(alpha=2.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+    ...                    sigma_w=1.0, model="linear_gaussian", n_steps=3, tol=1e-6,
+    ...                    ossify=False, keep_history=True, record_posteriors=False)
+    >>> round(s.alpha, 12), s.n_steps, s.births
+    (2.0, 3, 'buffer')
+    >>> check_settings(alpha=1000.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+    ...                sigma_w=1.0, model="linear_gaussian", n_steps=3, tol=1e-6,
+    ...                ossify=False, keep_history=True, record_posteriors=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha = 1000 is too large for births='buffer' with beta = 1 and buffer_size = 100: the buffer's sampler would expect up to 5187 features among its 100 residuals (alpha sum_(i < buffer_size) beta / (beta + i)), more than its limit of 1000; alpha must be at most 192.8 here (or lower buffer_size or beta, or use births='single')
+    """
+    if log_alpha is None:
+        # alpha=None (the estimator's default) with no log_alpha is the unit mass
+        log_alpha = float(np.log(check_positive("alpha", 1.0 if alpha is None else alpha)))
+    elif alpha is not None:
+        raise ValueError(f"give alpha or log_alpha, not both (got alpha={alpha!r} and "
+                         f"log_alpha={log_alpha!r}); set alpha=None to use log_alpha")
+    elif isinstance(log_alpha, bool) or not isinstance(log_alpha, numbers.Real) \
+            or not np.isfinite(log_alpha) or log_alpha > np.log(MAX_PARAMETER):
+        raise ValueError(f"log_alpha must be a finite real <= log({MAX_PARAMETER:g}), "
+                         f"got {log_alpha!r}")
+    if not isinstance(model, str) or model not in MODELS:
+        raise ValueError(f"model must be 'linear_gaussian' or 'factor_analysis', got {model!r}")
+    births = _check_births(births, model)
+    settings = Settings(
+        log_alpha=float(log_alpha),
+        beta=check_positive("beta", beta),
+        sigma_x=check_positive("sigma_x", sigma_x),
+        sigma_a=check_positive("sigma_a", sigma_a),
+        sigma_w=check_positive("sigma_w", sigma_w),
+        model=model,
+        n_steps=check_count("n_steps", n_steps, minimum=1, maximum=MAX_STEPS),
+        tol=check_positive("tol", tol, upper=0.01),
+        ossify=check_flag("ossify", ossify),
+        keep_history=check_flag("keep_history", keep_history),
+        record_posteriors=check_flag("record_posteriors", record_posteriors),
+        births=births,
+        buffer_size=check_count("buffer_size", buffer_size, minimum=2, maximum=MAX_BUFFER),
+    )
+    _check_buffer_sampler(settings)
+    return settings
+
+
+def _check_births(births, model: str) -> str:
+    """``"buffer"`` or ``"single"`` (``None``: the model's default, see :func:`check_settings`)."""
+    if births is None:
+        return "buffer" if model == "linear_gaussian" else "single"
+    if not isinstance(births, str) or births not in BIRTHS:
+        raise ValueError(f"births must be 'buffer', 'single' or None, got {births!r}")
+    if births == "buffer" and model != "linear_gaussian":
+        raise ValueError("births='buffer' needs model='linear_gaussian' (the buffer is "
+                         "decomposed by the linear-Gaussian collapsed sampler); use "
+                         "births='single' with factor analysis")
+    return births
+
+
+def _check_buffer_sampler(settings: Settings) -> None:
+    """Refuse the parameters that the buffer's collapsed sampler would refuse (module
+    docstring), naming the estimator's parameters.
+
+    The buffer's mass ``alpha_B`` (:func:`ibp_lab.inference.streaming.births.buffer_alpha`) is
+    largest when the buffered rows are the stream's first ``B = buffer_size`` rows; then its
+    IBP expects ``alpha_B H_B = alpha sum_{i < B} beta / (beta + i)`` features, which is
+    therefore the most the sampler can be asked to hold (a flushed buffer has fewer rows,
+    and fewer expected features).
+    """
+    if settings.births != "buffer":
+        return
+    if settings.sigma_x / settings.sigma_a < MIN_NOISE_RATIO:
+        raise ValueError(
+            f"sigma_x / sigma_a must be >= {MIN_NOISE_RATIO:g} with births='buffer', got "
+            f"sigma_x = {settings.sigma_x:g} and sigma_a = {settings.sigma_a:g} (ratio "
+            f"{settings.sigma_x / settings.sigma_a:.3g}): the buffer's collapsed sampler loses "
+            "all precision below it; raise sigma_x, lower sigma_a, or use births='single'")
+    per_unit_alpha = harmonic(settings.buffer_size, settings.beta)
+    expected = settings.alpha * per_unit_alpha
+    limit = MAX_EXPECTED_FEATURES * (1.0 - _ROUNDING_MARGIN)
+    if expected > limit:
+        raise ValueError(
+            f"alpha = {settings.alpha:.4g} is too large for births='buffer' with beta = "
+            f"{settings.beta:g} and buffer_size = {settings.buffer_size}: the buffer's sampler "
+            f"would expect up to {expected:.4g} features among its {settings.buffer_size} "
+            f"residuals (alpha sum_(i < buffer_size) beta / (beta + i)), more than its limit "
+            f"of {MAX_EXPECTED_FEATURES}; alpha must be at most {limit / per_unit_alpha:.4g} "
+            "here (or lower buffer_size or beta, or use births='single')")
