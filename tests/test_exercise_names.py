@@ -164,7 +164,7 @@ def test_the_check_catches_an_unimported_module():
             "```{exercise}\n:label: ex-x\n\nRun `gibbs.k_plus_trace` and "
             "`gibbs_sweep(X, Z)`, then `prior.no_such_function`.\n```\n\n"
             "```{solution-start} ex-x\n```\n\n```{code-cell} ipython3\n"
-            "from ibp_lab import prior\nZ = prior.sample_ibp(1.0, 3, rng)\n"
+            "from ibp_lab.models import prior\nZ = prior.sample_ibp(1.0, 3, rng)\n"
             "prior.not_there(Z)\nundefined_helper(Z)\n```\n\n```{solution-end}\n```\n")
     problems = _problems(page)
     assert any("gibbs.k_plus_trace" in p and "'gibbs' is not bound" in p for p in problems)
