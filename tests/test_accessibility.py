@@ -18,59 +18,33 @@ Every page of ``_toc.yml`` is opened from localhost as in ``tests/test_site.py``
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
-import shutil
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
 from tests.book_pages import toc_pages
+from tests.browser_tools import chromium, serve_site
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = Path(os.environ.get("IBP_LAB_SITE", ROOT / "_build" / "html"))
 AXE = ROOT / "tests" / "a11y" / "node_modules" / "axe-core" / "axe.min.js"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WCAG21_AA_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 MODES = ["light", "dark"]
 
 pytestmark = pytest.mark.browser
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def server():
-    if not (HTML / "index.html").exists():
-        pytest.fail(f"no built book in {HTML}: run `make book` (make test does it first)")
-    handler = functools.partial(QuietHandler, directory=str(HTML))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    yield from serve_site(HTML)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's chromium is missing: `make test` installs it (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )
-        yield browser
-        browser.close()
+    yield from chromium()
 
 
 def open_page(browser, base: str, page: str, *, width: int = 1280, mode: str = "light"):
@@ -249,20 +223,13 @@ def test_every_tab_stop_shows_its_focus(server, browser, page):
 
 def _summary(site: str, pages: list[str]) -> dict:
     """axe-core's counts over the pages: clean pages, page-rule violations, nodes (light mode)."""
-    from playwright.sync_api import sync_playwright
-
-    handler = functools.partial(QuietHandler, directory=site)
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    base, rows = f"http://127.0.0.1:{httpd.server_address[1]}", {}
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        for page in pages:
-            context, tab = open_page(browser, base, page)
-            rows[page] = axe_violations(tab)
-            context.close()
-        browser.close()
-    httpd.shutdown()
+    rows = {}
+    for base in serve_site(Path(site)):
+        for browser in chromium():
+            for page in pages:
+                context, tab = open_page(browser, base, page)
+                rows[page] = axe_violations(tab)
+                context.close()
     rules = {(page, line.split(" ", 1)[0]) for page, lines in rows.items() for line in lines}
     return {"pages": len(rows), "clean": sum(not lines for lines in rows.values()),
             "page_rule_violations": len(rules), "nodes": sum(map(len, rows.values())),

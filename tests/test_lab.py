@@ -44,11 +44,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.browser_tools import chromium
+
 ROOT = Path(__file__).resolve().parent.parent
 LAB_ROOT = Path(os.environ.get("IBP_LAB_LAB_ROOT", ROOT))
 SHOTS = ROOT / "_build" / "screenshots"
 TIMES = SHOTS / "lab_explorer_times.json"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SETTINGS = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
 #: A move of a live explorer must show its new figure within this time (the issue's limit).
 MOVE_LIMIT_S = 1.0
@@ -156,16 +157,7 @@ def lab_url():
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )
-        yield browser
-        browser.close()
+    yield from chromium()
 
 
 def shut_down_kernels(lab_url: str) -> None:

@@ -10,11 +10,7 @@ changes its picture when its slider moves. A screenshot of each page is kept in
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import shutil
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -22,11 +18,11 @@ import pytest
 import yaml
 
 from tests.book_pages import toc_pages
+from tests.browser_tools import chromium, serve_site
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 pytestmark = pytest.mark.browser
 
@@ -36,37 +32,14 @@ def is_notebook(page: str) -> bool:
     return text.startswith("---") and "kernelspec:" in text.split("---", 2)[1]
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def server():
-    if not (HTML / "index.html").exists():
-        pytest.fail("the book is not built: run `make book` (make test does it first)")
-    handler = functools.partial(QuietHandler, directory=str(HTML))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    yield from serve_site(HTML)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's chromium is missing: `make test` installs it (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )
-        yield browser
-        browser.close()
+    yield from chromium()
 
 
 class PageVisit:
