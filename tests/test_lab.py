@@ -44,6 +44,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ibp_lab.teaching.captions import chapter_captions
 from tests.browser_tools import chromium
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,6 +223,8 @@ READ_CELLS = """() => Array.from(document.querySelectorAll('.jp-Notebook .jp-Cel
     inputHidden: !!c.querySelector('.jp-InputPlaceholder'),
     output: (c.querySelector('.jp-OutputArea') || {}).innerText || '',
     outputs: c.querySelectorAll('.jp-OutputArea-output').length,
+    captions: Array.from(c.querySelectorAll('.jp-OutputArea-output'))
+        .filter(o => (o.innerText || '').startsWith('Figure.')).length,
     liveExplorers: c.querySelectorAll('.ibp-live-explorer').length,
     staticExplorers: c.querySelectorAll('.ibp-explorer').length,
 }))"""
@@ -267,8 +270,15 @@ def solution_and_explorer_problems(cells: list[dict], source: str) -> list[str]:
         problems.append(f"{expected} explorer(s) in the source, {live} live and {static} "
                         "precomputed on the page: each must show once, live")
     for cell in code:
-        if cell["liveExplorers"] and cell["outputs"] != 1:
-            problems.append(f"an explorer cell shows {cell['outputs']} outputs, not one")
+        if cell["liveExplorers"] and cell["outputs"] - cell["captions"] != 1:
+            problems.append(f"an explorer cell shows {cell['outputs']} outputs, not one "
+                            "and its caption")
+    # every captioned figure Run All draws shows its caption below it, as on the web page
+    captioned = [code for code, _ in chapter_captions(source).items()
+                 if not code.startswith(SOLUTION_MARKER)]
+    shown = sum(c["captions"] for c in code)
+    if shown != len(captioned):
+        problems.append(f"{shown} figure captions shown for {len(captioned)} captioned figures")
     return problems
 
 

@@ -193,7 +193,9 @@ def skip_solutions(skip: bool = True, *, pending=()) -> bool:
     A solution cell is skipped when its request was sent together with the previous
     cell's (within :data:`BATCH_GAP_S`: Run All, Run All Below, a selection run at
     once); run on its own, it runs. Called by a chapter's first cell. It does nothing during the book build,
-    which must run the solutions. ``skip_solutions(False)`` runs them again.
+    which must run the solutions. ``skip_solutions(False)`` runs them again. In a kernel
+    JupyterLab started for a chapter, it also turns on
+    :func:`ibp_lab.teaching.captions.show_captions`, so that figures show their captions.
 
     Parameters
     ----------
@@ -227,6 +229,10 @@ def skip_solutions(skip: bool = True, *, pending=()) -> bool:
     transformers = shell.input_transformers_cleanup
     while _skip_marked_cells in transformers:
         transformers.remove(_skip_marked_cells)
+    if not in_book_build():
+        from ibp_lab.teaching.captions import show_captions
+
+        show_captions()  # JupyterLab shows no code cell's caption: the kernel does
     if skip and not in_book_build():
         transformers.insert(0, _skip_marked_cells)
         for name in pending:
