@@ -69,7 +69,9 @@ Target density (split-merge, traces)
     - ``loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a)``:
       ``log p(X | Z)`` from ``Z^T Z``, ``Z^T X`` and ``||X||^2`` (NaN if ``M`` is
       numerically singular).
-    - ``class_log_prior(Z, log_alpha_beta, prior_rate, beta)``: ``log P([Z])``.
+    - ``class_log_prior(Z, log_alpha_beta, prior_rate, beta, discount=0.0)``: ``log P([Z])``;
+      ``class_prior_constants(n_rows, alpha, beta, discount=0.0, *, harmonic_sum=None) ->
+      (log_alpha_beta, prior_rate)`` its constants (plain Python).
     - ``log_joint(X, Z, sum_sq, sigma_x, sigma_a, log_alpha_beta, prior_rate,
       beta) -> (log_lik, log_prior)`` for ``Z`` without empty columns;
       ``prior_rate = alpha * sum_i beta / (beta + i - 1)``.
@@ -757,6 +759,26 @@ def class_log_prior(Z, log_alpha_beta, prior_rate, beta, discount=0.0):
     for k in range(K):
         log_prior -= math.lgamma(group_size[k] + 1.0)
     return log_prior
+
+
+def class_prior_constants(n_rows: int, alpha: float, beta: float, discount: float = 0.0, *,
+                          harmonic_sum: float | None = None) -> tuple[float, float]:
+    """``(log_alpha_beta, prior_rate)``: the constants :func:`class_log_prior` takes.
+
+    Two-parameter IBP (``discount = 0``): ``log alpha + log beta`` (summed as logs: the
+    product can underflow) and ``alpha H_N(beta)``; three-parameter: ``log alpha + log
+    Gamma(1 + beta) - log Gamma(1 - d) - log Gamma(beta + d)`` and ``alpha H_N(beta, d)``
+    (:func:`ibp_lab._hyper.stable_harmonic`; ``harmonic_sum`` when the caller has it). A
+    class prior then costs one compiled pass over ``Z``.
+    """
+    if discount == 0.0:
+        per_feature = math.log(alpha) + math.log(beta)
+    else:
+        per_feature = (math.log(alpha) + math.lgamma(1.0 + beta) - math.lgamma(1.0 - discount)
+                       - math.lgamma(beta + discount))
+    if harmonic_sum is None:
+        harmonic_sum = _hyper.stable_harmonic(n_rows, beta, discount)
+    return per_feature, alpha * harmonic_sum
 
 
 @njit(cache=True)

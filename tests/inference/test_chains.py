@@ -240,3 +240,53 @@ def test_defaults_on_bundled_data_give_few_features_standardised_and_stop_at_onc
         with pytest.raises(ValueError, match="the chain ran away.*standardise X"):
             chains.run_chain(raw, 20, np.random.default_rng(0))
     assert time.process_time() - started < 30  # stopped after one sweep, not minutes
+
+
+# --------------------------------------------------------------------------------------
+# Issue 54: the recorded log prior through the compiled class prior
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("discount", [0.0, 0.3, 0.8])
+@pytest.mark.parametrize("beta", [0.4, 1.0, 2.3])
+def test_compiled_class_prior_equals_log_prior(beta, discount):
+    """The kernel's class prior with its constants against models.prior.log_prior, to 1e-10,
+    on random matrices: no features, one row, duplicated columns, every column owned by all."""
+    from ibp_lab import _kernel
+
+    rng = np.random.default_rng(54)
+    matrices = [np.zeros((n, 0), np.int8) for n in (1, 3, 7)]
+    matrices += [np.ones((1, k), np.int8) for k in (1, 4)]
+    for _ in range(40):
+        n, k = int(rng.integers(1, 9)), int(rng.integers(1, 12))
+        Z = (rng.random((n, k)) < rng.uniform(0.2, 0.9)).astype(np.int8)
+        Z = np.hstack([Z, Z[:, : int(rng.integers(0, 3))]])  # identical columns: 1 / K_h!
+        matrices.append(Z[:, Z.any(axis=0)])
+    for Z in matrices:
+        alpha = float(rng.uniform(0.1, 5.0))
+        constants = _kernel.class_prior_constants(Z.shape[0], alpha, beta, discount)
+        compiled = _kernel.class_log_prior(np.ascontiguousarray(Z), *constants, beta, discount)
+        expected = log_prior(Z, alpha, beta=beta, discount=discount)
+        assert compiled == pytest.approx(expected, rel=1e-10, abs=1e-10), Z
+
+
+@pytest.mark.parametrize("options", [
+    dict(),
+    dict(discount=0.3),
+    dict(discount=0.2, update_discount=True),
+    dict(moves=["gibbs_sweep", "random_split_merge"], beta=1.7),
+])
+def test_recorded_log_joint_is_log_likelihood_plus_log_prior_at_every_draw(options):
+    """Every draw's log_joint against collapsed_loglik + log_prior of its kept state."""
+    X, starts = data(n=10, seed=3)
+    run = chains.run_chain(X, 12, np.random.default_rng(5), Z0=starts[1], sigma_x=0.5,
+                           update_sigma_x=True, **options)
+    trace = run.trace
+    discounts = trace["discount"].values if "discount" in trace else np.zeros(12)
+    for draw, Z in zip(run.sample_draws, run.samples):
+        t = trace.sel(draw=draw)
+        log_lik = collapsed_loglik(X, Z, float(t.sigma_x), float(t.sigma_a))
+        prior = log_prior(Z, float(t.alpha), beta=options.get("beta", 1.0),
+                          discount=float(discounts[draw]))
+        assert float(t.log_likelihood) == pytest.approx(log_lik, rel=1e-10)
+        assert float(t.log_joint) == pytest.approx(log_lik + prior, rel=1e-10)

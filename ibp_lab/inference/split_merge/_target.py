@@ -9,13 +9,12 @@ proposal probabilities are written.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ibp_lab._hyper import stable_harmonic, stable_new_dish_rate
-from ibp_lab._kernel import log_joint
+from ibp_lab._hyper import stable_new_dish_rate
+from ibp_lab._kernel import class_prior_constants, log_joint
 
 
 class LogJoint:
@@ -35,14 +34,9 @@ class LogJoint:
         self.n_rows, self.n_dims = X.shape
         #: Poisson rate of one row's singletons (the buffet's last customer's new dishes).
         self.singleton_rate = float(stable_new_dish_rate(alpha, beta, discount, self.n_rows - 1))
-        if discount == 0.0:
-            per_feature = math.log(alpha) + math.log(beta)
-        else:  # the three-parameter law's constants (ibp_lab._kernel.class_log_prior)
-            per_feature = (math.log(alpha) + math.lgamma(1.0 + beta) - math.lgamma(1.0 - discount)
-                           - math.lgamma(beta + discount))
         self._constants = (
-            float(np.sum(X * X)), sigma_x, sigma_a, per_feature,
-            alpha * stable_harmonic(self.n_rows, beta, discount), beta, discount,
+            float(np.sum(X * X)), sigma_x, sigma_a,
+            *class_prior_constants(self.n_rows, alpha, beta, discount), beta, discount,
         )
 
     def __call__(self, Z: np.ndarray) -> tuple[float, float]:
