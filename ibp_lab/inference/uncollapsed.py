@@ -57,7 +57,7 @@ from numba import njit
 
 from ibp_lab import _kernel
 from ibp_lab._checks import check_count, check_data_matrix, check_rng
-from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, new_dish_rate
+from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, harmonic, new_dish_rate
 from ibp_lab._threads import single_blas_thread
 
 __all__ = ["UncollapsedResult", "uncollapsed_sweep", "run_uncollapsed"]
@@ -473,10 +473,18 @@ def check_run(X, n_sweeps, rng, alpha, sigma_x, sigma_a, beta, Z0, burn, thin):
 
 def _gaussian_start_and_measure(X, hyper):
     """The linear-Gaussian runner's hooks: ``A`` drawn given ``Z0``, and the trace's
-    ``(log p(X | Z), log p(X | Z) + log P([Z]))`` with ``A`` integrated out."""
-    from ibp_lab.models.prior import log_prior  # imported on use: only the traces need it
+    ``(log p(X | Z), log p(X | Z) + log P([Z]))`` with ``A`` integrated out.
 
+    The class prior is the kernel's compiled one (:func:`ibp_lab._kernel.class_log_prior`),
+    its constants computed once per run: :func:`ibp_lab.models.prior.log_prior` groups
+    equal columns with ``np.unique``, about 60% of a sweep's time on the digits. The two
+    agree to about 1e-14 relative, not bit for bit (their sums run in another order); the
+    chain's draws do not depend on the trace.
+    """
     sum_sq = float(np.sum(X * X))
+    # log alpha + log beta, not log(alpha beta), which can underflow (as log_prior has it)
+    log_alpha_beta = math.log(hyper.alpha) + math.log(hyper.beta)
+    prior_rate = hyper.alpha * harmonic(X.shape[0], hyper.beta)
 
     def start(Z, rng):
         return _kernel.draw_posterior_features(X, Z, hyper.sigma_x, hyper.sigma_a, rng)
@@ -485,7 +493,9 @@ def _gaussian_start_and_measure(X, hyper):
         ztz, ztx = _kernel.sufficient_stats(X, Z)
         log_lik = _kernel.checked_loglik_from_stats(ztz, ztx, sum_sq, *X.shape, hyper.sigma_x,
                                                     hyper.sigma_a)
-        return log_lik, log_lik + log_prior(Z, hyper.alpha, beta=hyper.beta)
+        log_class = _kernel.class_log_prior(np.ascontiguousarray(Z, np.int8), log_alpha_beta,
+                                            prior_rate, hyper.beta)
+        return log_lik, log_lik + log_class
     return start, measure
 
 
