@@ -26,6 +26,35 @@ pieces of :mod:`ibp_lab.inference.uncollapsed`:
 3. **Links** ``w_kd`` by Gibbs: prior log-odds ``log(weight_prob / (1 - weight_prob))``
    plus the change of ``log P(x_nd | c_nd)`` over the rows where ``k`` is active.
 
+With ``births="data"`` step 2 is instead the birth-death move of chapter 9's exercise
+``ex-nc-data-births``, written for binary links: per row, with probability 1/2 each, the
+birth of one cause owned by the row alone, its links ``y`` drawn from their exact
+conditional given the row's data and the other causes, or the death of one of the row's
+``k`` singletons chosen uniformly. Given the row's other counts ``c_d``, the likelihood
+factorises over pixels, so the links are independent with::
+
+    q(y_d = 1) = p g_d / ((1 - p) + p g_d),   g_d = P(x_nd | c_d + 1) / P(x_nd | c_d)
+
+(``p`` is ``weight_prob``), and everything that depends on ``y`` cancels from the
+Metropolis-Hastings ratio of the birth (``lambda`` the new-dish rate of step 2)::
+
+    r = lambda / (k + 1) * prod_d ((1 - p) + p g_d)
+
+the row's likelihood with one more cause whose links are summed out, over its likelihood
+now; a death's ratio is ``1 / r`` at the counts without the
+dying cause and ``k - 1`` singletons.
+
+:func:`run_noisy_or` can also learn the noisy-OR's parameters (``update_strength``,
+``update_leak``, ``update_weight_prob``), a fourth step after the links, each given
+``(Z, W)`` under a Beta prior truncated to ``[MIN_PROBABILITY, 1 - MIN_PROBABILITY]``:
+
+4. ``strength``, then ``leak``: one slice-sampling step each (Neal 2003; the interval starts
+   as the whole support and shrinks) on the exact conditional, the Beta prior times
+   ``p(X | Z, W)``; the likelihood depends on ``(Z, W)`` only through how many pixels are
+   on and off at each count ``c_nd``, so each evaluation costs one sum over the distinct
+   counts. Then ``weight_prob`` from its conjugate conditional ``Beta(a + sum W, b + K D -
+   sum W)``, truncated, by inverse CDF.
+
 :func:`class_posterior` gives the exact posterior of the classes of ``Z`` on tiny data, with
 ``W`` summed out column by column (features of one column type are exchangeable, so only
 how many of them link a pixel matters); the tests compare the sampler's class frequencies
@@ -38,20 +67,22 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import njit
-from scipy.special import logsumexp
+from scipy.special import betainc, betaincinv, betaln, expit, logsumexp
 from scipy.stats import binom, poisson
 
 from ibp_lab import _kernel
 from ibp_lab.inference import exact
-from ibp_lab._checks import check_binary_matrix, check_count, check_rng
+from ibp_lab._checks import (check_binary_matrix, check_count, check_flag,
+                             check_positive_pair, check_rng)
 from ibp_lab._hyper import (alpha_upper, check_feature_matrix, check_positive, harmonic,
                             new_dish_rate)
 from ibp_lab.inference._enumeration import check_enumeration, class_table
-from ibp_lab.inference.uncollapsed import MAX_SWEEPS, UncollapsedResult, births_and_deaths, run_kernel
+from ibp_lab.inference.uncollapsed import (MAX_SWEEPS, UncollapsedResult, births_and_deaths,
+                                           check_births, run_kernel)
 from ibp_lab.models.prior import log_prior
 
 __all__ = ["NoisyOrParameters", "log_likelihood", "simulate", "noisy_or_sweep", "run_noisy_or",
@@ -246,16 +277,83 @@ def _flip_links(X, Z, W, C, prior_log_odds, log1m_leak, log1m_strength, rng):
                 W[k, d] = new
 
 
-def _sweep(X, Z, W, params: NoisyOrParameters, rng):
-    """One sweep without checks: ``(Z, W, births_accepted)``."""
-    N = X.shape[0]
-    log1m_leak, log1m_strength = math.log1p(-params.leak), math.log1p(-params.strength)
-    Z = np.ascontiguousarray(Z, np.int8)
-    C = Z.astype(np.int64) @ W
-    m = Z.sum(axis=0).astype(np.int64)
-    table = _kernel.prior_log_odds_table(N, params.beta)
-    _flip_causes(X, Z, W, C, m, table, log1m_leak, log1m_strength, rng)
+def _link_gains(x_row, c_row, params: NoisyOrParameters) -> np.ndarray:
+    """Per pixel, ``log P(x_d | c_d + 1) - log P(x_d | c_d)``: what one more active cause
+    linked to pixel ``d`` changes in the row's log-likelihood."""
+    return _log_probs(x_row, c_row + 1, params) - _log_probs(x_row, c_row, params)
 
+
+def _data_birth_log_ratio(gains, n_singletons: int, log_rate: float,
+                          params: NoisyOrParameters) -> float:
+    """Log Metropolis-Hastings ratio of the birth of one cause whose links are drawn from
+    their exact conditional (the module docstring's ``r``).
+
+    Against the unit-rate Poisson process, the row's singletons have prior density
+    proportional to ``lambda^k prod_j P(y_j)``; the birth proposes ``y`` with probability
+    ``q(y) = prod_d P(y_d) exp(y_d g_d) / ((1 - p) + p exp(g_d))`` and its reverse death
+    picks ``y`` among ``k + 1``, so::
+
+        r = L(new) lambda P(y) / (L(old) q(y) (k + 1)),   L(new) / L(old) = prod_d exp(y_d g_d)
+
+    and ``P(y)`` and ``exp(y_d g_d)`` cancel, leaving ``lambda / (k + 1) prod_d ((1 - p)
+    + p exp(g_d))``, whatever ``y`` is drawn.
+    """
+    log_p, log_1mp = math.log(params.weight_prob), math.log1p(-params.weight_prob)
+    return float(log_rate - math.log(n_singletons + 1.0)
+                 + np.logaddexp(log_1mp, log_p + gains).sum())
+
+
+def _draw_new_links(gains, params: NoisyOrParameters, rng) -> np.ndarray:
+    """The new cause's links, pixel by pixel from their exact conditional: log-odds the
+    prior's plus the pixel's gain (one uniform per pixel)."""
+    log_odds = math.log(params.weight_prob) - math.log1p(-params.weight_prob) + gains
+    return (rng.random(gains.size) < expit(log_odds)).astype(np.int64)
+
+
+def _accepts(log_ratio: float, rng) -> bool:
+    """Metropolis-Hastings: a uniform is drawn only when the ratio is below one."""
+    return log_ratio >= 0 or rng.random() < math.exp(log_ratio)
+
+
+def _data_births(X, Z, W, C, params: NoisyOrParameters, rng):
+    """Step 2 with ``births="data"`` (module docstring): per row one uniform chooses a
+    birth (< 1/2) or a death; ``C`` is updated in place. Returns ``(Z, W, n_accepted)``,
+    the born causes appended after the kept ones."""
+    N = X.shape[0]
+    log_rate = math.log(new_dish_rate(params.alpha, params.beta, N - 1))
+    # singletons before the step: a row's move never changes another row's singletons
+    singletons = (Z == 1) & (Z.sum(axis=0) == 1)
+    keep = np.ones(Z.shape[1], bool)
+    born_rows, born_links, accepted = [], [], 0
+    for n in range(N):
+        own = np.flatnonzero(singletons[n])
+        if rng.random() < 0.5:  # a birth
+            gains = _link_gains(X[n], C[n], params)
+            if _accepts(_data_birth_log_ratio(gains, own.size, log_rate, params), rng):
+                links = _draw_new_links(gains, params, rng)
+                C[n] += links
+                born_rows.append(n)
+                born_links.append(links)
+                accepted += 1
+        elif own.size:  # a death: the reverse of a birth from the row without cause j
+            j = own[min(int(rng.random() * own.size), own.size - 1)]
+            without = C[n] - W[j]
+            gains = _link_gains(X[n], without, params)
+            if _accepts(-_data_birth_log_ratio(gains, own.size - 1, log_rate, params), rng):
+                keep[j] = False
+                C[n] = without
+                accepted += 1
+    Z, W = Z[:, keep], W[keep]
+    if born_rows:
+        born = np.zeros((N, len(born_rows)), np.int8)
+        born[born_rows, np.arange(len(born_rows))] = 1
+        Z, W = np.hstack([Z, born]), np.vstack([W, born_links])
+    return Z, W, accepted
+
+
+def _prior_births(X, Z, W, C, params: NoisyOrParameters, rng):
+    """Step 2 with ``births="prior"``: :func:`ibp_lab.inference.uncollapsed.births_and_deaths`
+    with the links proposed from their prior, accepted by the row's likelihood ratio."""
     def log_ratio(n, change):
         return float(_log_probs(X[n], C[n] + change, params).sum()
                      - _log_probs(X[n], C[n], params).sum())
@@ -264,13 +362,126 @@ def _sweep(X, Z, W, params: NoisyOrParameters, rng):
         C[n] += change
 
     draw_links = lambda k, g: (g.random((k, X.shape[1])) < params.weight_prob).astype(np.int64)  # noqa: E731
-    Z, W, accepted = births_and_deaths(Z, W, new_dish_rate(params.alpha, params.beta, N - 1),
-                                       draw_links, log_ratio, commit, rng)
+    return births_and_deaths(Z, W, new_dish_rate(params.alpha, params.beta, X.shape[0] - 1),
+                             draw_links, log_ratio, commit, rng)
+
+
+def _sweep(X, Z, W, params: NoisyOrParameters, rng, births: str = "prior"):
+    """One sweep without checks: ``(Z, W, births_accepted)``."""
+    N = X.shape[0]
+    log1m_leak, log1m_strength = math.log1p(-params.leak), math.log1p(-params.strength)
+    Z = np.ascontiguousarray(Z, np.int8)
+    C = Z.astype(np.int64) @ W
+    m = Z.sum(axis=0).astype(np.int64)
+    table = _kernel.prior_log_odds_table(N, params.beta)
+    _flip_causes(X, Z, W, C, m, table, log1m_leak, log1m_strength, rng)
+    step = _data_births if births == "data" else _prior_births
+    Z, W, accepted = step(X, Z, W, C, params, rng)
     owned = Z.any(axis=0)
     Z, W = np.ascontiguousarray(Z[:, owned]), np.ascontiguousarray(W[owned])
     logit = math.log(params.weight_prob) - math.log1p(-params.weight_prob)
     _flip_links(X, Z, W, C, logit, log1m_leak, log1m_strength, rng)
     return Z, W, accepted
+
+
+# --------------------------------------------------------------------------------------
+# learning the parameters (run_noisy_or's step 4)
+# --------------------------------------------------------------------------------------
+
+#: The parameters :func:`run_noisy_or` can learn, in the order it updates them.
+LEARNABLE = ("strength", "leak", "weight_prob")
+#: Smallest shape of their Beta priors: below, the prior's mass piles up against the
+#: truncation at :data:`MIN_PROBABILITY` and the inverse CDF of the conjugate draw loses
+#: its precision (``betainc(1e-300, 1, 1e-9)`` is 1.0).
+MIN_PRIOR_SHAPE = 0.01
+#: Most shrinkages of one slice step: each at least halves the interval on average, so 200
+#: reach the spacing of floats around the current value, where the step must end.
+MAX_SLICE_SHRINKS = 200
+
+
+def _check_beta_prior(name: str, prior) -> tuple[float, float]:
+    a, b = check_positive_pair(name, prior)
+    if min(a, b) < MIN_PRIOR_SHAPE:
+        raise ValueError(f"{name} must be a pair of Beta shapes, each >= {MIN_PRIOR_SHAPE:g}, "
+                         f"got {prior!r}")
+    return a, b
+
+
+def _count_table(X, Z, W) -> tuple[np.ndarray, np.ndarray]:
+    """How many pixels are off and on at each count ``c`` of active linked causes: all
+    that ``p(X | Z, W)`` keeps of ``(Z, W)`` as a function of ``strength`` and ``leak``."""
+    counts = Z.astype(np.int64) @ W
+    n_counts = int(counts.max(initial=0)) + 1
+    return (np.bincount(counts[X == 0], minlength=n_counts),
+            np.bincount(counts[X == 1], minlength=n_counts))
+
+
+def _log_likelihood_of_table(n_off, n_on, strength: float, leak: float) -> float:
+    """``log p(X | Z, W)`` from :func:`_count_table`: a pixel with ``c`` active linked causes
+    is off with probability ``(1 - leak) (1 - strength)^c``."""
+    log_off = math.log1p(-leak) + np.arange(n_off.size) * math.log1p(-strength)
+    return float(n_off @ log_off + n_on @ np.log(-np.expm1(log_off)))
+
+
+def _log_beta_prior(value: float, prior) -> float:
+    """Log Beta density up to its constant, ``log B(a, b)``."""
+    a, b = prior
+    return (a - 1.0) * math.log(value) + (b - 1.0) * math.log1p(-value)
+
+
+def _slice_step(value: float, log_density, rng) -> float:
+    """One slice-sampling step (Neal 2003) on ``[MIN_PROBABILITY, 1 - MIN_PROBABILITY]``:
+    the level is ``log_density(value)`` minus an Exponential(1) draw; the interval starts as
+    the whole support (no stepping out, no width to tune) and shrinks towards ``value``
+    until a uniform point of it lies above the level. Leaves the density invariant."""
+    level = log_density(value) - rng.exponential()
+    left, right = MIN_PROBABILITY, 1.0 - MIN_PROBABILITY
+    for _ in range(MAX_SLICE_SHRINKS):
+        proposal = left + (right - left) * rng.random()
+        if log_density(proposal) >= level:
+            return proposal
+        if proposal < value:
+            left = proposal
+        else:
+            right = proposal
+    return value
+
+
+def _truncated_beta(a: float, b: float, rng) -> float:
+    """A draw of Beta(a, b) truncated to ``[MIN_PROBABILITY, 1 - MIN_PROBABILITY]`` by
+    inverse CDF (one uniform). Drawn on the side of its lighter tail (``1 - Beta(b, a)``
+    when the mean is above 1/2), where the CDF keeps its relative precision."""
+    mirrored = a > b
+    if mirrored:  # the support is symmetric: draw 1 - value from Beta(b, a)
+        a, b = b, a
+    low, high = betainc(a, b, MIN_PROBABILITY), betainc(a, b, 1.0 - MIN_PROBABILITY)
+    value = betaincinv(a, b, low + (high - low) * rng.random())
+    value = 1.0 - value if mirrored else value
+    return float(min(max(value, MIN_PROBABILITY), 1.0 - MIN_PROBABILITY))
+
+
+def _update_parameters(X, Z, W, params: NoisyOrParameters, priors: dict,
+                       rng) -> NoisyOrParameters:
+    """Step 4 (module docstring): the parameters named in ``priors`` (name -> Beta
+    shapes), given ``(Z, W)``, in the order of :data:`LEARNABLE`."""
+    if "strength" in priors or "leak" in priors:
+        n_off, n_on = _count_table(X, Z, W)
+        for name in ("strength", "leak"):
+            if name not in priors:
+                continue
+
+            def log_density(value, name=name):
+                trial = replace(params, **{name: value})
+                return (_log_beta_prior(value, priors[name])
+                        + _log_likelihood_of_table(n_off, n_on, trial.strength, trial.leak))
+            params = replace(params, **{name: _slice_step(getattr(params, name), log_density,
+                                                          rng)})
+    if "weight_prob" in priors:
+        a, b = priors["weight_prob"]
+        n_links = int(W.sum())
+        params = replace(params, weight_prob=_truncated_beta(a + n_links, b + W.size - n_links,
+                                                             rng))
+    return params
 
 
 def _checked_state(X, Z, W, rng, alpha, weight_prob, strength, leak, beta):
@@ -290,8 +501,8 @@ def _checked_state(X, Z, W, rng, alpha, weight_prob, strength, leak, beta):
 
 
 def noisy_or_sweep(X, Z, W, rng: np.random.Generator, *, alpha: float, weight_prob: float,
-                   strength: float, leak: float,
-                   beta: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                   strength: float, leak: float, beta: float = 1.0,
+                   births: str = "prior") -> tuple[np.ndarray, np.ndarray]:
     """One sweep of the noisy-OR sampler (the module docstring's three steps).
 
     Parameters
@@ -307,6 +518,12 @@ def noisy_or_sweep(X, Z, W, rng: np.random.Generator, *, alpha: float, weight_pr
         The IBP's mass and concentration.
     weight_prob, strength, leak : float
         The noisy-OR's parameters, each in ``(0, 1)``.
+    births : {"prior", "data"}, optional
+        Step 2's proposals: ``"prior"`` (default) replaces the row's singletons by new
+        causes with links from their prior, accepted by the likelihood ratio; ``"data"``
+        proposes the birth of one cause, its links from their exact conditional given the
+        row's data and the other causes, or the death of one singleton, with the ratio of
+        the module docstring (the links' proposal cancels their prior and likelihood).
 
     Returns
     -------
@@ -320,16 +537,27 @@ def noisy_or_sweep(X, Z, W, rng: np.random.Generator, *, alpha: float, weight_pr
     ...                       alpha=1.0, weight_prob=0.3, strength=0.9, leak=0.05)
     >>> Z.shape[0], W.shape == (Z.shape[1], 3)
     (3, True)
+
+    With births from the data:
+
+    >>> Z, W = noisy_or_sweep(X, Z, W, np.random.default_rng(1), alpha=1.0, weight_prob=0.3,
+    ...                       strength=0.9, leak=0.05, births="data")
+    >>> W.shape == (Z.shape[1], 3)
+    True
     """
+    births = check_births(births)
     X, Z, W, params, rng = _checked_state(X, Z, W, rng, alpha, weight_prob, strength, leak, beta)
-    Z, W, _ = _sweep(X, Z, W, params, rng)
+    Z, W, _ = _sweep(X, Z, W, params, rng, births)
     return Z, W
 
 
 def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
                  weight_prob: float, strength: float, leak: float, beta: float = 1.0, Z0=None,
-                 burn: int = 0, thin: int = 1) -> UncollapsedResult:
-    """Run the noisy-OR sampler for ``n_sweeps`` sweeps at fixed parameters.
+                 burn: int = 0, thin: int = 1, births: str = "prior",
+                 update_strength: bool = False, update_leak: bool = False,
+                 update_weight_prob: bool = False, strength_prior=(1.0, 1.0),
+                 leak_prior=(1.0, 1.0), weight_prob_prior=(1.0, 1.0)) -> UncollapsedResult:
+    """Run the noisy-OR sampler for ``n_sweeps`` sweeps, its parameters fixed or learned.
 
     Parameters
     ----------
@@ -339,21 +567,35 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
         Sweeps of :func:`noisy_or_sweep`, >= 1.
     rng : numpy.random.Generator
     alpha, weight_prob, strength, leak, beta : float
-        The model's parameters (as :func:`noisy_or_sweep`).
+        The model's parameters (as :func:`noisy_or_sweep`); the starting values of those
+        learned.
     Z0 : array_like, optional
         Starting causes (default one cause active in every row); the links start from
         their prior.
     burn, thin : int, optional
         Warm-up sweeps not kept in ``samples`` (the trace keeps them) and the thinning.
+    births : {"prior", "data"}, optional
+        Step 2's proposals (:func:`noisy_or_sweep`); default ``"prior"``.
+    update_strength, update_leak, update_weight_prob : bool, optional
+        Learn the parameter (default False: held fixed): after each sweep, ``strength``
+        and then ``leak`` by one slice step on their exact conditional given ``(Z, W)``,
+        then ``weight_prob`` from its Beta conditional given ``W`` (module docstring).
+    strength_prior, leak_prior, weight_prob_prior : (float, float), optional
+        Shapes ``(a, b)`` of each learned parameter's Beta prior (default uniform), each
+        in ``[0.01, 1e6]``, the prior truncated to ``[MIN_PROBABILITY, 1 -
+        MIN_PROBABILITY]``; checked even when the parameter is held fixed.
 
     Returns
     -------
     ibp_lab.inference.uncollapsed.UncollapsedResult
         ``trace``: ``k_plus``, ``log_likelihood`` (``log p(X | Z, W)``, given the links:
         not comparable with the Gaussian samplers' collapsed values) and ``log_joint`` (plus
-        ``log P([Z]) + log P(W)``); ``A`` holds the final links ``W``;
-        ``sample_stats["births_accepted"]`` as :func:`ibp_lab.inference.uncollapsed.run_uncollapsed`.
-        ``samples`` holds the kept ``Z``; pair them with links by running on.
+        ``log P([Z]) + log P(W)`` and, for each learned parameter, its log Beta prior
+        density); one variable per learned parameter (``strength``, ``leak``,
+        ``weight_prob``), its value after each sweep, while ``attrs`` keep the starting
+        values; ``A`` holds the final links ``W``; ``sample_stats["births_accepted"]`` as
+        :func:`ibp_lab.inference.uncollapsed.run_uncollapsed`. ``samples`` holds the kept
+        ``Z``; pair them with links by running on.
 
     Examples
     --------
@@ -362,6 +604,16 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
     ...                    strength=0.9, leak=0.05)
     >>> run.trace["k_plus"].shape
     (10,)
+
+    Learning the leak under a Beta(1, 9) prior (mean 0.1), with births from the data:
+
+    >>> run = run_noisy_or(X, 10, np.random.default_rng(1), alpha=1.0, weight_prob=0.3,
+    ...                    strength=0.9, leak=0.05, births="data", update_leak=True,
+    ...                    leak_prior=(1.0, 9.0))
+    >>> sorted(run.trace.data_vars)
+    ['k_plus', 'leak', 'log_joint', 'log_likelihood']
+    >>> bool(0.0 < run.trace["leak"].values.min() < 1.0)
+    True
     """
     X = check_binary_matrix("X", X).astype(np.int8)
     if X.shape[0] == 0:
@@ -373,9 +625,62 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
         check_feature_matrix("Z0", Z0, n_rows=X.shape[0])
     burn = check_count("burn", burn, maximum=n_sweeps)
     thin = check_count("thin", thin, minimum=1, maximum=MAX_SWEEPS)
-    return run_kernel(_sweep, X, n_sweeps, check_rng(rng), params, Z0, burn, thin,
-                      "births_accepted", "noisy-OR: Gibbs + Metropolis-Hastings births",
-                      hooks=_start_and_measure(X, params))
+    births = check_births(births)
+    priors = _learned_priors(dict(strength=update_strength, leak=update_leak,
+                                  weight_prob=update_weight_prob),
+                             dict(strength=strength_prior, leak=leak_prior,
+                                  weight_prob=weight_prob_prior))
+    rng = check_rng(rng)
+    if births == "prior" and not priors:  # the fixed-parameter sampler, draw for draw
+        return run_kernel(_sweep, X, n_sweeps, rng, params, Z0, burn, thin,
+                          "births_accepted", "noisy-OR: Gibbs + Metropolis-Hastings births",
+                          hooks=_start_and_measure(X, params))
+    chain = _LearningChain(X, params, births, priors)
+    run = run_kernel(chain.sweep, X, n_sweeps, rng, params, Z0, burn, thin, "births_accepted",
+                     chain.sampler_name(), hooks=(chain.start, chain.measure))
+    for name in priors:
+        run.trace[name] = ("draw", np.array(chain.values[name]))
+        run.trace.attrs[f"{name}_prior"] = f"Beta{priors[name]}"
+    return run
+
+
+def _learned_priors(updates: dict, priors: dict) -> dict:
+    """``{name: (a, b)}`` for each parameter to learn, flags and priors checked."""
+    learned = {}
+    for name in LEARNABLE:
+        prior = _check_beta_prior(f"{name}_prior", priors[name])
+        if check_flag(f"update_{name}", updates[name]):
+            learned[name] = prior
+    return learned
+
+
+class _LearningChain:
+    """:func:`run_noisy_or`'s sweep and measure when births come from the data or
+    parameters are learned: the current parameters live here, the sweeps' values are kept
+    for the trace."""
+
+    def __init__(self, X, params: NoisyOrParameters, births: str, priors: dict):
+        self.X, self.params, self.births, self.priors = X, params, births, priors
+        self.values = {name: [] for name in priors}
+        self.start = _start_and_measure(X, params)[0]
+
+    def sampler_name(self) -> str:
+        name = "noisy-OR: Gibbs + Metropolis-Hastings births"
+        name += " from the data" if self.births == "data" else ""
+        return name + (f"; learned {', '.join(self.priors)}" if self.priors else "")
+
+    def sweep(self, X, Z, W, _, rng):
+        Z, W, accepted = _sweep(X, Z, W, self.params, rng, self.births)
+        self.params = _update_parameters(X, Z, W, self.params, self.priors, rng)
+        for name in self.priors:
+            self.values[name].append(getattr(self.params, name))
+        return Z, W, accepted
+
+    def measure(self, Z, W):
+        log_lik, log_joint = _start_and_measure(self.X, self.params)[1](Z, W)
+        return log_lik, log_joint + sum(
+            _log_beta_prior(getattr(self.params, name), prior) - betaln(*prior)
+            for name, prior in self.priors.items())
 
 
 def _start_and_measure(X, params: NoisyOrParameters):

@@ -11,6 +11,12 @@ label-free statistic of the links, the total ``sum(Z W)`` of active links, is co
 its exact law too (:func:`exact_link_total_pmf`, from the same enumeration). Each check runs
 at half the test's false-alarm rate of 1e-3 (Bonferroni). Planted one-line bugs (the links'
 prior log-odds, the birth rate, the causes' prior ignoring ``beta``) must be caught.
+
+The births from the data (``births="data"``) go through the same two checks, and two planted
+bugs of their own must be caught: the reverse death's choice among ``k + 1`` forgotten in the
+ratio, and the new links drawn from their prior while the ratio assumes their conditional.
+Their ratio is checked, link row by link row, against the full Metropolis-Hastings ratio
+written out; and the default sampler against numbers pinned before the option existed.
 """
 
 import itertools
@@ -26,7 +32,8 @@ from ibp_lab.inference import exact, noisy_or
 from ibp_lab.inference.noisy_or import NoisyOrParameters
 from tests.exactness import assert_leaves_posterior_invariant
 from tests.seeds import stat_rng
-from tests.stats_checks import TEST_LEVEL, chain_ess, chain_frequency_pvalues
+from tests.stats_checks import (TEST_LEVEL, assert_binomial_counts, chain_ess,
+                                chain_frequency_pvalues)
 
 X_TWO = np.array([[1, 0], [1, 1], [0, 1]], np.int8)
 X_THREE = np.array([[1, 1, 0], [1, 0, 0], [0, 1, 1]], np.int8)
@@ -105,22 +112,27 @@ def exact_link_total_pmf(X, params, k_max):
     return total, post
 
 
-def run_sampler(X, params, n_steps, rng, burn=100):
+def run_sampler(X, params, n_steps, rng, burn=100, births="prior"):
     """The sampler's ``Z`` states and link totals after ``burn`` sweeps."""
     Z, W = np.ones((X.shape[0], 1), np.int8), np.ones((1, X.shape[1]), np.int64)
     states, totals = [], []
     for t in range(burn + n_steps):
-        Z, W, _ = noisy_or._sweep(X, Z, W, params, rng)
+        Z, W, _ = noisy_or._sweep(X, Z, W, params, rng, births)
         if t >= burn:
             states.append(Z)
             totals.append(int((Z.astype(np.int64) @ W).sum()))
     return states, np.array(totals)
 
 
-def assert_sampler_exact(X, params, k_max, rng, n_steps=40_000):
-    """Both checks at level / 2: the class law of Z and the law of the link total."""
+def assert_sampler_exact(X, params, k_max, rng, n_steps=40_000, births="prior"):
+    """Both checks at level / 2: the class law of Z and the law of the link total.
+
+    The tolerance is the chain's Monte Carlo error: each bin's visits are judged against
+    an exact binomial tail with the chain's effective sample size (``chain_ess``) in place
+    of its length, at ``TEST_LEVEL`` shared among the bins and the two checks (Bonferroni).
+    """
     law, post = exact_link_total_pmf(X, params, k_max)
-    states, totals = run_sampler(X, params, n_steps, rng)
+    states, totals = run_sampler(X, params, n_steps, rng, births=births)
     replay = iter(states[1:])
     assert_leaves_posterior_invariant(lambda Z: next(replay), X, params.alpha, 1.0, 1.0,
                                       n_steps=n_steps - 1, burn=0, Z0=states[0], posterior=post,
@@ -153,6 +165,106 @@ def test_sampler_matches_the_enumeration(X, alpha, beta, k_max):
     assert_sampler_exact(X, params, k_max, stat_rng(51))
 
 
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.parametrize("X, alpha, beta, k_max", EXACT_CASES)
+@pytest.mark.slow  # 15-20 s each (make test only; see README)
+def test_data_births_match_the_enumeration(X, alpha, beta, k_max):
+    """``births="data"``: the class law of ``Z`` and the link total's law, as above."""
+    params = NoisyOrParameters.checked(alpha, **MODEL, beta=beta)
+    assert_sampler_exact(X, params, k_max, stat_rng(53), births="data")
+
+
+def test_data_birth_ratio_is_the_full_ratio_for_every_link_row():
+    """The closed form against ``L(new) lambda P(y) / (L(old) q(y) (k + 1))`` written out
+    for each of the 2^D link rows ``y`` (it must not depend on ``y``), and ``q`` a law."""
+    params = NoisyOrParameters.checked(1.0, **MODEL)
+    x_row, c_row = np.array([1, 0, 1, 0], np.int8), np.array([0, 2, 1, 0])
+    log_rate, k, p = math.log(0.3), 2, MODEL["weight_prob"]
+
+    def row_log_likelihood(counts):
+        p_off = (1 - MODEL["leak"]) * (1 - MODEL["strength"]) ** counts
+        return float(np.sum(np.log(np.where(x_row == 1, 1 - p_off, p_off))))
+
+    def link_probability(d):  # q(y_d = 1): prior times the pixel's likelihood, normalised
+        on = p * math.exp(row_log_likelihood(c_row + np.eye(4, dtype=int)[d]))
+        return on / (on + (1 - p) * math.exp(row_log_likelihood(c_row)))
+
+    gains = noisy_or._link_gains(x_row, c_row, params)
+    closed = noisy_or._data_birth_log_ratio(gains, k, log_rate, params)
+    q_on = np.array([link_probability(d) for d in range(4)])
+    total_q = 0.0
+    for bits in itertools.product((0, 1), repeat=4):
+        y = np.array(bits)
+        log_prior = float(np.sum(np.where(y == 1, math.log(p), math.log(1 - p))))
+        log_q = float(np.sum(np.log(np.where(y == 1, q_on, 1 - q_on))))
+        total_q += math.exp(log_q)
+        full = (row_log_likelihood(c_row + y) - row_log_likelihood(c_row) + log_rate + log_prior
+                - log_q - math.log(k + 1))
+        assert full == pytest.approx(closed, rel=1e-12, abs=1e-12)
+    assert total_q == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.statistical(rate=1e-3)
+def test_new_links_follow_their_conditional():
+    """20,000 link rows of a born cause: each pixel's frequency against ``q(y_d = 1) = p g_d
+    / ((1 - p) + p g_d)`` by exact binomial tails, 1e-3 shared by the pixels."""
+    params = NoisyOrParameters.checked(1.0, **MODEL)
+    x_row, c_row = np.array([1, 0, 1, 0], np.int8), np.array([0, 2, 1, 0])
+    gains = noisy_or._link_gains(x_row, c_row, params)
+    p = MODEL["weight_prob"]
+    q_on = p * np.exp(gains) / (1 - p + p * np.exp(gains))
+    rng, n = stat_rng(55), 20_000
+    counts = sum(noisy_or._draw_new_links(gains, params, rng) for _ in range(n))
+    assert_binomial_counts(counts, n, q_on, what="pixels")
+
+
+def test_data_births_change_one_singleton_per_row_and_keep_the_counts():
+    """Each row gains one singleton (a birth), loses one (a death) or neither; the shared
+    causes stay with their links; the counts ``C`` kept in place stay ``Z W``."""
+    rng = np.random.default_rng(8)
+    X = (rng.random((6, 5)) < 0.5).astype(np.int8)
+    params = NoisyOrParameters.checked(2.0, **MODEL)
+    moves = 0
+    for _ in range(50):
+        Z = np.hstack([np.eye(6, dtype=np.int8), np.ones((6, 2), np.int8)])
+        W = (rng.random((8, 5)) < 0.5).astype(np.int64)
+        C = Z.astype(np.int64) @ W
+        new_Z, new_W, accepted = noisy_or._data_births(X, Z, W, C, params, rng)
+        np.testing.assert_array_equal(C, new_Z.astype(np.int64) @ new_W)
+        shared = np.flatnonzero(new_Z.sum(axis=0) == 6)
+        assert shared.size == 2 and np.all(new_Z[:, :shared[0]].sum(axis=0) == 1)
+        np.testing.assert_array_equal(new_W[shared], W[6:])
+        assert np.all(new_Z[:, shared[1] + 1:].sum(axis=0) == 1)  # the born, one owner each
+        change = np.abs(new_Z.sum(axis=1) - Z.sum(axis=1))
+        assert change.max() <= 1 and change.sum() == accepted
+        moves += accepted
+    assert moves > 0
+
+
+def test_the_default_run_is_bit_for_bit_the_one_before_the_options():
+    # pinned with the sampler as it was before births="data" and the learned parameters
+    X = (np.random.default_rng(3).random((12, 5)) < 0.4).astype(np.int8)
+    run = noisy_or.run_noisy_or(X, 30, np.random.default_rng(4), alpha=1.2, **MODEL, burn=5,
+                                thin=5)
+    assert float(run.trace["log_joint"].values.sum()) == -2325.46804916912
+    assert run.trace["k_plus"].values.tolist() == [5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 5, 5, 6, 6, 6,
+                                                   5, 8, 5, 5, 5, 5, 5, 7, 6, 8, 8, 5, 5, 6, 6]
+    assert sorted(run.trace.data_vars) == ["k_plus", "log_joint", "log_likelihood"]
+    Z, W = noisy_or.noisy_or_sweep(X, np.ones((12, 1)), np.ones((1, 5)), np.random.default_rng(7),
+                                   alpha=1.0, weight_prob=0.3, strength=0.9, leak=0.05)
+    assert Z.sum(axis=0).tolist() == [5, 1] and W.tolist() == [[1, 1, 0, 0, 1], [1, 0, 1, 1, 0]]
+
+
+def test_data_births_runner_is_reproducible_and_labels_its_sampler():
+    X = (np.random.default_rng(3).random((12, 5)) < 0.4).astype(np.int8)
+    runs = [noisy_or.run_noisy_or(X, 20, np.random.default_rng(4), alpha=1.2, **MODEL,
+                                  births="data") for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].trace["log_joint"], runs[1].trace["log_joint"])
+    assert "from the data" in runs[0].trace.attrs["sampler"]
+    assert runs[0].trace["log_likelihood"].values[-1] == pytest.approx(
+        noisy_or.log_likelihood(X, runs[0].Z, runs[0].A, strength=0.8, leak=0.1), rel=1e-12)
+
+
 def _plant(monkeypatch, bug):
     if bug == "links' prior log-odds":  # log p in place of log(p / (1 - p))
         right = noisy_or._flip_links
@@ -177,6 +289,38 @@ def test_the_checks_catch_a_planted_bug(monkeypatch, bug):
     params = NoisyOrParameters.checked(0.5, **MODEL, beta=2.0)
     with pytest.raises(AssertionError):
         assert_sampler_exact(X_TWO, params, 8, stat_rng(52))
+
+
+DATA_BIRTH_BUGS = {
+    # the Poisson pmf's 1 / (k + 1) kept while the death also chooses among k + 1: counted
+    # twice (chapter 9's solution of ex-nc-data-births warns of it), here forgotten once
+    "the death's choice forgotten": lambda gains, k, log_rate, params: (
+        log_rate + np.logaddexp(math.log1p(-params.weight_prob),
+                                math.log(params.weight_prob) + gains).sum()),
+    # the proposal's normaliser without the term of an unlinked pixel
+    "the normaliser's y = 0 term forgotten": lambda gains, k, log_rate, params: (
+        log_rate - math.log(k + 1) + (math.log(params.weight_prob) + gains).sum()),
+}
+# (Links drawn from their prior while the ratio assumes their conditional leave the law of
+# Z nearly intact: the sweep's link step redraws the new cause's links, owned by its row
+# alone, from that same conditional at once. test_new_links_follow_their_conditional
+# checks the draw itself.)
+
+
+def _plant_data_birth_bug(monkeypatch, bug):
+    monkeypatch.setattr(noisy_or, "_data_birth_log_ratio", DATA_BIRTH_BUGS[bug])
+
+
+@pytest.mark.statistical(rate=1e-3)
+@pytest.mark.parametrize("bug", list(DATA_BIRTH_BUGS))
+@pytest.mark.slow  # about 15 s each (make test only; see README)
+def test_the_checks_catch_a_planted_data_birth_bug(monkeypatch, bug):
+    """Each bug moves a class's or a link total's probability by many Monte Carlo standard
+    errors at this size, so a check must fail."""
+    _plant_data_birth_bug(monkeypatch, bug)
+    params = NoisyOrParameters.checked(0.5, **MODEL, beta=2.0)
+    with pytest.raises(AssertionError):
+        assert_sampler_exact(X_TWO, params, 8, stat_rng(54), births="data")
 
 
 def test_run_is_reproducible_and_traces_the_joint():
@@ -231,7 +375,24 @@ def test_the_book_s_three_by_three_example_stays_within_the_bounds():
     (lambda: noisy_or.class_posterior(np.ones((5, 2)), alpha=1.0, **MODEL), "rows"),
     (lambda: noisy_or.noisy_or_sweep([[1, 0]], [[1, 1]], [[1, 0]], np.random.default_rng(0),
                                      alpha=1.0, **MODEL), "W must have shape"),
+    (lambda: noisy_or.noisy_or_sweep([[1, 0]], [[1]], [[1, 0]], np.random.default_rng(0),
+                                     alpha=1.0, **MODEL, births="sideways"), "births must be one of"),
+    (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
+                                   births="Data"), "births must be one of"),
+    (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
+                                   update_leak=True, leak_prior=(0.001, 1.0)),
+     r"leak_prior must be a pair of Beta shapes, each >= 0.01"),
+    (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
+                                   strength_prior=(1.0,)), "strength_prior"),
+    (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
+                                   weight_prob_prior=(1.0, -2.0)), r"weight_prob_prior\[1\]"),
 ])
 def test_doors_name_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_an_update_flag_that_is_not_a_bool_is_refused():
+    with pytest.raises(TypeError, match="update_strength must be True or False"):
+        noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
+                              update_strength=1)
