@@ -2955,6 +2955,23 @@ def _noisy_or_specs(Z, state_check, run_check):
     model = dict(weight_prob=0.3, strength=0.8, leak=0.05)
     probabilities = dict(weight_prob="probability", strength="probability", leak="probability")
     finite = lambda v: None if np.isfinite(v) else f"not finite: {v}"  # noqa: E731
+    # Beta shapes: a pair, each in [0.01, 1e6] (below, the truncated prior's draws lose
+    # their precision)
+    beta_prior = lambda base: [("nan", (float("nan"), 1.0), R), ("negative", (-1.0, 1.0), R),  # noqa: E731
+                               ("one number", (1.0,), R), ("str", "ab", R), ("None", None, R),
+                               ("tiny shape", (1e-300, 1.0), R), ("shape 0.001", (1e-3, 1.0), R),
+                               ("huge shape", (1.0, 1e300), R), ("complex", (1j, 1.0), R),
+                               ("np.array", np.array([2.0, 3.0]), A), ("edge shapes", (0.01, 1e6), A)]
+    learn_all = dict(update_strength=True, update_leak=True, update_weight_prob=True)
+    learning_extremes = [
+        ("learn all three", learn_all, A),
+        ("learn all three, births from the data", dict(learn_all, births="data"), A),
+        ("learn at the shapes' edges", dict(learn_all, strength_prior=(0.01, 1e6),
+                                            leak_prior=(1e6, 0.01), weight_prob_prior=(0.01, 0.01)), A),
+        ("learn from the support's edges", dict(learn_all, strength=1 - 1e-9, leak=1e-9,
+                                                weight_prob=1e-9), A),
+        ("learn on all-zero X", dict(learn_all, X=np.zeros_like(X)), A),
+        ("learn on all-one X, data births", dict(learn_all, X=np.ones_like(X), births="data"), A)]
     sweep_extremes = [("W one row short", dict(W=W[:1]), R), ("W entry 2", dict(W=W * 2), R),
                       ("alpha 1e6", dict(alpha=1e6), R), ("strength 1 - 1e-12",
                                                           dict(strength=1 - 1e-12), R)
@@ -2972,18 +2989,26 @@ def _noisy_or_specs(Z, state_check, run_check):
              dict(Z="binary", W="binary", rng=G, strength="probability", leak="probability"),
              is_binary),
         Spec("noisy_or.noisy_or_sweep", noisy_or.noisy_or_sweep,
-             dict(X=X, Z=Z, W=W, rng=fresh_rng(), alpha=1.0, **model, beta=1.0),
-             dict(X="binary", Z="binary", W="binary", rng=G, alpha=P, beta=P, **probabilities),
-             state_check, extremes=sweep_extremes),
+             dict(X=X, Z=Z, W=W, rng=fresh_rng(), alpha=1.0, **model, beta=1.0, births="prior"),
+             dict(X="binary", Z="binary", W="binary", rng=G, alpha=P, beta=P, **probabilities,
+                  births=_choice(["prior", "data"])),
+             state_check, extremes=sweep_extremes + [
+                 ("births data at the extremes", dict(births="data", alpha=1e-100,
+                                                      strength=1 - 1e-9, leak=1e-9), A)]),
         Spec("noisy_or.run_noisy_or", noisy_or.run_noisy_or,
              dict(X=X, n_sweeps=4, rng=fresh_rng(), alpha=1.0, **model, beta=1.0, Z0=None, burn=0,
-                  thin=1),
+                  thin=1, births="prior", update_strength=False, update_leak=False,
+                  update_weight_prob=False, strength_prior=(1.0, 1.0), leak_prior=(1.0, 1.0),
+                  weight_prob_prior=(1.0, 1.0)),
              dict(X="binary", n_sweeps=C, rng=G, alpha=P, beta=P, Z0="binary", burn=C, thin=C,
-                  **probabilities), run_check, time_limit=20,
+                  **probabilities, births=_choice(["prior", "data"]), update_strength="flag",
+                  update_leak="flag", update_weight_prob="flag", strength_prior=beta_prior,
+                  leak_prior=beta_prior, weight_prob_prior=beta_prior), run_check, time_limit=20,
              extremes=[("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), R),
                        ("huge n_sweeps", dict(n_sweeps=10**9), R)]
              + hyper_edges(dict(alpha=1, beta=1)) + data_edges(dict(X=X), binary=True)
-             + [("leak 0", dict(leak=0.0), E), ("strength 1", dict(strength=1.0), E)]),
+             + [("leak 0", dict(leak=0.0), E), ("strength 1", dict(strength=1.0), E)]
+             + learning_extremes),
         Spec("noisy_or.class_posterior", noisy_or.class_posterior,
              dict(X=X[:3], alpha=1.0, **model, beta=1.0, k_max=3),
              dict(X="binary", alpha=P, beta=P, k_max=C, **probabilities),
