@@ -1695,6 +1695,12 @@ def specs_exercises():
         Spec("exercises.check_noisy_or_link", m.check_noisy_or_link,
              dict(update=_not_written), dict(update=fn, time_limit=P), _exercise_ok,
              time_limit=30, extremes=_student_extremes("update")),
+        Spec("exercises.check_stick_update", m.check_stick_update,
+             dict(update=_not_written), dict(update=fn, time_limit=P), _exercise_ok,
+             time_limit=30, extremes=_student_extremes("update")),
+        Spec("exercises.check_slice_conditional", m.check_slice_conditional,
+             dict(log_odds=_not_written), dict(log_odds=fn, time_limit=P), _exercise_ok,
+             time_limit=30, extremes=_student_extremes("log_odds")),
     ]
 
 

@@ -28,6 +28,8 @@ from ibp_lab.teaching.exercises import (
     check_ais,
     check_smc_weight,
     check_noisy_or_link,
+    check_stick_update,
+    check_slice_conditional,
 )
 
 # --------------------------------------------------------------------------------------
@@ -749,6 +751,8 @@ CHECKERS = [
     ("gibbs sweep", check_gibbs_sweep),
     ("ais", check_ais),
     ("birth step", check_birth_step),
+    ("stick update", check_stick_update),
+    ("slice conditional", check_slice_conditional),
 ]
 
 
@@ -762,7 +766,8 @@ def test_a_checker_answers_whatever_the_student_function_does(name, checker):
     # a number where a number is expected; a row or a matrix where one is expected
     expected = {"recursive step": "not an array of probabilities",
                 "gibbs sweep": "it returned an array of shape ()",
-                "birth step": "not an array of images"}.get(
+                "birth step": "not an array of images",
+                "stick update": "not a pair of numbers"}.get(
         name, "too large for a float: work in log space")
     assert expected in huge.verdict, huge.verdict
     start = time.monotonic()
@@ -865,3 +870,175 @@ def test_check_noisy_or_link_fails_each_mistake_in_words(update, words):
     result = check_noisy_or_link(update)
     assert not result.passed
     assert words in result.verdict, result.verdict
+
+
+# --------------------------------------------------------------------------------------
+# check_stick_update (deterministic: exact comparison, no false alarms)
+# --------------------------------------------------------------------------------------
+
+
+def _stick(mistake=None):
+    """A student's update of q(v_k) in plain NumPy, the weights y as a softmax of b."""
+    from scipy.special import digamma
+
+    def update(nu, tau, k, alpha):
+        total = digamma(tau.sum(axis=1))
+        e_log_v, e_log_1mv = digamma(tau[:, 0]) - total, digamma(tau[:, 1]) - total
+        b = e_log_1mv + np.concatenate([[0.0], np.cumsum(e_log_v)[:-1]])
+        on = nu.sum(axis=0)
+        off = nu.shape[0] - on
+        if mistake == "finite":
+            return alpha + on[k], 1.0 + off[k]
+        tau1, tau2 = (0.0, 0.0) if mistake == "no prior" else (alpha, 1.0)
+        tau1 += on[k:].sum()
+        for m in range(k, len(tau)):
+            y = np.exp(b[:m + 1] - b[:m + 1].max())
+            y = np.full(m + 1, 1.0) if mistake == "uniform" else y
+            y /= y.sum()
+            tau1 += off[m] * y[(k if mistake == "from k" else k + 1):].sum()
+            if m > k or mistake != "m > k":
+                tau2 += off[m] * y[k]
+        return (tau2, tau1) if mistake == "swapped" else (tau1, tau2)
+    return update
+
+
+def test_check_stick_update_passes_a_plain_student_update():
+    result = check_stick_update(_stick())
+    assert result.passed, str(result)
+    assert "package's own" in result.verdict and "chapter's formula" in result.verdict
+    assert all(m.ok for m in result.measurements)
+
+
+@pytest.mark.parametrize("mistake, words", [
+    ("finite", "finite family's update"),
+    ("no prior", "prior is missing"),
+    ("from k", "starts at i = k + 1"),
+    ("m > k", "it starts at m = k"),
+    ("uniform", "not the best ones for the current q(v)"),
+    ("swapped", "you returned (tau_k2, tau_k1)"),
+])
+def test_check_stick_update_fails_each_mistake_in_words(mistake, words):
+    result = check_stick_update(_stick(mistake))
+    assert not result.passed
+    assert words in result.verdict, result.verdict
+
+
+def test_check_stick_update_is_not_fooled_by_an_update_right_at_the_prior_only():
+    # y from the prior Beta(alpha, 1) instead of the current tau: right on the cases of
+    # the first iteration (tau is the prior there), wrong on the later ones
+    right = _stick()
+
+    def prior_weights(nu, tau, k, alpha):
+        return right(nu, np.tile([alpha, 1.0], (len(tau), 1)), k, alpha)
+
+    result = check_stick_update(prior_weights)
+    assert not result.passed
+    assert "none of the usual mistakes" in result.verdict, result.verdict
+    assert not all(m.ok for m in result.measurements)
+
+
+def test_check_stick_update_reports_shapes_errors_and_non_functions():
+    assert "shape (3,)" in check_stick_update(lambda nu, tau, k, alpha: (1.0, 2.0, 3.0)).verdict
+    assert "not written yet" in check_stick_update(_not_written_update).verdict
+    with pytest.raises(TypeError, match="update"):
+        check_stick_update("tau")
+    with pytest.raises(ValueError, match="time_limit"):
+        check_stick_update(_stick(), time_limit=-1.0)
+
+
+def _not_written_update(nu, tau, k, alpha):
+    raise NotImplementedError
+
+
+def test_check_stick_update_says_when_the_package_disagrees_with_the_formula(monkeypatch):
+    from ibp_lab.teaching.exercises import _stick_update
+
+    cases = _stick_update._cases()
+    cases[4]["package"] = cases[4]["package"] + [1e-6, 0.0]
+    monkeypatch.setattr(_stick_update, "_cases", lambda: cases)
+    result = check_stick_update(_stick())
+    assert not result.passed and "bug of ibp_lab" in result.verdict
+
+
+def test_the_stick_cases_are_the_package_update_of_q_v():
+    # the cases pair each fit's nu with the tau it started from: the package's own block
+    # update, run on them, gives the tau the check expects
+    from ibp_lab.inference import _mean_field as mf
+    from ibp_lab.teaching.exercises import _stick_update
+
+    for case in _stick_update._cases():
+        nu, tau = case["nu"], case["tau"]
+        problem = mf.Problem(_stick_update.X_SMALL, case["alpha"], 0.25, 1.0, len(tau),
+                             "stick_breaking")
+        state = mf.State(nu.copy(), np.zeros((len(tau), 2)), np.ones(len(tau)), tau.copy(),
+                         np.zeros_like(_stick_update.X_SMALL))
+        mf.update_sticks(state, problem)
+        np.testing.assert_allclose(state.tau[case["k"]], case["package"], rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# check_slice_conditional (deterministic: exact comparison, no false alarms)
+# --------------------------------------------------------------------------------------
+
+
+def _slice_entry(mistake=None):
+    """A student's log-odds of z_nk = 1 in the slice sampler, in plain NumPy."""
+    def log_odds(X, Z, A, mu, n, k, sigma_x):
+        others_own = Z[:, k].sum() - Z[n, k] > 0
+        if mistake == "only if empty":
+            others_own = Z[:, k].sum() > 0
+        owned = [mu[j] for j in range(len(mu)) if j != k and Z[:, j].any()]
+        star_off = min(owned, default=1.0)
+        star_on = min(star_off, mu[k])
+        slice_term = 0.0 if others_own else math.log(star_off / star_on)
+        if mistake == "no slice":
+            slice_term = 0.0
+        elif mistake == "reversed":
+            slice_term = -slice_term
+        e_off = X[n] - Z[n] @ A + Z[n, k] * A[k]
+        e_on = e_off - A[k]
+        likelihood = (e_off @ e_off - e_on @ e_on) / (2 * sigma_x**2)
+        return math.log(mu[k] / (1 - mu[k])) + slice_term + likelihood
+    return log_odds
+
+
+def test_check_slice_conditional_passes_a_plain_student_function():
+    result = check_slice_conditional(_slice_entry())
+    assert result.passed, str(result)
+
+
+@pytest.mark.parametrize("mistake, words", [
+    ("no slice", "slice's term is missing"),
+    ("reversed", "slice's term has the wrong sign"),
+    ("only if empty", "only when column k is empty"),
+])
+def test_check_slice_conditional_fails_each_mistake_in_words(mistake, words):
+    result = check_slice_conditional(_slice_entry(mistake))
+    assert not result.passed
+    assert words in result.verdict, result.verdict
+
+
+def test_the_slice_cases_need_the_slice_term_on_owned_and_empty_columns():
+    # the cases must tell the mistakes apart: the term is non-zero on an entry whose row
+    # owns its feature alone (z_nk = 1) and on an unowned stick below the smallest weight
+    from ibp_lab.teaching.exercises import _slice_conditional as sc
+
+    cases = sc._cases()
+    nonzero = [c for c in cases if sc._terms(**c)[1] != 0.0]
+    assert any(c["Z"][c["n"], c["k"]] == 1 for c in nonzero)
+    assert any(c["Z"][:, c["k"]].sum() == 0 for c in nonzero)
+
+
+def test_the_slice_exact_value_is_the_samplers_formula():
+    # the check enumerates the joint density; the sampler adds the prior's log-odds, the
+    # slice term and the likelihood kernel of ibp_lab.inference.uncollapsed
+    from ibp_lab.inference.uncollapsed import likelihood_log_odds
+    from ibp_lab.teaching.exercises import _slice_conditional as sc
+
+    for case in sc._cases():
+        X, Z, A, mu, n, k = (case[name] for name in ("X", "Z", "A", "mu", "n", "k"))
+        resid = (X - Z @ A).astype(float)
+        gain = likelihood_log_odds(resid, n, A.astype(float), k, Z[n, k],
+                                   2.0 * case["sigma_x"]**2)
+        prior, slice_term, _ = sc._terms(**case)
+        assert abs(prior + slice_term + gain - sc._exact(**case)) < 1e-12

@@ -22,6 +22,11 @@ notebook shows the result as a short report; a teacher can grade with ``passed``
   (the non-conjugate chapter) against enumeration of its two values.
 - :func:`check_smc_weight`: the incremental log weight of one tempering step of SMC
   (chapter 8) against ``(b_new - b_old)`` times the package's collapsed log-likelihood.
+- :func:`check_stick_update`: the coordinate-ascent update of one stick's ``q(v_k)`` in
+  the stick-breaking variational family (chapter 11) against the package's own update
+  (:class:`ibp_lab.inference.variational.VariationalIBP`) and the formula computed directly.
+- :func:`check_slice_conditional`: the log-odds of one entry ``z_nk`` in the slice
+  sampler (the non-conjugate chapter) against the joint density at both values.
 
 A function that raises ``NotImplementedError`` is reported as "not written yet"; any
 other exception is reported in the verdict with its message (an interrupt is not caught).
@@ -34,9 +39,12 @@ from ibp_lab.teaching.exercises._gibbs import check_gibbs_sweep
 from ibp_lab.teaching.exercises._noisy_or_link import check_noisy_or_link
 from ibp_lab.teaching.exercises._recursive import check_recursive_step
 from ibp_lab.teaching.exercises._result import ExerciseResult, Measurement
+from ibp_lab.teaching.exercises._slice_conditional import check_slice_conditional
 from ibp_lab.teaching.exercises._smc_weight import check_smc_weight
 from ibp_lab.teaching.exercises._split_merge import check_split_merge_ratio
+from ibp_lab.teaching.exercises._stick_update import check_stick_update
 
 __all__ = ["ExerciseResult", "Measurement", "check_gibbs_sweep", "check_class_probability",
            "check_recursive_step", "check_split_merge_ratio", "check_ais", "check_birth_step",
-           "check_smc_weight", "check_noisy_or_link"]
+           "check_smc_weight", "check_noisy_or_link", "check_stick_update",
+           "check_slice_conditional"]
