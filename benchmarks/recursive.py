@@ -19,8 +19,8 @@ import time
 import numpy as np
 from scipy import stats
 
-from ibp_lab.models.prior import sample_ibp
-from ibp_lab.models.recursive import RecursiveMarginals, marginals, num_dishes_rate
+from ibp_lab.models.prior import expected_num_features, sample_ibp
+from ibp_lab.models.recursive import RecursiveMarginals, marginals
 
 ALPHA, BETA = 15.37, 12.9
 
@@ -41,7 +41,8 @@ def cdf_difference_table(alpha: float, beta: float, n: int, k_max: int) -> np.nd
     out = np.empty((n, k_max))
     running_sum = np.zeros(k_max)
     for i in range(1, n + 1):
-        before, after = num_dishes_rate(alpha, beta, i - 1), num_dishes_rate(alpha, beta, i)
+        before = expected_num_features(alpha, i - 1, beta=beta)
+        after = expected_num_features(alpha, i, beta=beta)
         gap = stats.poisson.cdf(k, before) - stats.poisson.cdf(k, after)
         out[i - 1] = running_sum / (beta + i - 1) + gap
         running_sum += out[i - 1]

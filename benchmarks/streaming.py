@@ -54,7 +54,7 @@ import numpy as np
 
 from scipy import special
 
-from ibp_lab.models.recursive import num_dishes_rate
+from ibp_lab.models.prior import expected_num_features
 from ibp_lab.models.linear_gaussian import simulate
 from ibp_lab.inference.streaming import RecursiveIBP, log_fit, stream_cost
 from ibp_lab.inference.streaming.filtering import trusted_count_log_pmf, trusted_log_filtering_prior
@@ -429,7 +429,7 @@ def main() -> None:
 
     print("     n  us/obs  ratio  slots  rate  true E[K]  state B  ratio  peak B  ratio")
     for i in range(n.size):
-        prior_mean = num_dishes_rate(alpha, beta, int(n[i]))
+        prior_mean = expected_num_features(alpha, int(n[i]), beta=beta)
         print(f"{n[i]:6d} {cost.seconds_per_obs[i] * 1e6:7.1f} "
               f"{cost.seconds_per_obs[i] / cost.seconds_per_obs[0]:6.2f} {cost.n_slots[i]:6d} "
               f"{cost.rate[i]:5.1f} {prior_mean:10.1f} {cost.state_bytes[i]:8d} "

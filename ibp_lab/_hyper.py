@@ -130,9 +130,10 @@ _DIRECT_SUM_ROWS = 2**16
 def harmonic(n_rows: int, beta: float) -> float:
     """``sum_{i=1}^N beta / (beta + i - 1)``: the prior's expected ``K+`` per unit of alpha.
 
-    The one definition of this sum in the package (the prior's ``harmonic_rate``, the
-    Recursive IBP's ``num_dishes_rate``, exact enumeration and the chain runner call it).
-    Arguments are trusted: ``n_rows >= 0`` an int, ``beta > 0`` a float. For more than
+    The one definition of this sum in the package: :func:`stable_harmonic` is it at
+    ``discount = 0``, and the public face of ``E[K+]``,
+    :func:`ibp_lab.models.prior.expected_num_features`, the samplers' doors, exact
+    enumeration, the chain runner and the streaming limits call it. Arguments are trusted: ``n_rows >= 0`` an int, ``beta > 0`` a float. For more than
     ``2**16`` rows it is evaluated in closed form, ``beta * (digamma(beta + N) -
     digamma(beta))``, in constant time and memory.
 
@@ -155,8 +156,10 @@ def new_dish_rate(alpha: float, beta: float, n_seated):
     """``alpha beta / (beta + n)``: the Poisson rate of the new dishes of customer ``n + 1``.
 
     ``n_seated`` customers sit at the buffet already (an int, or an array of them: the
-    rate is then computed elementwise). The one definition of this rate in the modules
-    of the prior, the Recursive IBP and the held-out scorer. Arguments are trusted.
+    rate is then computed elementwise). The one definition of this rate in the package:
+    :func:`stable_new_dish_rate` is it at ``discount = 0``, its public face is
+    :func:`ibp_lab.models.prior.new_dish_rate`, and ``ibp_lab._kernel.new_dish_rate`` is
+    this very function compiled. Arguments are trusted.
 
     Examples
     --------
@@ -300,19 +303,48 @@ def check_discount_in_support(discount) -> float:
 
 def log_stable_class_law(m: np.ndarray, n_rows: int, k_plus: int, log_duplicates: float,
                          alpha: float, beta: float, discount: float, weights=None) -> float:
-    """The three-parameter class probability (see :func:`ibp_lab.models.prior.log_prior`), from its statistics.
+    """``log P([Z])``, the IBP's class probability, from its statistics: the one formula.
+
+    The three-parameter law (Teh & Gorur 2009), of which the two-parameter one is the
+    ``discount = 0`` case::
+
+        K+ log alpha - sum_h log K_h! - alpha H_N(beta, d)
+            + sum_k log[Gamma(1 + beta) Gamma(m_k - d) Gamma(N - m_k + beta + d)
+                        / (Gamma(1 - d) Gamma(beta + d) Gamma(N + beta))]
+
+    with ``alpha H_N(beta, d)`` the prior's ``E[K+]`` (:func:`stable_harmonic`). At
+    ``discount = 0`` each feature's factor is written ``beta B(m_k, N - m_k + beta)``
+    (``Gamma(1 + beta) / Gamma(beta) = beta`` exactly, and ``log alpha + log beta``, not
+    ``log(alpha beta)``, which can underflow). Its public face is
+    :func:`ibp_lab.models.prior.log_prior`; :mod:`ibp_lab.inference.hyperposterior`
+    evaluates it many times; ``ibp_lab._kernel.class_log_prior`` is its compiled mirror,
+    which ``tests/models/test_prior.py`` checks against the public face.
 
     ``m`` holds the features' numbers of owners, or (with ``weights``) distinct numbers
     of owners, ``weights[j]`` features having ``m[j]`` owners: the sum over features is
-    then a sum over distinct counts (:mod:`ibp_lab.inference.hyperposterior` evaluates it many times
-    for thousands of features). With ``discount = 0`` it equals the two-parameter
-    formula (``Gamma(1 + beta) / Gamma(beta) = beta``).
+    then a sum over distinct counts (thousands of features, a few distinct counts).
+    ``log_duplicates = sum_h log K_h!``. Arguments are trusted.
+
+    Examples
+    --------
+    One row owning two features: the class is fixed by ``K+ ~ Poisson(alpha)``.
+
+    >>> from scipy.stats import poisson
+    >>> m = np.array([1.0, 1.0])
+    >>> law = log_stable_class_law(m, 1, 2, math.log(2.0), 1.5, 1.0, 0.0)
+    >>> bool(np.isclose(law, poisson(1.5).logpmf(2)))
+    True
     """
-    log_levy = gammaln(1.0 + beta) - gammaln(1.0 - discount) - gammaln(beta + discount)
-    per_feature = (log_levy + gammaln(m - discount) + gammaln(n_rows - m + beta + discount)
-                   - gammaln(n_rows + beta))
+    if discount == 0.0:
+        log_rate = np.log(alpha) + np.log(beta)
+        per_feature = gammaln(m) + gammaln(n_rows - m + beta) - gammaln(n_rows + beta)
+    else:
+        log_rate = np.log(alpha)
+        log_levy = gammaln(1.0 + beta) - gammaln(1.0 - discount) - gammaln(beta + discount)
+        per_feature = (log_levy + gammaln(m - discount) + gammaln(n_rows - m + beta + discount)
+                       - gammaln(n_rows + beta))
     total = np.sum(per_feature) if weights is None else float(weights @ per_feature)
-    return float(k_plus * np.log(alpha) - log_duplicates
+    return float(k_plus * log_rate - log_duplicates
                  - alpha * stable_harmonic(n_rows, beta, discount) + total)
 
 

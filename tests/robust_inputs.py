@@ -445,8 +445,11 @@ def specs_prior():
              extremes=[("n 1e15", dict(n=10**15), E)] + discount_edges()
              + [("beta 1e-100 discount 1 - 1e-9", dict(beta=1e-100, discount=1 - 1e-9), E),
                 ("alpha 1e-8 beta 1e100", dict(alpha=1e-8, beta=1e100), E)]),
-        Spec("prior.harmonic_rate", m.harmonic_rate, dict(n=5, beta=1.0), dict(n=C, beta=P),
-             is_nonnegative, extremes=[("n 1e12", dict(n=10**12), E), ("n 1e12 beta 1e6", dict(n=10**12, beta=1e6), E)]),
+        Spec("prior.new_dish_rate", m.new_dish_rate, dict(alpha=2.0, n=4, beta=1.0),
+             dict(alpha=P, n=C, beta=P), is_nonnegative,
+             extremes=[("n 1e15", dict(n=10**15), E), ("n 1e12 beta 1e6", dict(n=10**12, beta=1e6), E),
+                       ("beta 1e-100 n 0", dict(beta=1e-100, n=0), A)] + discount_edges()
+             + [("beta 1e-100 discount 1 - 1e-9", dict(beta=1e-100, discount=1 - 1e-9), E)]),
         Spec("prior.sample_stick_breaking", m.sample_stick_breaking,
              dict(alpha=2.0, n=5, rng=fresh_rng(), truncation=20),
              dict(alpha=P, n=C, rng=G, truncation=C), sticks,
@@ -561,10 +564,6 @@ def specs_recursive():
         Spec("recursive.iter_marginals", _iter_rows, dict(alpha=2.0, beta=1.0, k_max=6, tail=1e-12),
              dict(alpha=P, beta=P, tail="probability"), _rows_in_unit_interval,
              extremes=[("k_max None", dict(k_max=None), A), ("k_max -2", dict(k_max=-2), R)]),
-        Spec("recursive.num_dishes_rate", m.num_dishes_rate, dict(alpha=2.0, beta=1.0, n=4),
-             dict(alpha=P, beta=P, n=C), is_nonnegative),
-        Spec("recursive.new_dishes_rate", m.new_dishes_rate, dict(alpha=2.0, beta=1.0, n=4),
-             dict(alpha=P, beta=P, n=C), is_nonnegative),
         Spec("recursive.columns_needed", m.columns_needed, dict(alpha=2.0, beta=1.0, n=4, tail=1e-12),
              dict(alpha=P, beta=P, n=C, tail="probability"),
              lambda k: None if isinstance(k, int) and k >= 0 else f"not a count: {k!r}",
@@ -1269,10 +1268,6 @@ def specs_streaming():
         Spec("streaming.RecursiveIBP.flush", lambda: _fitted().flush(), {}, {}, _fitted_check,
              junk=[("unfitted", lambda: RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5,
                                                      sigma_a=1.0).flush(), ("fit",), E)]),
-        Spec("streaming.RecursiveIBP.expected_prior_features",
-             lambda n: RecursiveIBP(alpha=2.0, beta=1.0, sigma_x=0.5,
-                                    sigma_a=1.0).expected_prior_features(n), dict(n=3), dict(n=C),
-             is_nonnegative, extremes=[("alpha 1e6 n 1e12", dict(n=10**12), E)]),
         Spec("streaming.RecursiveIBP.properties", lambda: {
             name: getattr(fitted, name) for name in
             ("alpha", "log_alpha", "features_", "feature_variances_", "feature_usage_", "feature_existence_",

@@ -81,15 +81,15 @@ def test_new_dish_probabilities_stay_finite_for_subnormal_rates():
     np.testing.assert_allclose(p, recursive.new_dish_probabilities(0.0, 2.0, 5), rtol=1e-15)
 
 
-def test_harmonic_rate_for_huge_n_is_the_digamma_closed_form():
+def test_expected_num_features_for_huge_n_is_the_digamma_closed_form():
     """Before: MemoryError asking for 7.28 TiB; after: H_n = log n + gamma + 1/(2n) + ..."""
-    value = _fast(lambda: prior.harmonic_rate(10**12))
+    value = _fast(lambda: prior.expected_num_features(1.0, 10**12))
     assert value == pytest.approx(np.log(1e12) + np.euler_gamma, rel=1e-14)
     # the switch from the direct sum to the closed form is seamless
     n = 2**16
     for beta in (1e-3, 1.0, 7.3, 1e3):
-        assert prior.harmonic_rate(n + 1, beta=beta) == pytest.approx(
-            prior.harmonic_rate(n, beta=beta) + beta / (beta + n), rel=1e-13)
+        assert prior.expected_num_features(1.0, n + 1, beta=beta) == pytest.approx(
+            prior.expected_num_features(1.0, n, beta=beta) + beta / (beta + n), rel=1e-13)
 
 
 # --------------------------------------------------------------------------------------
@@ -241,10 +241,10 @@ def test_growing_stream_at_large_alpha_refuses_rather_than_hangs():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: prior.expected_num_features(10**400, 3), "alpha must be a finite number"),
-    (lambda: prior.harmonic_rate(3, beta=10**400), "beta must be a finite number"),
+    (lambda: prior.new_dish_rate(2.0, 3, beta=10**400), "beta must be a finite number"),
     (lambda: prior.stick_truncation_level(2.0, 10**400), "n must be an integer <="),
     (lambda: prior.finite_k_plus_pmf(2.0, 10**400, 10), "n must be an integer <="),
-    (lambda: recursive.num_dishes_rate(2.0, 1.0, 10**400), "n must be an integer <="),
+    (lambda: prior.new_dish_rate(2.0, 10**400), "n must be an integer <="),
     (lambda: recursive.monte_carlo_agreement([0.5], [0.5], 10**400), "n_samples must be an integer <="),
     (lambda: check_positive("tail", 10**400), "tail must be a finite number"),
     (lambda: check_count("n", 2**53 + 1), "n must be an integer <= 9007199254740992"),

@@ -15,8 +15,10 @@ Three ways to draw a binary feature matrix ``Z`` (rows are data points or
 
 And the quantities the book checks them against: :func:`log_prior` (the
 probability of a left-ordered equivalence class), :func:`left_ordered`,
-:func:`expected_num_features`, :func:`expected_feature_popularity` and
-:func:`expected_stick`.
+:func:`expected_num_features`, :func:`new_dish_rate`, :func:`expected_feature_popularity`
+and :func:`expected_stick`. These are the package's public faces of the class prior,
+``E[K+]`` and the new-dish rate; their formulas live in :mod:`ibp_lab._hyper`, which
+every sampler shares.
 
 Conventions: ``alpha > 0`` is the mass parameter (expected features per row),
 ``beta`` the concentration (``beta = 1`` is the one-parameter IBP), ``discount``
@@ -53,8 +55,8 @@ __all__ = [
     "left_ordered",
     "log_prior",
     "expected_num_features",
+    "new_dish_rate",
     "expected_feature_popularity",
-    "harmonic_rate",
     "sample_stick_breaking",
     "expected_stick",
     "sample_finite_beta_bernoulli",
@@ -67,33 +69,16 @@ __all__ = [
 
 #: Most rows one simulation seats: each row is a step of a Python loop.
 MAX_ROWS = 10**6
-def harmonic_rate(n: int, *, beta: float = 1.0) -> float:
-    """Return ``sum_{i=1}^n beta / (beta + i - 1)``, the generalised harmonic number.
-
-    For ``beta = 1`` this is the harmonic number ``H_n``. The expected number of
-    features among ``n`` rows is ``alpha`` times this. For large ``n`` it is
-    evaluated in closed form, ``beta * (digamma(beta + n) - digamma(beta))``, in
-    constant time and memory (a sum of ``n`` terms would need ``8 n`` bytes).
-
-    Examples
-    --------
-    >>> round(harmonic_rate(3), 4)  # 1 + 1/2 + 1/3
-    1.8333
-    >>> round(harmonic_rate(10**12), 4)  # log(1e12) + Euler's gamma
-    28.2082
-    """
-    n = check_count("n", n)
-    beta = check_positive("beta", beta)
-    return harmonic(n, beta)
-
-
 def expected_num_features(alpha: float, n: int, *, beta: float = 1.0, discount: float = 0.0) -> float:
     """Expected number of non-empty columns ``E[K+]`` among ``n`` rows.
 
     ``K+`` is Poisson with mean ``alpha * sum_{i=1}^n beta / (beta + i - 1)``:
-    every customer adds a Poisson number of new dishes, independently. With a
-    ``discount`` ``d > 0`` the rates are the three-parameter ones
-    (:func:`ibp_lab._hyper.stable_new_dish_rate`) and the mean grows like ``n^d``.
+    every customer adds a Poisson number of new dishes (:func:`new_dish_rate`),
+    independently. With a ``discount`` ``d > 0`` the rates are the three-parameter
+    ones and the mean grows like ``n^d``. With ``alpha = 1`` it is the generalised
+    harmonic number (``H_n`` for ``beta = 1``). For more than ``2**16`` rows it is
+    evaluated in closed form, in constant time and memory. The package's one public
+    face of ``E[K+]``: the formula is :func:`ibp_lab._hyper.stable_harmonic`.
 
     Parameters
     ----------
@@ -116,13 +101,56 @@ def expected_num_features(alpha: float, n: int, *, beta: float = 1.0, discount: 
     3.6667
     >>> round(expected_num_features(2.0, 2, discount=0.5), 4)  # 2 * (1 + 3/4)
     3.5
+    >>> round(expected_num_features(1.0, 10**12), 4)  # H_n = log(1e12) + Euler's gamma
+    28.2082
     """
     alpha = check_positive("alpha", alpha)
     if discount == 0.0:  # the two-parameter path, exactly as before
-        return alpha * harmonic_rate(n, beta=beta)
+        n = check_count("n", n)
+        return alpha * harmonic(n, check_positive("beta", beta))
     beta, discount = check_beta_discount(beta, discount)
     n = check_count("n", n)
     return alpha * stable_harmonic(n, beta, discount)
+
+
+def new_dish_rate(alpha: float, n: int, *, beta: float = 1.0, discount: float = 0.0) -> float:
+    """Poisson rate of the new dishes of the customer who arrives after ``n`` others.
+
+    ``alpha beta / (beta + n)`` in the two-parameter IBP: customer ``i`` (counting from 1)
+    has ``n = i - 1`` customers before it. With a ``discount`` ``d > 0`` it is the
+    three-parameter rate ``alpha Gamma(1 + beta) Gamma(n + beta + d) / (Gamma(n + 1 +
+    beta) Gamma(beta + d))`` (Teh & Gorur 2009). Summed over ``n = 0 .. N - 1`` it is
+    :func:`expected_num_features` of ``N`` rows. The package's one public face of the
+    rate: the formula is :func:`ibp_lab._hyper.stable_new_dish_rate`, which the
+    samplers share (compiled in ``ibp_lab._kernel``).
+
+    Parameters
+    ----------
+    alpha : float
+        Mass parameter, > 0.
+    n : int
+        Customers already seated, >= 0.
+    beta : float, optional
+        Concentration, > ``-discount`` (1 gives the one-parameter IBP).
+    discount : float, optional
+        Discount ``d``, ``0 <= d < 1`` (0: the two-parameter IBP).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> new_dish_rate(2.0, 0), new_dish_rate(2.0, 3)  # the first customer; the fourth
+    (2.0, 0.5)
+    >>> bool(np.isclose(new_dish_rate(2.0, 2),
+    ...                 expected_num_features(2.0, 3) - expected_num_features(2.0, 2)))
+    True
+    """
+    alpha = check_positive("alpha", alpha)
+    n = check_count("n", n)
+    beta, discount = check_beta_discount(beta, discount)
+    return float(stable_new_dish_rate(alpha, beta, discount, n))
 
 
 def expected_feature_popularity(alpha: float, n: int, *, beta: float = 1.0,
@@ -239,7 +267,7 @@ def _check_matrix_size(
 ) -> None:
     """Refuse IBP draws whose ``n x K+`` matrices would not fit in :data:`MAX_ENTRIES`.
 
-    ``K+`` is Poisson with mean ``m = alpha * harmonic_rate(n)``; ``m + 10 sqrt(m) + 10``
+    ``K+`` is Poisson with mean ``m =`` :func:`expected_num_features`; ``m + 10 sqrt(m) + 10``
     exceeds it with probability below 1e-20, so a request that passes cannot run out
     of the bound by bad luck. ``names`` are the caller's arguments that set the size,
     named in the refusal.
@@ -313,6 +341,9 @@ def log_prior(Z, alpha: float, *, beta: float = 1.0, discount: float = 0.0) -> f
     :func:`expected_num_features`. At ``d = 0`` the product is
     ``beta B(m_k, N - m_k + beta)``, the formula above.
 
+    The package's one public face of the class prior: the formula, from ``K+``, the
+    numbers of owners and ``sum_h log K_h!``, is :func:`ibp_lab._hyper.log_stable_class_law`.
+
     Parameters
     ----------
     Z : array_like
@@ -350,15 +381,7 @@ def log_prior(Z, alpha: float, *, beta: float = 1.0, discount: float = 0.0) -> f
         log_duplicates = float(np.sum(gammaln(multiplicities + 1.0)))
     else:
         log_duplicates = 0.0
-    if discount > 0.0:
-        return log_stable_class_law(m, n_rows, k_plus, log_duplicates, alpha, beta, discount)
-    log_beta_fns = gammaln(m) + gammaln(n_rows - m + beta) - gammaln(n_rows + beta)
-    return float(
-        k_plus * (np.log(alpha) + np.log(beta))  # not log(alpha * beta): it can underflow
-        - log_duplicates
-        - alpha * harmonic_rate(n_rows, beta=beta)
-        + np.sum(log_beta_fns)
-    )
+    return log_stable_class_law(m, n_rows, k_plus, log_duplicates, alpha, beta, discount)
 
 
 def sample_stick_breaking(

@@ -32,8 +32,13 @@ Public names
   filtering prior of streaming inference (chapter 12).
 - :class:`RecursiveMarginals` and :func:`iter_marginals`: the recursion as a stream with
   ``O(k_max)`` state (a running sum per dish, the Poisson rate and the customer count).
-- :func:`num_dishes_rate`, :func:`new_dishes_rate`, :func:`columns_needed`: Poisson rates of
-  the number of dishes and how many columns cover all but a given tail of it.
+- :func:`columns_needed`: how many columns cover all but a given tail of the number of
+  dishes.
+
+The Poisson rates themselves have one public face each, in :mod:`ibp_lab.models.prior`:
+``Lambda_n`` has rate :func:`ibp_lab.models.prior.expected_num_features` ``(alpha, n,
+beta=beta)`` and customer ``n`` adds :func:`ibp_lab.models.prior.new_dish_rate` ``(alpha,
+n - 1, beta=beta)`` new dishes (it has ``n - 1`` customers before it).
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from ibp_lab._checks import (
     check_size,
 )
 from ibp_lab._hyper import harmonic, new_dish_rate
+from ibp_lab.models.prior import expected_num_features
 
 __all__ = [
     "marginals",
@@ -64,8 +70,6 @@ __all__ = [
     "next_row_prior",
     "RecursiveMarginals",
     "iter_marginals",
-    "num_dishes_rate",
-    "new_dishes_rate",
     "columns_needed",
 ]
 
@@ -94,75 +98,8 @@ _LOG_TINY = 745.0
 
 
 # --------------------------------------------------------------------------------------
-# Poisson rates of the number of dishes
+# Columns for the number of dishes
 # --------------------------------------------------------------------------------------
-
-
-def new_dishes_rate(alpha: float, beta: float, n: int) -> float:
-    """Return the Poisson rate of the number of new dishes that customer ``n`` creates.
-
-    In the two-parameter IBP customer ``n`` (counting from 1) creates
-    ``Poisson(alpha * beta / (beta + n - 1))`` new dishes.
-
-    Parameters
-    ----------
-    alpha : float
-        Mass parameter, > 0.
-    beta : float
-        Concentration parameter, > 0.
-    n : int
-        Customer index, >= 1.
-
-    Returns
-    -------
-    float
-        ``alpha * beta / (beta + n - 1)``.
-
-    Examples
-    --------
-    >>> new_dishes_rate(2.0, 1.0, 1)
-    2.0
-    >>> new_dishes_rate(2.0, 1.0, 4)
-    0.5
-    """
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    n = check_count("n", n, minimum=1)
-    return new_dish_rate(alpha, beta, n - 1)
-
-
-def num_dishes_rate(alpha: float, beta: float, n: int) -> float:
-    """Return the Poisson rate of ``Lambda_n``, the number of dishes after ``n`` customers.
-
-    The rate is ``sum_{i=1..n} alpha * beta / (beta + i - 1)``, evaluated in closed form as
-    ``alpha * beta * (digamma(beta + n) - digamma(beta))`` for large ``n`` and term by term
-    otherwise (:func:`ibp_lab._hyper.harmonic`).
-
-    Parameters
-    ----------
-    alpha : float
-        Mass parameter, > 0.
-    beta : float
-        Concentration parameter, > 0.
-    n : int
-        Number of customers, >= 0 (the rate is 0 before the first customer).
-
-    Returns
-    -------
-    float
-        The expected number of dishes after ``n`` customers.
-
-    Examples
-    --------
-    >>> round(num_dishes_rate(2.0, 1.0, 3), 6)  # 2 * (1 + 1/2 + 1/3)
-    3.666667
-    >>> num_dishes_rate(2.0, 1.0, 0)
-    0.0
-    """
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    n = check_count("n", n, minimum=0)
-    return alpha * harmonic(n, beta)
 
 
 def columns_needed(alpha: float, beta: float, n: int, *, tail: float = 1e-12) -> int:
@@ -191,7 +128,7 @@ def columns_needed(alpha: float, beta: float, n: int, *, tail: float = 1e-12) ->
     >>> columns_needed(2.0, 1.0, 1, tail=1e-3)  # P(Poisson(2) > 8) <= 1e-3 < P(Poisson(2) > 7)
     8
     """
-    rate = num_dishes_rate(alpha, beta, check_count("n", n, minimum=1))
+    rate = expected_num_features(alpha, check_count("n", n, minimum=1), beta=beta)
     tail = check_positive("tail", tail, upper=0.5)
     return max(1, int(stats.poisson.isf(tail, rate)))
 
@@ -414,8 +351,9 @@ def next_row_prior(
     + P(Lambda_{n-1} <= k-1 < Lambda_n)`` with ``Lambda_{n-1} ~ Poisson(rate_before)`` and
     ``Lambda_n = Lambda_{n-1} + Poisson(alpha * beta / (beta + n - 1))``.
 
-    With prior marginals in ``running_sum`` and ``rate_before = num_dishes_rate(alpha, beta,
-    n - 1)`` this is exact. In streaming inference (chapter 12) the same step turns the running
+    With prior marginals in ``running_sum`` and ``rate_before =``
+    :func:`ibp_lab.models.prior.expected_num_features` ``(alpha, n - 1, beta=beta)`` this is
+    exact. In streaming inference (chapter 12) the same step turns the running
     sum of earlier *posterior* probabilities ``q(z_{n'k} = 1 | x_{<=n'})`` and a posterior rate
     for the number of dishes into the filtering prior ``q(z_nk = 1 | x_{<n})``: nothing else
     of the history is needed.
@@ -468,7 +406,7 @@ def next_row_prior(
     if k_max is None:
         k_max = max(running_sum.size, 1)
     k_max = check_count("k_max", k_max, minimum=max(running_sum.size, 1), maximum=MAX_ENTRIES)
-    _check_work("next_row_prior", _row_work(rate_before, new_dishes_rate(alpha, beta, n), k_max),
+    _check_work("next_row_prior", _row_work(rate_before, new_dish_rate(alpha, beta, n - 1), k_max),
                 ("rate_before", "alpha", "k_max"))
     return _next_row(running_sum, n, rate_before, alpha, beta, k_max)
 
@@ -683,7 +621,7 @@ def marginals(alpha: float, beta: float, n: int, k_max: int) -> np.ndarray:
     k_max = check_count("k_max", k_max, minimum=1)
     _check_table(n, k_max)
     # Rates only grow along the rows, so the last row's Poisson law bounds every row's work.
-    _check_work("marginals", n * _row_work(num_dishes_rate(alpha, beta, n), alpha, k_max),
+    _check_work("marginals", n * _row_work(alpha * harmonic(n, beta), alpha, k_max),
                 ("alpha", "n", "k_max"))
     out = np.empty((n, k_max))
     running_sum = np.zeros(k_max)

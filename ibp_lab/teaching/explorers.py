@@ -36,15 +36,13 @@ import numpy as np
 from scipy import stats
 
 from ibp_lab._checks import check_count, check_positive, check_size
-from ibp_lab._hyper import harmonic
-from ibp_lab.models.prior import expected_num_features, sample_ibp, simulate_feature_counts
-from ibp_lab.models.recursive import (
-    columns_needed,
-    marginals,
-    new_dish_probabilities,
-    new_dishes_rate,
-    num_dishes_rate,
+from ibp_lab.models.prior import (
+    expected_num_features,
+    new_dish_rate,
+    sample_ibp,
+    simulate_feature_counts,
 )
+from ibp_lab.models.recursive import columns_needed, marginals, new_dish_probabilities
 
 __all__ = [
     "BuffetDraws",
@@ -224,8 +222,8 @@ def recursion_step(*, alpha: float, beta: float, n: int, k_max: int | None = Non
     _check_table(n, k_max)
     table = marginals(alpha, beta, n, k_max)
     running_sum = table[:-1].sum(axis=0)
-    rate_before = num_dishes_rate(alpha, beta, n - 1)
-    rate_new = new_dishes_rate(alpha, beta, n)
+    rate_before = expected_num_features(alpha, n - 1, beta=beta)
+    rate_new = new_dish_rate(alpha, n - 1, beta=beta)  # customer n: n - 1 seated before it
     created = new_dish_probabilities(rate_before, rate_new, k_max)
     existing = running_sum / (beta + n - 1)
     counts = np.arange(0, k_max + 1)
@@ -290,7 +288,7 @@ def marginals_table(*, alpha: float, beta: float, n: int = 50, k_max: int | None
     k_max = check_count("k_max", k_max, minimum=1)
     _check_table(n, k_max)
     table = marginals(alpha, beta, n, k_max)
-    expected = np.array([num_dishes_rate(alpha, beta, i) for i in range(1, n + 1)])
+    expected = np.array([expected_num_features(alpha, i, beta=beta) for i in range(1, n + 1)])
     _frozen(table, expected)
     return MarginalsTable(alpha, beta, n, k_max, table, expected)
 
@@ -398,7 +396,7 @@ def _sigma_alpha_chain(sigma_x: float, alpha: float, n_sweeps: int, seed: int) -
     features, owners = np.ascontiguousarray(images[order]), owners[order]
     _frozen(k_plus, features, owners)
     return SigmaAlphaRun(sigma_x, alpha, n_sweeps, seed, X.shape[0], k_plus, features, owners,
-                         tuple(DIGIT_SHAPE), alpha * harmonic(X.shape[0], 1.0))
+                         tuple(DIGIT_SHAPE), expected_num_features(alpha, X.shape[0]))
 
 
 # --------------------------------------------------------------------------- the beta process

@@ -9,7 +9,7 @@ from scipy.stats import binom, multivariate_normal, poisson
 
 from ibp_lab.inference import exact
 from ibp_lab.models.linear_gaussian import collapsed_loglik
-from ibp_lab.models.prior import expected_num_features, harmonic_rate, left_ordered, log_prior
+from ibp_lab.models.prior import expected_num_features, left_ordered, log_prior
 
 X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
 
@@ -43,7 +43,7 @@ def test_class_priors_sum_to_the_poisson_law_of_k_plus(n_rows, k_max, alpha, bet
     for Z in exact.enumerate_classes(n_rows, k_max):
         k = Z.shape[1]
         totals[k] = np.logaddexp(totals[k], log_prior(Z, alpha, beta=beta))
-    expected = poisson(alpha * harmonic_rate(n_rows, beta=beta)).logpmf(np.arange(k_max + 1))
+    expected = poisson(expected_num_features(alpha, n_rows, beta=beta)).logpmf(np.arange(k_max + 1))
     np.testing.assert_allclose(totals, expected, rtol=1e-10)
 
 

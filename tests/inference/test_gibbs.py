@@ -24,7 +24,7 @@ from ibp_lab.inference import exact, gibbs
 from ibp_lab.inference.chains import run_chain, run_chains
 from ibp_lab._hyper import MIN_NOISE_RATIO, stable_harmonic
 from ibp_lab.models.linear_gaussian import collapsed_loglik
-from ibp_lab.models.prior import harmonic_rate, log_prior
+from ibp_lab.models.prior import expected_num_features, log_prior
 from tests.exactness import assert_leaves_posterior_invariant
 from tests.seeds import stat_rng
 from tests.stats_checks import TEST_LEVEL, assert_chain_frequencies, chain_ess
@@ -497,7 +497,7 @@ def exact_marginals(X, *, scale, alpha=None, alpha_prior=None, sigma_x=None, sig
     likelihood is bounded), cut where sigma_x / sigma_a would fall below the samplers'
     MIN_NOISE_RATIO.
     """
-    harmonic = harmonic_rate(len(X), beta=beta)
+    harmonic = expected_num_features(1.0, len(X), beta=beta)  # E[K+] per unit of alpha
     # The samplers (and exact enumeration) refuse sigma_x / sigma_a < MIN_NOISE_RATIO, so the
     # chain's target is the posterior on that domain: integrate over the same one.
     low, high = 1e-3, 6.0

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -759,10 +760,16 @@ def test_large_alpha_is_refused_before_any_work():
                      births="single").fit(np.zeros((1, 100_000)))
 
 
-def test_expected_prior_features_is_the_harmonic_sum():
-    model = RecursiveIBP(alpha=2.5, beta=3.0, sigma_x=0.5, sigma_a=1.0, births="single")
-    direct = sum(2.5 * 3.0 / (3.0 + i - 1) for i in range(1, 51))
-    assert model.expected_prior_features(50) == pytest.approx(direct, rel=1e-12)
+def test_the_feature_cap_reads_the_prior_expected_number_of_features():
+    """The cap is checked on E[K+], whose one public face is prior.expected_num_features."""
+    from ibp_lab.models.prior import expected_num_features
+
+    expected = expected_num_features(3000.0, 50, beta=3.0)  # about 2.7e4 > 10000
+    direct = sum(3000.0 * 3.0 / (3.0 + i - 1) for i in range(1, 51))
+    assert expected == pytest.approx(direct, rel=1e-12)
+    model = RecursiveIBP(alpha=3000.0, beta=3.0, sigma_x=0.5, sigma_a=1.0, births="single")
+    with pytest.raises(ValueError, match=re.escape(f"expect {expected:.4g} features after 50 ")):
+        model.fit(np.zeros((50, 2)))
 
 
 def test_bounded_allocations_are_refused_with_messages():

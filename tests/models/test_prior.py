@@ -24,9 +24,9 @@ from ibp_lab.models.prior import (
     expected_num_features,
     expected_stick,
     finite_k_plus_pmf,
-    harmonic_rate,
     left_ordered,
     log_prior,
+    new_dish_rate,
     sample_finite_beta_bernoulli,
     sample_ibp,
     sample_stick_breaking,
@@ -267,33 +267,87 @@ def test_truncation_level_bounds_the_lost_mass():
         assert k == 0 or n * alpha * expected_stick(alpha, k - 1) > 0.01
 
 
-def test_harmonic_rate_is_harmonic_number_for_beta_one():
-    assert harmonic_rate(4) == pytest.approx(1 + 1 / 2 + 1 / 3 + 1 / 4)
-    assert harmonic_rate(0) == 0.0
+def test_expected_num_features_at_unit_alpha_is_the_harmonic_number():
+    assert expected_num_features(1.0, 4) == pytest.approx(1 + 1 / 2 + 1 / 3 + 1 / 4)
+    assert expected_num_features(1.0, 0) == 0.0
 
 
 @pytest.mark.parametrize("n", [1, 7, 2**16, 2**16 + 1, 10**5])
 @pytest.mark.parametrize("beta", [0.3, 1.0, 12.9])
-def test_one_harmonic_sum_for_prior_recursive_and_exact(n, beta):
-    # The sum lives in ibp_lab._hyper.harmonic only; every caller gives the term-by-term
-    # sum (in extended precision, by math.fsum) to rounding, on both sides of the switch
-    # to the digamma closed form at 2**16 rows.
+def test_one_face_of_expected_k_plus(n, beta):
+    # E[K+] has one formula, ibp_lab._hyper.harmonic (stable_harmonic at d = 0), and one
+    # public face, expected_num_features: both give the term-by-term sum (in extended
+    # precision, by math.fsum) to rounding, on both sides of the switch to the digamma
+    # closed form at 2**16 rows, and the face adds nothing but alpha.
     from ibp_lab import _hyper
-    from ibp_lab.models import recursive
 
     by_terms = math.fsum(beta / (beta + i) for i in range(n))
-    assert harmonic_rate(n, beta=beta) == pytest.approx(by_terms, rel=1e-12)
-    assert recursive.num_dishes_rate(2.5, beta, n) == pytest.approx(2.5 * by_terms, rel=1e-12)
-    assert _hyper.harmonic(n, beta) == harmonic_rate(n, beta=beta)
+    assert expected_num_features(2.5, n, beta=beta) == pytest.approx(2.5 * by_terms, rel=1e-12)
+    assert expected_num_features(2.5, n, beta=beta) == 2.5 * _hyper.harmonic(n, beta)
+    assert _hyper.stable_harmonic(n, beta, 0.0) == _hyper.harmonic(n, beta)
 
 
 def test_new_dish_rate_is_alpha_beta_over_beta_plus_seated():
     from ibp_lab import _hyper
-    from ibp_lab.models import recursive
 
     seated = np.arange(5)
     np.testing.assert_array_equal(_hyper.new_dish_rate(2.0, 0.5, seated), 1.0 / (0.5 + seated))
-    assert recursive.new_dishes_rate(2.0, 0.5, 3) == 1.0 / 2.5  # customer 3: two seated
+    assert new_dish_rate(2.0, 2, beta=0.5) == 1.0 / 2.5  # customer 3: two seated
+    assert new_dish_rate(2.0, 0, discount=0.6) == 2.0  # the first customer: alpha, any d
+    assert new_dish_rate(2.0, 3, beta=0.5, discount=0.3) == float(
+        _hyper.stable_new_dish_rate(2.0, 0.5, 0.3, 3))
+
+
+@pytest.mark.parametrize("beta, discount", [(1.0, 0.0), (0.4, 0.0), (3.0, 0.5), (-0.2, 0.3)])
+def test_new_dish_rates_add_up_to_expected_num_features(beta, discount):
+    """The two public faces agree: E[K+] of N rows is the sum of the first N rates."""
+    for n_rows in (1, 5, 40):
+        total = math.fsum(new_dish_rate(1.7, n, beta=beta, discount=discount)
+                          for n in range(n_rows))
+        assert total == pytest.approx(
+            expected_num_features(1.7, n_rows, beta=beta, discount=discount), rel=1e-12)
+
+
+def test_the_compiled_new_dish_rate_is_the_one_formula():
+    """``_kernel.new_dish_rate`` is ``_hyper.new_dish_rate`` compiled: bit for bit the face."""
+    from ibp_lab import _kernel
+
+    for alpha, beta, n in itertools.product([1e-3, 0.7, 2.0, 300.0], [1e-100, 0.5, 1.0, 1e6],
+                                            [0, 1, 7, 10**6]):
+        assert _kernel.new_dish_rate(alpha, beta, float(n)) == new_dish_rate(alpha, n, beta=beta)
+
+
+def _compiled_class_constants(alpha, beta, discount, n_rows):
+    """``(log_alpha_beta, prior_rate)`` as ``_kernel.class_log_prior`` takes them."""
+    if discount == 0.0:
+        per_feature = math.log(alpha) + math.log(beta)
+    else:
+        per_feature = (math.log(alpha) + math.lgamma(1.0 + beta) - math.lgamma(1.0 - discount)
+                       - math.lgamma(beta + discount))
+    return per_feature, expected_num_features(alpha, n_rows, beta=beta, discount=discount)
+
+
+@pytest.mark.parametrize("beta, discount", [(1.0, 0.0), (0.3, 0.0), (7.0, 0.0), (1.0, 0.4),
+                                            (-0.1, 0.25), (2.5, 0.8)])
+def test_the_compiled_class_prior_mirrors_log_prior(beta, discount):
+    """One place for the class prior's mathematics, one compiled mirror, tested equal.
+
+    ``_kernel.class_log_prior`` (the split-merge target and the tempered traces) against
+    the public face :func:`log_prior` on random matrices with repeated columns, to rounding.
+    """
+    from ibp_lab import _kernel
+
+    rng = np.random.default_rng(49)
+    for _ in range(60):
+        n_rows = int(rng.integers(1, 7))
+        columns = rng.random((n_rows, int(rng.integers(0, 5)))) < 0.5
+        Z = np.repeat(columns, rng.integers(1, 3, size=columns.shape[1]), axis=1)
+        Z = np.ascontiguousarray(Z[:, Z.any(axis=0)], dtype=np.int8)
+        alpha = float(rng.choice([0.05, 1.0, 4.0]))
+        constants = _compiled_class_constants(alpha, beta, discount, n_rows)
+        compiled = _kernel.class_log_prior(Z, *constants, beta, discount)
+        assert compiled == pytest.approx(log_prior(Z, alpha, beta=beta, discount=discount),
+                                         rel=1e-12, abs=1e-12)
 
 
 # --- bad input ------------------------------------------------------------------------

@@ -19,10 +19,9 @@ from ibp_lab.models.recursive import (
     monte_carlo_marginals,
     monte_carlo_mse,
     new_dish_probabilities,
-    new_dishes_rate,
     next_row_prior,
-    num_dishes_rate,
 )
+from ibp_lab.models.prior import expected_num_features, new_dish_rate
 from tests.seeds import stat_rng
 
 # The paper's grid (Schaeffer et al. 2022, section 5.1) and two one-off points: beta = 1
@@ -60,8 +59,8 @@ def test_first_row_decreases_in_k():
 def test_poisson_rates():
     alpha, beta, n = 2.5, 0.7, 40
     by_sum = sum(alpha * beta / (beta + i - 1) for i in range(1, n + 1))
-    assert num_dishes_rate(alpha, beta, n) == pytest.approx(by_sum, rel=1e-13)
-    assert new_dishes_rate(alpha, beta, n) == pytest.approx(alpha * beta / (beta + n - 1))
+    assert expected_num_features(alpha, n, beta=beta) == pytest.approx(by_sum, rel=1e-13)
+    assert new_dish_rate(alpha, n - 1, beta=beta) == pytest.approx(alpha * beta / (beta + n - 1))
     k = columns_needed(alpha, beta, n, tail=1e-9)
     assert stats.poisson.sf(k, by_sum) <= 1e-9 < stats.poisson.sf(k - 1, by_sum)
 
@@ -92,9 +91,9 @@ def test_extreme_parameters_stay_probabilities_and_new_dish_terms_nonnegative(k_
     assert np.all(np.isfinite(p)) and p.min() >= 0.0 and p.max() <= 1.0
     rate = 0.0
     for i in range(1, n + 1):
-        fresh = new_dish_probabilities(rate, new_dishes_rate(alpha, beta, i), k_max)
+        fresh = new_dish_probabilities(rate, new_dish_rate(alpha, i - 1, beta=beta), k_max)
         assert fresh.min() >= 0.0, f"negative new-dish probability at customer {i}"
-        rate += new_dishes_rate(alpha, beta, i)
+        rate += new_dish_rate(alpha, i - 1, beta=beta)
     if k_max == 1500:  # the far right tail is reached and is positive, not rounded to 0
         assert 0 < p[-1, 1400] < 1e-100
 
@@ -142,7 +141,7 @@ def test_stream_and_generator_reproduce_marginals():
     np.testing.assert_allclose(np.vstack([stream.step() for _ in range(n)]), table, rtol=1e-13)
     rows = iter_marginals(alpha, beta, k_max)
     np.testing.assert_allclose(np.vstack([next(rows) for _ in range(n)]), table, rtol=1e-13)
-    assert stream.rate == pytest.approx(num_dishes_rate(alpha, beta, n), rel=1e-13)
+    assert stream.rate == pytest.approx(expected_num_features(alpha, n, beta=beta), rel=1e-13)
     assert stream.state_nbytes == k_max * 8 + 16
 
 
@@ -172,7 +171,7 @@ def test_next_row_prior_accepts_posterior_running_sums():
     stream.update([0.9, 0.2], rate=1.7)  # a posterior row and a posterior rate
     assert stream.n_seen == 1 and stream.rate == 1.7
     np.testing.assert_allclose(stream.prior_next()[:2], [0.9, 0.2] / np.float64(beta + 1) + (
-        new_dish_probabilities(1.7, new_dishes_rate(alpha, beta, 2), 2)))
+        new_dish_probabilities(1.7, new_dish_rate(alpha, 1, beta=beta), 2)))
 
 
 # --------------------------------------------------------------------------------------

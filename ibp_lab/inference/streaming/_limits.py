@@ -9,15 +9,16 @@ refuses the same way any other allocation of that size (:func:`check_entries`).
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
 
+from ibp_lab._hyper import harmonic
 from ibp_lab.inference.streaming._settings import Settings
 
 __all__ = ["MAX_DATA_MAGNITUDE", "MAX_ENTRIES", "MAX_EXPECTED_FEATURES", "MAX_RECORDED_ROWS",
-           "check_entries", "check_work", "expected_prior_features"]
+           "check_entries", "check_work"]
 
-#: Largest expected number of features, ``alpha beta (digamma(beta + n) - digamma(beta))``
-#: under the IBP prior after ``n`` observations, that a stream may reach: each feature
+#: Largest expected number of features under the IBP prior after ``n`` observations,
+#: ``alpha sum_{i <= n} beta / (beta + i - 1)`` (``ibp_lab.models.prior.expected_num_features``),
+#: that a stream may reach: each feature
 #: costs ``D`` numbers of memory and ``O(n_steps D)`` work per observation (factor analysis
 #: also a ``K x K`` weight covariance, factored at every step, hence its smaller cap).
 #: ``RecursiveIBP.partial_fit`` refuses, before any work, a batch that would exceed it.
@@ -47,25 +48,21 @@ def check_work(settings: Settings, X: np.ndarray, n_before: int) -> None:
     if settings.record_posteriors and n_total > MAX_RECORDED_ROWS:
         raise ValueError(f"record_posteriors=True keeps one entry per observation: at most "
                          f"{MAX_RECORDED_ROWS} observations, got {n_total}")
-    expected = expected_prior_features(settings, n_total)
+    # the prior's E[K+] (ibp_lab.models.prior.expected_num_features), from the formula
+    # itself: alpha = exp(log_alpha) may be below what the public door accepts
+    expected = settings.alpha * harmonic(n_total, settings.beta)
     cap = MAX_EXPECTED_FEATURES[settings.model]
     if expected > cap:
         raise ValueError(
             f"alpha = {settings.alpha:.4g} and beta = {settings.beta:g} expect "
-            f"{expected:.4g} features after {n_total} observations (alpha beta "
-            f"(digamma(beta + n) - digamma(beta))); model={settings.model!r} supports at "
-            f"most {cap}: lower alpha or beta"
+            f"{expected:.4g} features after {n_total} observations (alpha sum_(i <= n) "
+            f"beta / (beta + i - 1)); model={settings.model!r} supports at most {cap}: "
+            "lower alpha or beta"
         )
     check_entries("the features", expected * X.shape[1], "lower alpha, or reduce D")
     if settings.births == "buffer":
         check_entries("the birth buffer", settings.buffer_size * X.shape[1],
                       "lower buffer_size")
-
-
-def expected_prior_features(settings: Settings, n: int) -> float:
-    """``alpha beta (digamma(beta + n) - digamma(beta))`` from checked settings."""
-    harmonic = special.digamma(settings.beta + n) - special.digamma(settings.beta)
-    return float(np.exp(settings.log_alpha + np.log(settings.beta)) * harmonic)
 
 
 def check_entries(what: str, n_entries: float, advice: str) -> None:

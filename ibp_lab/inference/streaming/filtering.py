@@ -62,6 +62,7 @@ from numba import njit
 from scipy import special
 
 from ibp_lab._checks import check_count, check_positive, check_real_array
+from ibp_lab._hyper import new_dish_rate
 
 #: Largest dish number the checked front ends accept: the work and memory of the prior
 #: grow with it (one Poisson tail per dish number).
@@ -516,6 +517,8 @@ def filtering_prior_core(usage, log_unowned, dish, n, log_count_pmf, log_alpha, 
     size = dish.shape[0]
     # beta + (n - 1), not (beta + n) - 1: for n = 1 the latter rounds a tiny beta to 0
     denominator = beta + (n - 1)
+    # log of the new-dish rate ibp_lab._hyper.new_dish_rate(alpha, beta, n - 1), taken in
+    # log space because the stream's alpha lives there (it may underflow as a number)
     log_rate_new = log_alpha + math.log(beta) - math.log(denominator)
     # c_d enters only through Pi_k c_d: a slot that exists for sure (Pi_k = 0, an
     # established feature) needs none, which saves most of the work in a long stream
@@ -695,5 +698,5 @@ def paper_prior(usage, dish, n: int, rate_before: float, alpha: float, beta: flo
     if not np.all(np.isfinite(usage) & (usage >= 0)):
         raise ValueError("usage entries must be finite and >= 0")
     denominator = beta + (n - 1)  # not (beta + n) - 1, which rounds a tiny beta away
-    new = new_dish_probabilities(rate_before, alpha * beta / denominator, int(dish.max()))
+    new = new_dish_probabilities(rate_before, new_dish_rate(alpha, beta, n - 1), int(dish.max()))
     return usage / denominator + new[dish - 1]

@@ -104,7 +104,6 @@ from ibp_lab.inference.streaming._limits import (
     MAX_EXPECTED_FEATURES,
     check_entries,
     check_work,
-    expected_prior_features,
 )
 from ibp_lab.inference.streaming._stream import StreamState
 
@@ -592,21 +591,6 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         with _all_or_nothing(self._stream):
             self._stream.consume(X, fast=self._fast_path)
         return self
-
-    def expected_prior_features(self, n: int) -> float:
-        """Expected number of features of the IBP prior after ``n`` observations.
-
-        ``alpha beta (digamma(beta + n) - digamma(beta))``: the sum over observations of
-        the expected numbers of new features ``alpha beta / (beta + i - 1)``.
-
-        Examples
-        --------
-        >>> model = RecursiveIBP(alpha=2.0, beta=1.0, sigma_x=0.5, sigma_a=1.0)
-        >>> round(model.expected_prior_features(3), 4)  # 2 (1 + 1/2 + 1/3)
-        3.6667
-        """
-        n = check_count("n", n)
-        return expected_prior_features(self._checked_settings(), n)
 
     # ------------------------------------------------------------------------------------
     # prediction

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ibp_lab.models import recursive
+from ibp_lab.models import prior, recursive
 from ibp_lab._checks import check_real_array
 from ibp_lab.teaching.exercises._common import (call, check_function, check_time_limit, verdict_for,
                                        within_time_limit)
@@ -25,8 +25,8 @@ TOLERANCE = 1e-9
 
 def _exact_row(running_sum, n, alpha, beta, *, denominator_shift=0, dish_shift=0):
     """Eq. 4 of Schaeffer et al. (2022), optionally with an off-by-one planted in it."""
-    rate_before = recursive.num_dishes_rate(alpha, beta, n - 1)
-    rate_new = recursive.new_dishes_rate(alpha, beta, n)
+    rate_before = prior.expected_num_features(alpha, n - 1, beta=beta)
+    rate_new = prior.new_dish_rate(alpha, n - 1, beta=beta)  # n - 1 customers seated
     gap = recursive.new_dish_probabilities(rate_before, rate_new, K_MAX + 1)
     gap = gap[dish_shift:dish_shift + K_MAX]
     return running_sum / (beta + n - 1 + denominator_shift) + gap
@@ -100,8 +100,8 @@ def check_recursive_step(step, *, time_limit: float = 60) -> ExerciseResult:
     Examples
     --------
     >>> def step(running_sum, n, alpha, beta):
-    ...     rate_before = recursive.num_dishes_rate(alpha, beta, n - 1)
-    ...     rate_new = recursive.new_dishes_rate(alpha, beta, n)
+    ...     rate_before = prior.expected_num_features(alpha, n - 1, beta=beta)
+    ...     rate_new = prior.new_dish_rate(alpha, n - 1, beta=beta)
     ...     new = recursive.new_dish_probabilities(rate_before, rate_new, len(running_sum))
     ...     return running_sum / (beta + n - 1) + new
     >>> check_recursive_step(step).passed

@@ -324,10 +324,9 @@ def sensitivity_figure(
         xlabel="sigma_X (held fixed)", ylabel="K+ after warm-up", title="the noise level sets K+"
     )
     if n_rows is not None:
-        from ibp_lab.models.prior import harmonic_rate
+        from ibp_lab.models.prior import expected_num_features
 
-        harmonic = harmonic_rate(n_rows)
-        labels = [f"{a:g}\n(prior {a * harmonic:.3g})" for a in by_alpha]
+        labels = [f"{a:g}\n(prior {expected_num_features(a, n_rows):.3g})" for a in by_alpha]
     else:
         labels = [f"{a:g}" for a in by_alpha]
     right.set_xticks(range(len(by_alpha)), labels)
