@@ -23,6 +23,7 @@ import numpy as np
 from scipy.special import betaln, gammaln
 
 from ibp_lab._checks import MAX_COUNT, as_array, check_binary_matrix, check_count, check_positive
+from ibp_lab._hyper import new_dish_rate
 from ibp_lab.models.prior import MAX_ROWS
 
 __all__ = ["finite_log_class_probability", "log_class_probabilities", "log_history_probability"]
@@ -236,7 +237,7 @@ def log_history_probability(Z, *, alpha: float, beta: float = 1.0) -> float:
     n_rows = Z.shape[0]
     rows = np.arange(n_rows)
     denominators = beta + rows  # beta + i - 1 for customers i = 1..N
-    rates = alpha * beta / denominators
+    rates = new_dish_rate(alpha, beta, rows)  # customer i has i - 1 customers before it
     new_counts = np.bincount(first_owner, minlength=n_rows)
     log_p = float(np.sum(new_counts * np.log(rates) - rates - gammaln(new_counts + 1.0)))
     held_before = np.cumsum(Z, axis=0) - Z  # m for each customer and dish

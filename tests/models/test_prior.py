@@ -317,23 +317,14 @@ def test_the_compiled_new_dish_rate_is_the_one_formula():
         assert _kernel.new_dish_rate(alpha, beta, float(n)) == new_dish_rate(alpha, n, beta=beta)
 
 
-def _compiled_class_constants(alpha, beta, discount, n_rows):
-    """``(log_alpha_beta, prior_rate)`` as ``_kernel.class_log_prior`` takes them."""
-    if discount == 0.0:
-        per_feature = math.log(alpha) + math.log(beta)
-    else:
-        per_feature = (math.log(alpha) + math.lgamma(1.0 + beta) - math.lgamma(1.0 - discount)
-                       - math.lgamma(beta + discount))
-    return per_feature, expected_num_features(alpha, n_rows, beta=beta, discount=discount)
-
-
 @pytest.mark.parametrize("beta, discount", [(1.0, 0.0), (0.3, 0.0), (7.0, 0.0), (1.0, 0.4),
                                             (-0.1, 0.25), (2.5, 0.8)])
 def test_the_compiled_class_prior_mirrors_log_prior(beta, discount):
     """One place for the class prior's mathematics, one compiled mirror, tested equal.
 
-    ``_kernel.class_log_prior`` (the split-merge target and the tempered traces) against
-    the public face :func:`log_prior` on random matrices with repeated columns, to rounding.
+    ``_kernel.class_log_prior`` with its constants ``_kernel.class_prior_constants`` (the
+    split-merge target, the chains' and the tempered traces) against the public face
+    :func:`log_prior` on random matrices with repeated columns, to rounding.
     """
     from ibp_lab import _kernel
 
@@ -344,7 +335,7 @@ def test_the_compiled_class_prior_mirrors_log_prior(beta, discount):
         Z = np.repeat(columns, rng.integers(1, 3, size=columns.shape[1]), axis=1)
         Z = np.ascontiguousarray(Z[:, Z.any(axis=0)], dtype=np.int8)
         alpha = float(rng.choice([0.05, 1.0, 4.0]))
-        constants = _compiled_class_constants(alpha, beta, discount, n_rows)
+        constants = _kernel.class_prior_constants(n_rows, alpha, beta, discount)
         compiled = _kernel.class_log_prior(Z, *constants, beta, discount)
         assert compiled == pytest.approx(log_prior(Z, alpha, beta=beta, discount=discount),
                                          rel=1e-12, abs=1e-12)
