@@ -370,3 +370,20 @@ def check_positive_pair(name: str, pair) -> tuple[float, float]:
             or len(pair) != 2:
         raise ValueError(f"{name} must be a pair of positive numbers, got {pair!r}")
     return (check_positive(f"{name}[0]", pair[0]), check_positive(f"{name}[1]", pair[1]))
+
+
+def check_inverse_temperature(value, name: str = "inverse_temperature") -> float:
+    """An inverse temperature ``b`` in ``[0, 1]``: 1 is the posterior, 0 the prior.
+
+    The one door of every sampler of a tempered posterior ``p(X | Z)^b P([Z])`` (the
+    Gibbs sweep, the split-merge moves, replica exchange's enumeration).
+
+    Examples
+    --------
+    >>> check_inverse_temperature(0.5)
+    0.5
+    """
+    return check_positive(name, value, allow_zero=True, upper=1.0)
+
+
+__all__ += ["check_inverse_temperature"]

@@ -5,11 +5,14 @@
   iteration applies the ``moves`` in turn (default one
   :func:`ibp_lab.inference.gibbs.gibbs_sweep`), then the hyperparameter updates;
 - :func:`run_chain` is the same code for one chain and returns one :class:`ChainResult`;
-- moves are small objects ``move(X, Z, rng, hyper) -> (Z, stats)``:
-  :class:`GibbsSweep`, :class:`RandomSplitMerge`, :class:`SequentialSplitMerge`
-  (``n_proposals`` Metropolis-Hastings proposals each, from
+- moves are small objects ``move(X, Z, rng, hyper, inverse_temperature=1.0) -> (Z,
+  stats)`` (:class:`Move`): :class:`GibbsSweep`, :class:`RandomSplitMerge`,
+  :class:`SequentialSplitMerge` (``n_proposals`` Metropolis-Hastings proposals each, from
   :mod:`ibp_lab.inference.split_merge`) and :class:`SingletonUpdate`; a string names one
-  with its default settings (:data:`MOVES`).
+  with its default settings (:data:`MOVES`). A chain applies them at inverse temperature
+  1; replica exchange (:func:`ibp_lab.inference.tempering.run_tempered`) and sequential
+  Monte Carlo (:func:`ibp_lab.inference.smc.run_smc`) take the same moves and apply them
+  to the tempered posterior ``p(X | Z)^b P([Z])``.
 
 Every chain records, per draw, its CPU time (:func:`time.process_time`, not
 wall time: other programs on a shared machine slow the wall clock but hardly
@@ -97,6 +100,7 @@ from ibp_lab._hyper import (
     stable_harmonic,
 )
 from ibp_lab._threads import single_blas_thread
+from ibp_lab.inference._moves import Move, check_moves, move_keys
 from ibp_lab.inference.gibbs import MAX_SWEEPS
 
 __all__ = ["ChainResult", "run_chain", "run_chains", "Move", "GibbsSweep", "RandomSplitMerge",
@@ -126,36 +130,16 @@ def _check_sweeps(name: str, n_sweeps) -> int:
 # --------------------------------------------------------------------------------------
 
 
-class Move:
-    """One step on ``Z`` at fixed hyperparameters: ``move(X, Z, rng, hyper) -> (Z, stats)``.
-
-    ``X`` and ``Z`` have passed the runner's doors, ``hyper`` is an
-    :class:`ibp_lab._hyper.Hyperparameters`; a move trusts them. ``stats`` is
-    the split-merge layout of :mod:`ibp_lab.inference.split_merge` for Metropolis-Hastings
-    moves and empty (``{}``) for moves that always move. Subclasses set
-    ``name`` (the key of their stats in :attr:`ChainResult.move_stats`) and
-    ``n_proposals`` (Metropolis-Hastings proposals per call, 0 for the others).
-    """
-
-    name = "move"
-    n_proposals = 0
-
-    def __call__(self, X: np.ndarray, Z: np.ndarray, rng: np.random.Generator,
-                 hyper: Hyperparameters) -> tuple[np.ndarray, dict]:
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({'' if not self.n_proposals else f'n_proposals={self.n_proposals}'})"
-
-
 class GibbsSweep(Move):
-    """One collapsed Gibbs sweep, :func:`ibp_lab.inference.gibbs.gibbs_sweep`."""
+    """One collapsed Gibbs sweep, :func:`ibp_lab.inference.gibbs.gibbs_sweep` (tempered at
+    ``inverse_temperature`` below 1)."""
 
     name = "gibbs_sweep"
 
-    def __call__(self, X, Z, rng, hyper):
+    def __call__(self, X, Z, rng, hyper, inverse_temperature=1.0):
         alpha, sigma_x, sigma_a, beta = hyper
-        Z, _, _ = _kernel.sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng, discount=hyper.discount)
+        Z, _, _ = _kernel.sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng,
+                                 inverse_temperature=inverse_temperature, discount=hyper.discount)
         return Z, {}
 
 
@@ -164,11 +148,13 @@ class SingletonUpdate(Move):
 
     name = "singleton_update"
 
-    def __call__(self, X, Z, rng, hyper):
+    def __call__(self, X, Z, rng, hyper, inverse_temperature=1.0):
         from ibp_lab.inference.split_merge._singleton import singleton_sweep
         from ibp_lab.inference.split_merge._target import LogJoint
 
-        return singleton_sweep(LogJoint(X, *hyper, discount=hyper.discount), Z, rng), {}
+        target = LogJoint(X, *hyper, discount=hyper.discount,
+                          inverse_temperature=inverse_temperature)
+        return singleton_sweep(target, Z, rng), {}
 
 
 class _SplitMerge(Move):
@@ -182,11 +168,12 @@ class _SplitMerge(Move):
     def _proposer(self, target):
         raise NotImplementedError
 
-    def __call__(self, X, Z, rng, hyper):
+    def __call__(self, X, Z, rng, hyper, inverse_temperature=1.0):
         from ibp_lab.inference.split_merge._metropolis import empty_stats, finish_stats, metropolis_hastings
         from ibp_lab.inference.split_merge._target import LogJoint
 
-        target = LogJoint(X, *hyper, discount=hyper.discount)
+        target = LogJoint(X, *hyper, discount=hyper.discount,
+                          inverse_temperature=inverse_temperature)
         stats = empty_stats()
         Z, _ = metropolis_hastings(target, Z, rng, self.n_proposals, self._proposer(target), stats)
         return np.ascontiguousarray(Z), finish_stats(stats)
@@ -217,33 +204,6 @@ class SequentialSplitMerge(_SplitMerge):
 #: The moves a string in ``moves=`` names (each with its default settings).
 MOVES = {cls.name: cls for cls in (GibbsSweep, SingletonUpdate, RandomSplitMerge,
                                    SequentialSplitMerge)}
-
-
-def _check_moves(moves) -> tuple[Move, ...]:
-    """A move, a name of one, or a non-empty list of those, as a tuple of :class:`Move`."""
-    if isinstance(moves, (Move, str)):
-        moves = [moves]
-    if not isinstance(moves, (list, tuple)) or len(moves) == 0:
-        raise TypeError(f"moves must be a Move, a move name or a non-empty list of them "
-                        f"(names: {sorted(MOVES)}), got {moves!r}")
-    checked = []
-    for position, move in enumerate(moves):
-        if isinstance(move, str):
-            if move not in MOVES:
-                raise ValueError(f"moves[{position}] must be one of {sorted(MOVES)}, got {move!r}")
-            move = MOVES[move]()
-        if not isinstance(move, Move):
-            raise TypeError(f"moves[{position}] must be a Move (for example chains.GibbsSweep()) "
-                            f"or a move name, got {type(move).__name__}")
-        checked.append(move)
-    return tuple(checked)
-
-
-def _move_keys(moves: tuple[Move, ...]) -> list[str]:
-    """The key of each move's stats: its name, numbered when a name repeats."""
-    names = [move.name for move in moves]
-    return [name if names.count(name) == 1 else f"{name}_{names[:i + 1].count(name)}"
-            for i, name in enumerate(names)]
 
 
 @dataclass
@@ -627,7 +587,7 @@ def run_chain(
             "n_scale_steps must be >= 1 when update_sigma_a or update_sigma_x is True, got 0; "
             "to hold the scales fixed pass update_sigma_a=False and update_sigma_x=False")
     prior_shape, prior_rate = _check_alpha_prior(alpha_prior)
-    moves = (GibbsSweep(),) if moves is None else _check_moves(moves)
+    moves = (GibbsSweep(),) if moves is None else check_moves(moves, MOVES)
     _check_proposal_budget(moves, n_sweeps)
     N = X.shape[0]
     Z = np.ones((N, 1), np.int8) if Z0 is None else check_feature_matrix("Z0", Z0, n_rows=N)
@@ -805,7 +765,7 @@ class _Record:
         self.burn, self.thin, self.moves = burn, thin, moves
         # X when the pointwise log-likelihood is kept; its CPU time is not the sampler's
         self.X, self.pointwise, self.excluded_seconds = X, [], 0.0
-        self.keys = _move_keys(moves)
+        self.keys = move_keys(moves)
         self.names = self.NAMES + (("discount",) if with_discount else ())
         self.values = {name: np.empty(n_sweeps) for name in self.names}
         self.samples, self.sample_draws = [], []

@@ -13,10 +13,12 @@ prior (:func:`ibp_lab.models.prior.sample_ibp`, all weights equal); then, at eac
 2. *resample* (systematic resampling) if the effective sample size
    ``ESS = 1 / sum_i W_i^2`` of the normalised weights ``W`` fell below
    ``ess_threshold * n``; the weights are then equal again;
-3. *move*: each particle takes ``n_sweeps`` collapsed Gibbs sweeps at ``b_t``
-   (:func:`ibp_lab.inference.gibbs.gibbs_sweep` with ``inverse_temperature=b_t``, the kernel
-   of the tempering chapter), which leave ``pi_{b_t}`` invariant and so do not
-   change the weights.
+3. *move*: each particle takes ``n_sweeps`` rounds of its moves at ``b_t``: by default
+   one collapsed Gibbs sweep (:func:`ibp_lab.inference.gibbs.gibbs_sweep` with
+   ``inverse_temperature=b_t``, the kernel of the tempering chapter), or any moves of
+   :mod:`ibp_lab.inference.chains` (split-merge proposals among them, their acceptance
+   ratios weighing the likelihood's change by ``b_t``), as BlackJAX's tempered SMC takes
+   any kernel. They leave ``pi_{b_t}`` invariant and so do not change the weights.
 
 The evidence. Because ``pi_0`` is normalised (the prior) and each step's
 incremental weight is the ratio of unnormalised targets, the product over steps of
@@ -39,8 +41,8 @@ path's weight.
 Public names:
 
 - :func:`run_smc` ``(X, n_particles, rng, *, alpha, sigma_x, sigma_a, beta=1.0,
-  n_temperatures=50, inverse_temperatures=None, n_sweeps=1, ess_threshold=0.5)
-  -> SMCResult``
+  n_temperatures=50, inverse_temperatures=None, n_sweeps=1, ess_threshold=0.5,
+  moves=None) -> SMCResult``
 - :func:`run_ais`: :func:`run_smc` with ``ess_threshold=0``.
 - :func:`power_ladder`: the default ladder ``b_t = (t / T)^power``.
 - :func:`harmonic_mean_log_evidence`: the harmonic-mean estimate from posterior
@@ -61,6 +63,8 @@ from ibp_lab import _kernel
 from ibp_lab._checks import (check_count, check_data_matrix, check_positive, check_real_array,
                              check_rng, check_size)
 from ibp_lab._hyper import check_hyperparameters
+from ibp_lab.inference._moves import check_moves
+from ibp_lab.inference.chains import MOVES, GibbsSweep
 from ibp_lab.models.prior import sample_ibp
 
 __all__ = ["SMCResult", "run_smc", "run_ais", "power_ladder", "harmonic_mean_log_evidence"]
@@ -302,10 +306,11 @@ def _ess(log_weights: np.ndarray) -> float:
 
 
 class _Particles:
-    """The particles' states and log-likelihoods, moved by the tempered Gibbs sweep."""
+    """The particles' states and log-likelihoods, moved by tempered moves (default the
+    tempered Gibbs sweep)."""
 
-    def __init__(self, X, hyper, n, rng):
-        self.X, self.hyper = X, hyper
+    def __init__(self, X, hyper, n, rng, moves):
+        self.X, self.hyper, self.moves = X, hyper, moves
         self.sum_sq = float(np.sum(X * X))
         alpha, _, _, beta = hyper
         self.states = [sample_ibp(alpha, X.shape[0], rng, beta=beta).astype(np.int8)
@@ -322,16 +327,18 @@ class _Particles:
         self.log_lik = self.log_lik[index]
 
     def move(self, b: float, n_sweeps: int, rng) -> None:
-        alpha, sigma_x, sigma_a, beta = self.hyper
+        # particle by particle, n_sweeps rounds of the moves each: with the default one
+        # Gibbs sweep, the draws of n_sweeps sweeps in one compiled call
         for i, Z in enumerate(self.states):
-            Z, _, _ = _kernel.sweeps(self.X, Z, alpha, sigma_x, sigma_a, beta, n_sweeps, rng,
-                              inverse_temperature=b)
+            for _ in range(n_sweeps):
+                for move in self.moves:
+                    Z, _ = move(self.X, Z, rng, self.hyper, inverse_temperature=b)
             self.states[i] = Z
             self.log_lik[i] = self._log_lik(Z)
 
 
 def _check_options(X, n_particles, alpha, sigma_x, sigma_a, beta, n_temperatures,
-                   inverse_temperatures, n_sweeps, ess_threshold):
+                   inverse_temperatures, n_sweeps, ess_threshold, moves):
     hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
     n_particles = check_count("n_particles", n_particles, minimum=1, maximum=MAX_PARTICLES)
     if inverse_temperatures is None:
@@ -343,13 +350,14 @@ def _check_options(X, n_particles, alpha, sigma_x, sigma_a, beta, n_temperatures
     check_size("the run's Gibbs row updates",
                float(n_particles) * (ladder.size - 1) * n_sweeps * X.shape[0],
                names=("n_particles", "n_temperatures", "n_sweeps"), limit=MAX_ROW_UPDATES)
-    return hyper, n_particles, ladder, n_sweeps, threshold
+    moves = (GibbsSweep(),) if moves is None else check_moves(moves, MOVES)
+    return hyper, n_particles, ladder, n_sweeps, threshold, moves
 
 
 def run_smc(X, n_particles: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
             sigma_a: float, beta: float = 1.0, n_temperatures: int = 50,
             inverse_temperatures=None, n_sweeps: int = 1,
-            ess_threshold: float = 0.5) -> SMCResult:
+            ess_threshold: float = 0.5, moves=None) -> SMCResult:
     """Sequential Monte Carlo from the IBP prior to the posterior; the log evidence.
 
     See the module docstring for the algorithm and what the estimate is.
@@ -371,11 +379,16 @@ def run_smc(X, n_particles: int, rng: np.random.Generator, *, alpha: float, sigm
     inverse_temperatures : array_like, optional
         The ladder, strictly increasing from 0 to 1.
     n_sweeps : int, optional
-        Gibbs sweeps per particle at each step, >= 1.
+        Rounds of the ``moves`` (by default Gibbs sweeps) per particle at each step, >= 1.
     ess_threshold : float, optional
         Resample when the ESS falls below ``ess_threshold * n_particles``; in
         ``[0, 1]``. 0 never resamples (annealed importance sampling), 1 resamples
         at every step.
+    moves : Move, str or list of them, optional
+        What one round does to a particle, in order, at the step's inverse temperature:
+        the moves of :func:`ibp_lab.inference.chains.run_chain` (objects such as
+        ``chains.SequentialSplitMerge(n_proposals=5)``, or names). Default
+        ``[GibbsSweep()]``, the same draws as before moves could be chosen.
 
     Returns
     -------
@@ -391,15 +404,22 @@ def run_smc(X, n_particles: int, rng: np.random.Generator, *, alpha: float, sigm
     True
     >>> run.k_plus.shape, bool(np.isclose(np.exp(run.log_weights).sum(), 1.0))
     ((200,), True)
+
+    With a split-merge move after each particle's sweep:
+
+    >>> run = run_smc(X, 50, np.random.default_rng(0), alpha=1.3, sigma_x=0.6, sigma_a=1.2,
+    ...               n_temperatures=10, moves=["gibbs_sweep", "random_split_merge"])
+    >>> bool(abs(run.log_evidence - exact_value) < 0.5)
+    True
     """
     X = check_data_matrix("X", X)
     rng = check_rng(rng)
-    hyper, n, ladder, n_sweeps, threshold = _check_options(
+    hyper, n, ladder, n_sweeps, threshold, moves = _check_options(
         X, n_particles, alpha, sigma_x, sigma_a, beta, n_temperatures, inverse_temperatures,
-        n_sweeps, ess_threshold)
+        n_sweeps, ess_threshold, moves)
     X = np.ascontiguousarray(X, dtype=np.float64)
     start = time.process_time()
-    particles = _Particles(X, hyper, n, rng)
+    particles = _Particles(X, hyper, n, rng, moves)
     log_w = np.full(n, -np.log(n))
     T = ladder.size - 1
     increments, ess, resampled = np.zeros(T), np.zeros(T), np.zeros(T, bool)

@@ -3,10 +3,12 @@
 A ladder of inverse temperatures ``1 = b_0 > b_1 > ... > b_{R-1} >= 0`` and one
 replica of ``Z`` per rung. The replica at ``b`` targets the tempered posterior
 ``p(X | Z)^b P([Z])``: at ``b = 1`` the posterior, at ``b = 0`` the IBP prior.
-Each round, every replica takes one collapsed Gibbs sweep at its own ``b``
-(:func:`ibp_lab.inference.gibbs.gibbs_sweep` with ``inverse_temperature=b``: the flips' and
-the new dishes' likelihood terms scaled by ``b``), then adjacent rungs ``j, j+1``
-propose to exchange their states, accepted with probability::
+Each round, every replica takes its moves at its own ``b``: by default one collapsed
+Gibbs sweep (:func:`ibp_lab.inference.gibbs.gibbs_sweep` with ``inverse_temperature=b``:
+the flips' and the new dishes' likelihood terms scaled by ``b``), or any moves of
+:mod:`ibp_lab.inference.chains` (``moves=[GibbsSweep(), SequentialSplitMerge()]``: the
+split-merge moves' acceptance ratios then weigh the likelihood's change by ``b``). Then
+adjacent rungs ``j, j+1`` propose to exchange their states, accepted with probability::
 
     min(1, exp((b_j - b_{j+1}) (log p(X | Z_{j+1}) - log p(X | Z_j))))
 
@@ -42,9 +44,10 @@ length) the ladder is moved so that the estimated cumulative barrier is equally
 spaced along it (:func:`tuned_ladder`); after warm-up it is fixed, so the kept
 draws come from one fixed kernel.
 
-Threads. The sweeps of one round are independent (each replica has its own
+Threads. The moves of one round are independent (each replica has its own
 generator, spawned from ``rng``), and the compiled sweep releases the GIL, so
-``workers=2`` runs them in two threads. The chain is the same for any
+``workers=2`` runs them in two threads (the split-merge moves hold the GIL for
+most of their time: they gain little). The chain is the same for any
 ``workers``; whether it is faster depends on the machine's free cores
 (``benchmarks/tempering.py`` measures it).
 """
@@ -67,6 +70,8 @@ from ibp_lab._checks import (check_count, check_data_matrix, check_flag, check_p
                              check_real_array, check_rng)
 from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, harmonic
 from ibp_lab._threads import single_blas_thread
+from ibp_lab.inference._moves import check_moves
+from ibp_lab.inference.chains import MOVES, GibbsSweep
 from ibp_lab.inference.gibbs import MAX_SWEEPS
 
 __all__ = ["TemperedResult", "run_tempered", "run_tempered_chains", "tempered_class_posterior",
@@ -275,7 +280,7 @@ class TemperedResult:
         rung reached the cold one (Syed et al.'s tempered restarts).
     sample_stats : xarray.Dataset
         ``seconds`` per draw: CPU time (:func:`time.process_time`, all threads)
-        from the start of the run.
+        from the start of the run; ``attrs["moves"]`` names the moves of each round.
     """
 
     trace: xr.Dataset
@@ -307,8 +312,8 @@ class TemperedResult:
 class _Replicas:
     """The states, one generator each, their log-likelihoods and which rung holds which."""
 
-    def __init__(self, X, Z0, hyper, rngs, workers):
-        self.X, self.hyper, self.rngs = X, hyper, rngs
+    def __init__(self, X, Z0, hyper, rngs, workers, moves):
+        self.X, self.hyper, self.rngs, self.moves = X, hyper, rngs, moves
         self.states = [Z0.copy() for _ in rngs]
         self.sum_sq = float(np.sum(X * X))
         self.state_at = np.arange(len(rngs))  # state_at[level] = index of the state there
@@ -321,9 +326,9 @@ class _Replicas:
                                          self.hyper.sigma_x, self.hyper.sigma_a)
 
     def _sweep(self, state: int, b: float) -> None:
-        alpha, sigma_x, sigma_a, beta = self.hyper
-        Z, _, _ = _kernel.sweeps(self.X, self.states[state], alpha, sigma_x, sigma_a, beta, 1,
-                          self.rngs[state], inverse_temperature=b)
+        Z = self.states[state]
+        for move in self.moves:  # each at the rung's inverse temperature
+            Z, _ = move(self.X, Z, self.rngs[state], self.hyper, inverse_temperature=b)
         self.states[state] = Z
         self.log_lik[state] = self._log_lik(Z)
 
@@ -396,7 +401,7 @@ def _check_inverse_temperature(value) -> float:
 
 
 def _check_options(X, n_sweeps, alpha, sigma_x, sigma_a, beta, n_temperatures, Z0,
-                   min_inverse_temperature, swap_scheme, burn, workers, tune):
+                   min_inverse_temperature, swap_scheme, burn, workers, tune, moves):
     hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
     n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1, maximum=MAX_SWEEPS)
     n_temperatures = check_count("n_temperatures", n_temperatures, minimum=1,
@@ -410,21 +415,23 @@ def _check_options(X, n_sweeps, alpha, sigma_x, sigma_a, beta, n_temperatures, Z
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
     workers = check_count("workers", workers, minimum=1, maximum=MAX_WORKERS)
     tune = check_flag("tune", tune)
+    moves = (GibbsSweep(),) if moves is None else check_moves(moves, MOVES)
     N = X.shape[0]
     Z0 = np.ones((N, 1), np.int8) if Z0 is None else check_feature_matrix("Z0", Z0, n_rows=N)
-    return hyper, n_sweeps, n_temperatures, hottest, burn, workers, tune, Z0
+    return hyper, n_sweeps, n_temperatures, hottest, burn, workers, tune, Z0, moves
 
 
 @single_blas_thread  # small linear algebra: one BLAS thread (ibp_lab._threads)
 def run_tempered(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                  sigma_a: float, beta: float = 1.0, n_temperatures: int = 8, Z0=None,
                  min_inverse_temperature: float = 0.01, swap_scheme: str = "deo",
-                 burn: int = 0, tune: bool = True, workers: int = 1) -> TemperedResult:
+                 burn: int = 0, tune: bool = True, workers: int = 1,
+                 moves=None) -> TemperedResult:
     """Replica exchange over likelihood temperatures, at fixed hyperparameters.
 
     See the module docstring for the algorithm. Each of ``n_sweeps`` rounds is one
-    Gibbs sweep of every replica followed by one swap phase, so a round costs about
-    ``n_temperatures`` sweeps of CPU time.
+    application of the ``moves`` (default one Gibbs sweep) to every replica followed by
+    one swap phase, so a round costs about ``n_temperatures`` times the moves' CPU time.
 
     Parameters
     ----------
@@ -452,6 +459,11 @@ def run_tempered(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
         Tune the ladder during warm-up (:func:`tuned_ladder`).
     workers : int, optional
         Threads for the replicas' sweeps (the result does not depend on it).
+    moves : Move, str or list of them, optional
+        What one round does to each replica, in order, at the replica's inverse
+        temperature: the moves of :func:`ibp_lab.inference.chains.run_chain` (objects
+        such as ``chains.SequentialSplitMerge(n_proposals=5)``, or names). Default
+        ``[GibbsSweep()]``, the same draws as before moves could be chosen.
 
     Returns
     -------
@@ -466,15 +478,24 @@ def run_tempered(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     (400, 4, (3,))
     >>> bool(0 < run.communication_barrier < 3)
     True
+
+    With split-merge proposals after each replica's sweep:
+
+    >>> from ibp_lab.inference.chains import GibbsSweep, SequentialSplitMerge
+    >>> run = run_tempered(X, 100, np.random.default_rng(0), alpha=1.3, sigma_x=0.6,
+    ...                    sigma_a=1.2, n_temperatures=3,
+    ...                    moves=[GibbsSweep(), SequentialSplitMerge(n_proposals=2)])
+    >>> run.sample_stats.attrs["moves"]
+    'GibbsSweep(), SequentialSplitMerge(n_proposals=2)'
     """
     X = check_data_matrix("X", X)
     rng = check_rng(rng)
-    hyper, n_sweeps, R, hottest, burn, workers, tune, Z0 = _check_options(
+    hyper, n_sweeps, R, hottest, burn, workers, tune, Z0, moves = _check_options(
         X, n_sweeps, alpha, sigma_x, sigma_a, beta, n_temperatures, Z0,
-        min_inverse_temperature, swap_scheme, burn, workers, tune)
+        min_inverse_temperature, swap_scheme, burn, workers, tune, moves)
     X = np.ascontiguousarray(X, dtype=np.float64)
     children = rng.spawn(R + 1)
-    replicas = _Replicas(X, Z0, hyper, children[:R], workers)
+    replicas = _Replicas(X, Z0, hyper, children[:R], workers, moves)
     ladder = _Ladder(_initial_ladder(R, hottest), swap_scheme, burn, tune, children[R])
     record = _TemperedRecord(n_sweeps, R)
     start = time.process_time()
@@ -522,7 +543,8 @@ class _TemperedRecord:
         states = [replicas.states[s] for s in replicas.state_at]
         return TemperedResult(trace, replica_trace, states[0], states, ladder.b.copy(),
                               acceptance, rejection, ladder.restarts,
-                              xr.Dataset({"seconds": ("draw", self.seconds)}, coords=draws))
+                              xr.Dataset({"seconds": ("draw", self.seconds)}, coords=draws,
+                                         attrs={"moves": ", ".join(map(repr, replicas.moves))}))
 
 
 # --------------------------------------------------------------------------------------
@@ -547,7 +569,7 @@ def run_tempered_chains(X, n_runs: int, n_sweeps: int, rng: np.random.Generator,
         One start for every run, or a list with one per run.
     **options
         Keyword arguments of :func:`run_tempered` (``alpha``, ``sigma_x``,
-        ``sigma_a``, ``n_temperatures``, ``burn``, ...).
+        ``sigma_a``, ``n_temperatures``, ``burn``, ``moves``, ...).
 
     Returns
     -------

@@ -54,6 +54,14 @@ formed proposal in the arrays ``kind`` (``"split"`` or ``"merge"``),
 ``log_ratio`` (the sum of the three: the log Metropolis-Hastings ratio) and
 ``accepted``.
 
+Tempered moves. Every move takes ``inverse_temperature=b`` (default 1) and then leaves
+the tempered posterior ``p(X | Z)^b P([Z])`` invariant, the target of replica exchange's
+rungs and of SMC's steps (:mod:`ibp_lab.inference.tempering`, :mod:`ibp_lab.inference.smc`,
+which take these moves): the acceptance ratio weighs the likelihood's change by ``b``
+(``delta_log_likelihood`` records ``b`` times the change), the sequential allocation and
+the singleton update raise their predictive densities to ``b``, and the prior is not
+tempered. At ``b = 1`` every move draws what it drew before, bit for bit.
+
 What the moves leave invariant
 ------------------------------
 The target is the posterior over equivalence classes, ``pi([Z])`` proportional

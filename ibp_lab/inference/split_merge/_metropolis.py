@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ibp_lab._checks import check_count, check_data_matrix, check_rng
+from ibp_lab._checks import check_count, check_data_matrix, check_inverse_temperature, check_rng
 from ibp_lab._hyper import check_discount, check_feature_matrix, check_hyperparameters
 from ibp_lab.inference.split_merge._target import LogJoint
 
@@ -64,7 +64,10 @@ def metropolis_hastings(target, Z, rng, n_proposals, propose, stats, current=Non
             stats["void"] += 1
             continue
         new = target(proposal.Z)
-        d_lik, d_prior = new[0] - current[0], new[1] - current[1]
+        # the tempered target p(X | Z)^b P([Z]): the likelihood's change times b (b = 1 is
+        # exact: a product with 1.0 changes no bit)
+        d_lik = target.inverse_temperature * (new[0] - current[0])
+        d_prior = new[1] - current[1]
         log_ratio = d_lik + d_prior + proposal.log_proposal_ratio
         accepted = math.log(rng.random()) < log_ratio
         stats[f"proposed_{proposal.kind}s"] += 1
@@ -78,7 +81,8 @@ def metropolis_hastings(target, Z, rng, n_proposals, propose, stats, current=Non
     return Z, current
 
 
-def check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, n_proposals, beta, discount=0.0):
+def check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, n_proposals, beta, discount=0.0,
+                      inverse_temperature=1.0):
     X = check_data_matrix("X", X)
     Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
     # the same door as gibbs_sweep: moves and sweeps accept exactly the same settings
@@ -86,4 +90,6 @@ def check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, n_proposals, beta, dis
     discount = check_discount(X.shape[0], hyper.alpha, hyper.beta, discount)
     rng = check_rng(rng)
     n_proposals = check_count("n_proposals", n_proposals, maximum=MAX_PROPOSALS)
-    return X, Z, LogJoint(X, *hyper, discount=discount), rng, n_proposals
+    inverse_temperature = check_inverse_temperature(inverse_temperature)
+    return X, Z, LogJoint(X, *hyper, discount=discount,
+                          inverse_temperature=inverse_temperature), rng, n_proposals

@@ -94,7 +94,8 @@ def random_proposal(Z: np.ndarray, rng: np.random.Generator) -> Proposal | None:
 
 def random_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
                        rng: np.random.Generator, n_proposals: int, *,
-                       beta: float = 1.0, discount: float = 0.0) -> tuple[np.ndarray, dict]:
+                       beta: float = 1.0, discount: float = 0.0,
+                       inverse_temperature: float = 1.0) -> tuple[np.ndarray, dict]:
     """Metropolis-Hastings with random splits and merges of features.
 
     Each proposal: with ``K >= 2`` features, a merge or a split with
@@ -125,6 +126,12 @@ def random_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
         ``d`` in ``[0, 1)``: the target's prior is the three-parameter IBP's class law
         (the proposals are unchanged; only the acceptance ratio sees ``d``); default 0.
 
+    inverse_temperature : float, optional
+        ``b`` in ``[0, 1]``: the moves target the tempered posterior ``p(X | Z)^b P([Z])``
+        (the likelihood's change in the acceptance ratio scaled by ``b``, as in
+        :func:`ibp_lab.inference.gibbs.gibbs_sweep`); 1 (the default) is the posterior,
+        bit for bit the untempered moves.
+
     Returns
     -------
     Z : numpy.ndarray
@@ -143,7 +150,8 @@ def random_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     True
     """
     X, Z, target, rng, n_proposals = check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng,
-                                                       n_proposals, beta, discount)
+                                                       n_proposals, beta, discount,
+                                                       inverse_temperature)
     stats = empty_stats()
     Z, _ = metropolis_hastings(target, Z, rng, n_proposals, random_proposal, stats)
     return np.ascontiguousarray(Z), finish_stats(stats)

@@ -58,8 +58,9 @@ def _other_features(row, X, K0, Minv, Abar, zf, pz0, resid0):
 
 
 @njit(cache=True, inline="always")
-def _option_log_weight(s1, s2, f1, f2, q0, pz0, resid0, Minv, Abar, m, n_rows, sx2, beta):
-    """Log weight of one allocation: prior conditional of each half times the predictive density.
+def _option_log_weight(s1, s2, f1, f2, q0, pz0, resid0, Minv, Abar, m, n_rows, sx2, beta, b):
+    """Log weight of one allocation: prior conditional of each half times the predictive
+    density raised to ``b``, the inverse temperature (the tempered target's conditional).
 
     Returns ``(log_w, q)`` with ``q = z P z`` of the row's vector under this option.
     """
@@ -76,11 +77,12 @@ def _option_log_weight(s1, s2, f1, f2, q0, pz0, resid0, Minv, Abar, m, n_rows, s
     m1, m2 = m[f1], m[f2]
     log_prior = ((math.log(m1) if s1 else math.log((n_rows - 1.0 - m1) + beta))
                  + (math.log(m2) if s2 else math.log((n_rows - 1.0 - m2) + beta)))
-    return log_prior - 0.5 * D * math.log(var) - ee / (2.0 * var), q
+    # b times each likelihood term: at b = 1 every product is exact, the same bits as before
+    return log_prior - b * (0.5 * D) * math.log(var) - b * ee / (2.0 * var), q
 
 
 @njit(cache=True)
-def _scan(X, Zw, K0, order, forced, uniforms, sx2, sa2, beta):
+def _scan(X, Zw, K0, order, forced, uniforms, sx2, sa2, beta, inverse_temperature):
     """Reallocate the rows ``order`` of the ``int8`` working matrix ``Zw`` (changed in place).
 
     ``Zw`` is ``[Z_rest (K0 columns), first, second]``, possibly followed by
@@ -92,7 +94,8 @@ def _scan(X, Zw, K0, order, forced, uniforms, sx2, sa2, beta):
     ``uniforms[t]``), and the row is put back with :func:`~ibp_lab._kernel.row_in`.
 
     Returns ``(choices, log_q)``: option of each row (0 first, 1 second, 2 both)
-    and the log probability of the whole sequence of choices.
+    and the log probability of the whole sequence of choices. The options' predictive
+    densities are raised to ``inverse_temperature``.
     """
     N, D = X.shape
     K = Zw.shape[1]
@@ -112,7 +115,7 @@ def _scan(X, Zw, K0, order, forced, uniforms, sx2, sa2, beta):
         for s in range(3):
             log_w[s], q_option[s] = _option_log_weight(
                 float(_IN_FIRST[s]), float(_IN_SECOND[s]), f1, f2, q0, pz0, resid0, Minv, Abar,
-                m, N, sx2, beta)
+                m, N, sx2, beta, inverse_temperature)
         top = max(log_w[0], max(log_w[1], log_w[2]))
         total = 0.0
         for s in range(3):
@@ -163,7 +166,7 @@ def _run_allocation(target: LogJoint, Z_rest, i, j, order, *, forced=None, unifo
         target.X, Zw, K0, np.ascontiguousarray(order, dtype=np.int64),
         _NO_CHOICES if forced is None else np.ascontiguousarray(forced, dtype=np.int64),
         _NO_UNIFORMS if uniforms is None else np.ascontiguousarray(uniforms, dtype=np.float64),
-        target.sigma_x**2, target.sigma_a**2, target.beta,
+        target.sigma_x**2, target.sigma_a**2, target.beta, target.inverse_temperature,
     )
 
 
@@ -247,7 +250,8 @@ def sequential_proposal(target: LogJoint, Z: np.ndarray, rng: np.random.Generato
 
 def sequential_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
                            rng: np.random.Generator, n_proposals: int, *,
-                           beta: float = 1.0, discount: float = 0.0) -> tuple[np.ndarray, dict]:
+                           beta: float = 1.0, discount: float = 0.0,
+                           inverse_temperature: float = 1.0) -> tuple[np.ndarray, dict]:
     """Metropolis-Hastings with sequentially allocated splits and merges.
 
     Each proposal picks two rows ``i != j`` among those owning a feature and a
@@ -278,6 +282,12 @@ def sequential_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
         ``d`` in ``[0, 1)``: the target's prior is the three-parameter IBP's class law
         (the proposals are unchanged; only the acceptance ratio sees ``d``); default 0.
 
+    inverse_temperature : float, optional
+        ``b`` in ``[0, 1]``: the moves target the tempered posterior ``p(X | Z)^b P([Z])``
+        (the likelihood's change in the acceptance ratio and the allocation's predictive densities scaled by ``b``, as in
+        :func:`ibp_lab.inference.gibbs.gibbs_sweep`); 1 (the default) is the posterior,
+        bit for bit the untempered moves.
+
     Returns
     -------
     Z : numpy.ndarray
@@ -296,7 +306,8 @@ def sequential_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     (True, True)
     """
     X, Z, target, rng, n_proposals = check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng,
-                                                        n_proposals, beta, discount)
+                                                        n_proposals, beta, discount,
+                                                        inverse_temperature)
     return sequential_moves(target, Z, rng, n_proposals)
 
 

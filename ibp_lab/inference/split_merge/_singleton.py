@@ -18,13 +18,14 @@ __all__ = ["singleton_update", "singleton_sweep"]
 
 
 @njit(cache=True)
-def _singleton_count(X, Z, i, uniform, sx2, sa2, rate, buf):
+def _singleton_count(X, Z, i, uniform, sx2, sa2, rate, buf, inverse_temperature):
     """Draw row ``i``'s number of singletons given the other rows and its shared features.
 
     The kernel's steps: the feature posterior of ``Z`` (:func:`~ibp_lab._kernel.refresh`),
     row ``i`` taken out (:func:`~ibp_lab._kernel.row_out`, which leaves its
     singletons out of the predictive variance), and the new-dish law
-    (:func:`~ibp_lab._kernel.sample_new_dishes`), as in the Gibbs sweep.
+    (:func:`~ibp_lab._kernel.sample_new_dishes`, its likelihood raised to
+    ``inverse_temperature``), as in the Gibbs sweep.
     """
     N, D = X.shape
     K = Z.shape[1]
@@ -33,14 +34,15 @@ def _singleton_count(X, Z, i, uniform, sx2, sa2, rate, buf):
     refresh(X, Z, K, r, Minv, Abar, m)
     zf, w, Pz, resid, y = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(D), np.zeros(D)
     q, rr, _ = row_out(i, X, Z, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y)
-    return sample_new_dishes(uniform, rate, sx2 * (1.0 + q), sa2, rr, D, buf)
+    return sample_new_dishes(uniform, rate, sx2 * (1.0 + q), sa2, rr, D, buf, inverse_temperature)
 
 
 def singleton_step(target: LogJoint, Z: np.ndarray, i: int, rng, buf):
     """Resample row ``i``'s singletons: keep the first ones in place, drop or append the rest."""
     N = Z.shape[0]
     n_new, buf = _singleton_count(target.X, Z, i, rng.random(), target.sigma_x**2,
-                                  target.sigma_a**2, target.singleton_rate, buf)
+                                  target.sigma_a**2, target.singleton_rate, buf,
+                                  target.inverse_temperature)
     singles = np.flatnonzero(Z[i] & (Z.sum(axis=0) == 1))
     if n_new == singles.size:
         return Z, buf
@@ -53,7 +55,7 @@ def singleton_step(target: LogJoint, Z: np.ndarray, i: int, rng, buf):
 
 def singleton_update(X, Z, alpha: float, sigma_x: float, sigma_a: float,
                      rng: np.random.Generator, *, beta: float = 1.0,
-                     discount: float = 0.0) -> np.ndarray:
+                     discount: float = 0.0, inverse_temperature: float = 1.0) -> np.ndarray:
     """For each row in turn, redraw its number of singleton features exactly.
 
     A singleton of row ``i`` is a feature no other row owns. Given the other
@@ -81,6 +83,11 @@ def singleton_update(X, Z, alpha: float, sigma_x: float, sigma_a: float,
         ``d`` in ``[0, 1)``: the three-parameter IBP, whose singleton rate is the
         buffet's ``N``-th customer's (:func:`ibp_lab.inference.gibbs.gibbs_sweep`); default 0.
 
+    inverse_temperature : float, optional
+        ``b`` in ``[0, 1]``: the count's law under the tempered posterior ``p(X | Z)^b
+        P([Z])`` (the predictive density raised to ``b``, as in
+        :func:`ibp_lab.inference.gibbs.gibbs_sweep`); 1 (the default) is the posterior.
+
     Returns
     -------
     numpy.ndarray
@@ -94,7 +101,7 @@ def singleton_update(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     (True, 0)
     """
     X, Z, target, rng, _ = check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, 0, beta,
-                                             discount)
+                                             discount, inverse_temperature)
     return singleton_sweep(target, Z, rng)
 
 
