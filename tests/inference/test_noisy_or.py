@@ -167,7 +167,7 @@ def test_sampler_matches_the_enumeration(X, alpha, beta, k_max):
 
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("X, alpha, beta, k_max", EXACT_CASES)
-@pytest.mark.slow  # 15-20 s each (make test only; see README)
+@pytest.mark.slow  # 20-40 s each on the shared 2-core machine (make test only; see README)
 def test_data_births_match_the_enumeration(X, alpha, beta, k_max):
     """``births="data"``: the class law of ``Z`` and the link total's law, as above."""
     params = NoisyOrParameters.checked(alpha, **MODEL, beta=beta)
@@ -313,7 +313,7 @@ def _plant_data_birth_bug(monkeypatch, bug):
 
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("bug", list(DATA_BIRTH_BUGS))
-@pytest.mark.slow  # about 15 s each (make test only; see README)
+@pytest.mark.slow  # 15-25 s each on the shared 2-core machine (make test only; see README)
 def test_the_checks_catch_a_planted_data_birth_bug(monkeypatch, bug):
     """Each bug moves a class's or a link total's probability by many Monte Carlo standard
     errors at this size, so a check must fail."""
@@ -376,7 +376,8 @@ def test_the_book_s_three_by_three_example_stays_within_the_bounds():
     (lambda: noisy_or.noisy_or_sweep([[1, 0]], [[1, 1]], [[1, 0]], np.random.default_rng(0),
                                      alpha=1.0, **MODEL), "W must have shape"),
     (lambda: noisy_or.noisy_or_sweep([[1, 0]], [[1]], [[1, 0]], np.random.default_rng(0),
-                                     alpha=1.0, **MODEL, births="sideways"), "births must be one of"),
+                                     alpha=1.0, **MODEL, births="sideways"),
+     "births must be one of"),
     (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
                                    births="Data"), "births must be one of"),
     (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,

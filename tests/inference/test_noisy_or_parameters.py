@@ -247,7 +247,7 @@ LEARNING_CASES = [
 
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.parametrize("name, prior, seed", LEARNING_CASES)
-@pytest.mark.slow  # 25-60 s each (make test only; see README)
+@pytest.mark.slow  # 40-60 s each on the shared 2-core machine (make test only; see README)
 def test_learning_matches_the_enumeration(name, prior, seed):
     """``run_noisy_or`` learning one parameter, 40,000 sweeps on three images of two pixels
     (alpha 0.25, k_max 6): the classes of ``Z`` and eight bins of the parameter against the
