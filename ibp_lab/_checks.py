@@ -387,3 +387,23 @@ def check_inverse_temperature(value, name: str = "inverse_temperature") -> float
 
 
 __all__ += ["check_inverse_temperature"]
+
+
+#: Most sweeps (or rounds of moves) one call of a collapsed sampler runs: every sweep adds
+#: entries to the traces kept in memory.
+MAX_SWEEPS = 10**8
+
+
+def check_sweeps(name: str, value) -> int:
+    """A number of sweeps, an integer in ``[1, MAX_SWEEPS]``: the one door of the
+    collapsed samplers' ``n_sweeps`` (the Gibbs sweep's traces, chains, replica exchange).
+
+    Examples
+    --------
+    >>> check_sweeps("n_sweeps", 200)
+    200
+    """
+    return check_count(name, value, minimum=1, maximum=MAX_SWEEPS)
+
+
+__all__ += ["MAX_SWEEPS", "check_sweeps"]

@@ -83,6 +83,7 @@ from ibp_lab._checks import (
     check_positive,
     check_positive_pair,
     check_rng,
+    check_sweeps,
 )
 from ibp_lab._hyper import (
     MAX_DISCOUNT,
@@ -101,7 +102,6 @@ from ibp_lab._hyper import (
 )
 from ibp_lab._threads import single_blas_thread
 from ibp_lab.inference._moves import Move, check_moves, move_keys
-from ibp_lab.inference.gibbs import MAX_SWEEPS
 
 __all__ = ["ChainResult", "run_chain", "run_chains", "Move", "GibbsSweep", "RandomSplitMerge",
            "SequentialSplitMerge", "SingletonUpdate", "ScaleWarning",
@@ -114,15 +114,6 @@ _MAX_SCALE_STEPS = 10_000
 #: How far (a factor either way) X's scale may be from the hyperparameters' before a warning.
 SCALE_FACTOR = 10.0
 _LOG_2PI = math.log(2.0 * math.pi)
-
-
-def _check_hyper(X, alpha, sigma_x, sigma_a, beta):
-    """The shared door (:func:`ibp_lab._hyper.check_hyperparameters`), unpacked."""
-    return tuple(check_hyperparameters(X, alpha, sigma_x, sigma_a, beta))
-
-
-def _check_sweeps(name: str, n_sweeps) -> int:
-    return check_count(name, n_sweeps, minimum=1, maximum=MAX_SWEEPS)
 
 
 # --------------------------------------------------------------------------------------
@@ -570,9 +561,9 @@ def run_chain(
     (50, 6, array([20, 25, 30]))
     """
     X = check_data_matrix("X", X)
-    n_sweeps = _check_sweeps("n_sweeps", n_sweeps)
+    n_sweeps = check_sweeps("n_sweeps", n_sweeps)
     rng = check_rng(rng)
-    hyper = Hyperparameters(*_check_hyper(X, alpha, sigma_x, sigma_a, beta))
+    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
     update_alpha, update_sigma_a, update_sigma_x, progress = (
         check_flag(name, value) for name, value in (
             ("update_alpha", update_alpha), ("update_sigma_a", update_sigma_a),

@@ -98,15 +98,15 @@ import math
 import numpy as np
 
 from ibp_lab import _kernel
-from ibp_lab._checks import check_count, check_data_matrix, check_flag, check_positive, check_rng
+from ibp_lab._checks import MAX_SWEEPS  # noqa: F401  (gibbs.MAX_SWEEPS, as before)
+from ibp_lab._checks import (check_data_matrix, check_flag, check_inverse_temperature, check_rng,
+                             check_sweeps)
 from ibp_lab._hyper import check_discount, check_feature_matrix, check_hyperparameters
 
 __all__ = ["gibbs_sweep", "gibbs_sweep_numpy", "k_plus_trace"]
 
 # Largest number of rows for which k_plus_trace can record the class of each state.
 _MAX_ROWS_FOR_TYPES = 6
-#: Most sweeps one call runs: every sweep adds entries to the traces kept in memory.
-MAX_SWEEPS = 10**8
 #: Most entries of the per-sweep class record of :func:`k_plus_trace` (4 bytes each).
 _MAX_TYPE_ENTRIES = 10**8
 
@@ -203,20 +203,6 @@ def _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0,
 # --------------------------------------------------------------------------------------
 
 
-def _check_hyper(X, alpha, sigma_x, sigma_a, beta):
-    """The shared door (:func:`ibp_lab._hyper.check_hyperparameters`), unpacked."""
-    return tuple(check_hyperparameters(X, alpha, sigma_x, sigma_a, beta))
-
-
-def _check_sweeps(name: str, n_sweeps) -> int:
-    return check_count(name, n_sweeps, minimum=1, maximum=MAX_SWEEPS)
-
-
-def _check_inverse_temperature(value) -> float:
-    """``b`` in ``[0, 1]``: 1 is the posterior, 0 the prior."""
-    return check_positive("inverse_temperature", value, allow_zero=True, upper=1.0)
-
-
 def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.random.Generator,
                 *, beta: float = 1.0, inverse_temperature: float = 1.0,
                 discount: float = 0.0) -> np.ndarray:
@@ -267,9 +253,9 @@ def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.rand
     """
     X = check_data_matrix("X", X)
     Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
-    alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
+    alpha, sigma_x, sigma_a, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
     rng = check_rng(rng)
-    inverse_temperature = _check_inverse_temperature(inverse_temperature)
+    inverse_temperature = check_inverse_temperature(inverse_temperature)
     discount = check_discount(X.shape[0], alpha, beta, discount)
     Z_new, _, _ = _kernel.sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng,
                           inverse_temperature=inverse_temperature, discount=discount)
@@ -299,7 +285,7 @@ def gibbs_sweep_numpy(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     """
     X = check_data_matrix("X", X)
     Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
-    alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
+    alpha, sigma_x, sigma_a, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
     rng = check_rng(rng)
     return _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, beta=beta)
 
@@ -362,13 +348,13 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     True
     """
     X = check_data_matrix("X", X)
-    n_sweeps = _check_sweeps("n_sweeps", n_sweeps)
+    n_sweeps = check_sweeps("n_sweeps", n_sweeps)
     rng = check_rng(rng)
-    alpha, sigma_x, sigma_a, beta = _check_hyper(X, alpha, sigma_x, sigma_a, beta)
+    alpha, sigma_x, sigma_a, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
     if not isinstance(scan_order, str) or scan_order not in ("random", "fixed"):
         raise ValueError(f"scan_order must be 'random' or 'fixed', got {scan_order!r}")
     return_types = check_flag("return_types", return_types)
-    inverse_temperature = _check_inverse_temperature(inverse_temperature)
+    inverse_temperature = check_inverse_temperature(inverse_temperature)
     discount = check_discount(X.shape[0], alpha, beta, discount)
     if return_types and X.shape[0] > _MAX_ROWS_FOR_TYPES:
         raise ValueError(

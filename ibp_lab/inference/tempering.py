@@ -66,13 +66,13 @@ from scipy.stats import poisson
 
 from ibp_lab import _kernel
 from ibp_lab.inference import exact
-from ibp_lab._checks import (check_count, check_data_matrix, check_flag, check_positive,
-                             check_real_array, check_rng)
+from ibp_lab._checks import (check_count, check_data_matrix, check_flag,
+                             check_inverse_temperature, check_positive, check_real_array,
+                             check_rng, check_sweeps)
 from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, harmonic
 from ibp_lab._threads import single_blas_thread
 from ibp_lab.inference._moves import check_moves
 from ibp_lab.inference.chains import MOVES, GibbsSweep
-from ibp_lab.inference.gibbs import MAX_SWEEPS
 
 __all__ = ["TemperedResult", "run_tempered", "run_tempered_chains", "tempered_class_posterior",
            "tempered_k_plus_posterior", "tuned_ladder", "SWAP_SCHEMES"]
@@ -139,7 +139,7 @@ def tempered_class_posterior(X, inverse_temperature: float, *, alpha: float, sig
     True
     """
     X = check_data_matrix("X", X)
-    b = _check_inverse_temperature(inverse_temperature)
+    b = check_inverse_temperature(inverse_temperature)
     post = exact.class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
     log_lik = _class_logliks(X, post, float(sigma_x), float(sigma_a))
     log_weights = post.log_weights + (b - 1.0) * log_lik
@@ -396,14 +396,10 @@ class _Ladder:
         return acceptance, self.rejection / max(n_kept, 1)
 
 
-def _check_inverse_temperature(value) -> float:
-    return check_positive("inverse_temperature", value, allow_zero=True, upper=1.0)
-
-
 def _check_options(X, n_sweeps, alpha, sigma_x, sigma_a, beta, n_temperatures, Z0,
                    min_inverse_temperature, swap_scheme, burn, workers, tune, moves):
     hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1, maximum=MAX_SWEEPS)
+    n_sweeps = check_sweeps("n_sweeps", n_sweeps)
     n_temperatures = check_count("n_temperatures", n_temperatures, minimum=1,
                                  maximum=MAX_TEMPERATURES)
     hottest = check_positive("min_inverse_temperature", min_inverse_temperature,
