@@ -6,10 +6,11 @@
   :func:`ibp_lab.inference.gibbs.gibbs_sweep`), then the hyperparameter updates;
 - :func:`run_chain` is the same code for one chain and returns one :class:`ChainResult`;
 - moves are small objects ``move(X, Z, rng, hyper, inverse_temperature=1.0) -> (Z,
-  stats)`` (:class:`Move`): :class:`GibbsSweep`, :class:`RandomSplitMerge`,
-  :class:`SequentialSplitMerge` (``n_proposals`` Metropolis-Hastings proposals each, from
-  :mod:`ibp_lab.inference.split_merge`) and :class:`SingletonUpdate`; a string names one
-  with its default settings (:data:`MOVES`). A chain applies them at inverse temperature
+  stats)`` (:class:`Move`): :class:`GibbsSweep` (defined in :mod:`ibp_lab.inference.gibbs`),
+  :class:`RandomSplitMerge`, :class:`SequentialSplitMerge` (``n_proposals``
+  Metropolis-Hastings proposals each) and :class:`SingletonUpdate` (defined in
+  :mod:`ibp_lab.inference.split_merge`), each beside its algorithm and importable from
+  here too; a string names one with its default settings (:data:`MOVES`). A chain applies them at inverse temperature
   1; replica exchange (:func:`ibp_lab.inference.tempering.run_tempered`) and sequential
   Monte Carlo (:func:`ibp_lab.inference.smc.run_smc`) take the same moves and apply them
   to the tempered posterior ``p(X | Z)^b P([Z])``.
@@ -102,6 +103,10 @@ from ibp_lab._hyper import (
 )
 from ibp_lab._threads import single_blas_thread
 from ibp_lab.inference._moves import Move, check_moves, move_keys
+from ibp_lab.inference.gibbs import GibbsSweep
+from ibp_lab.inference.split_merge import (MAX_PROPOSALS, RandomSplitMerge, SequentialSplitMerge,
+                                           SingletonUpdate)
+from ibp_lab.inference.split_merge._metropolis import combine_stats
 
 __all__ = ["ChainResult", "run_chain", "run_chains", "Move", "GibbsSweep", "RandomSplitMerge",
            "SequentialSplitMerge", "SingletonUpdate", "ScaleWarning",
@@ -117,80 +122,8 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 # --------------------------------------------------------------------------------------
-# moves: what one iteration of a chain does to Z
+# moves: what one iteration of a chain does to Z (each defined beside its algorithm)
 # --------------------------------------------------------------------------------------
-
-
-class GibbsSweep(Move):
-    """One collapsed Gibbs sweep, :func:`ibp_lab.inference.gibbs.gibbs_sweep` (tempered at
-    ``inverse_temperature`` below 1)."""
-
-    name = "gibbs_sweep"
-
-    def __call__(self, X, Z, rng, hyper, inverse_temperature=1.0):
-        alpha, sigma_x, sigma_a, beta = hyper
-        Z, _, _ = _kernel.sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng,
-                                 inverse_temperature=inverse_temperature, discount=hyper.discount)
-        return Z, {}
-
-
-class SingletonUpdate(Move):
-    """Each row's number of singleton features redrawn, :func:`ibp_lab.inference.split_merge.singleton_update`."""
-
-    name = "singleton_update"
-
-    def __call__(self, X, Z, rng, hyper, inverse_temperature=1.0):
-        from ibp_lab.inference.split_merge._singleton import singleton_sweep
-        from ibp_lab.inference.split_merge._target import LogJoint
-
-        target = LogJoint(X, *hyper, discount=hyper.discount,
-                          inverse_temperature=inverse_temperature)
-        return singleton_sweep(target, Z, rng), {}
-
-
-class _SplitMerge(Move):
-    """``n_proposals`` Metropolis-Hastings proposals of one split-merge family."""
-
-    def __init__(self, n_proposals: int = 10):
-        from ibp_lab.inference.split_merge._metropolis import MAX_PROPOSALS
-
-        self.n_proposals = check_count("n_proposals", n_proposals, maximum=MAX_PROPOSALS)
-
-    def _proposer(self, target):
-        raise NotImplementedError
-
-    def __call__(self, X, Z, rng, hyper, inverse_temperature=1.0):
-        from ibp_lab.inference.split_merge._metropolis import empty_stats, finish_stats, metropolis_hastings
-        from ibp_lab.inference.split_merge._target import LogJoint
-
-        target = LogJoint(X, *hyper, discount=hyper.discount,
-                          inverse_temperature=inverse_temperature)
-        stats = empty_stats()
-        Z, _ = metropolis_hastings(target, Z, rng, self.n_proposals, self._proposer(target), stats)
-        return np.ascontiguousarray(Z), finish_stats(stats)
-
-
-class RandomSplitMerge(_SplitMerge):
-    """Random splits and merges, :func:`ibp_lab.inference.split_merge.random_split_merge`."""
-
-    name = "random_split_merge"
-
-    def _proposer(self, target):
-        from ibp_lab.inference.split_merge._random import random_proposal
-
-        return random_proposal
-
-
-class SequentialSplitMerge(_SplitMerge):
-    """Sequentially allocated splits and merges, :func:`ibp_lab.inference.split_merge.sequential_split_merge`."""
-
-    name = "sequential_split_merge"
-
-    def _proposer(self, target):
-        from ibp_lab.inference.split_merge._sequential import sequential_proposal
-
-        return lambda Z, rng: sequential_proposal(target, Z, rng)
-
 
 #: The moves a string in ``moves=`` names (each with its default settings).
 MOVES = {cls.name: cls for cls in (GibbsSweep, SingletonUpdate, RandomSplitMerge,
@@ -788,8 +721,6 @@ class _Record:
         self.seconds[t] = seconds
 
     def result(self, Z, hyper, acceptance: dict) -> ChainResult:
-        from ibp_lab.inference.split_merge._metropolis import combine_stats
-
         draws = {"draw": np.arange(self.seconds.size)}
         trace = xr.Dataset(
             {name: ("draw", values.astype(np.int64) if name == "k_plus" else values)
@@ -808,8 +739,6 @@ class _Record:
 
 def _check_proposal_budget(moves: tuple[Move, ...], n_sweeps: int) -> None:
     """Refuse chains whose split-merge stats would hold more than ``MAX_PROPOSALS`` entries."""
-    from ibp_lab.inference.split_merge._metropolis import MAX_PROPOSALS
-
     per_iteration = sum(move.n_proposals for move in moves)
     if n_sweeps * per_iteration > MAX_PROPOSALS:
         raise ValueError(

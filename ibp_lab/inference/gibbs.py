@@ -102,8 +102,9 @@ from ibp_lab._checks import MAX_SWEEPS  # noqa: F401  (gibbs.MAX_SWEEPS, as befo
 from ibp_lab._checks import (check_data_matrix, check_flag, check_inverse_temperature, check_rng,
                              check_sweeps)
 from ibp_lab._hyper import check_discount, check_feature_matrix, check_hyperparameters
+from ibp_lab.inference._moves import Move
 
-__all__ = ["gibbs_sweep", "gibbs_sweep_numpy", "k_plus_trace"]
+__all__ = ["gibbs_sweep", "gibbs_sweep_numpy", "k_plus_trace", "GibbsSweep"]
 
 # Largest number of rows for which k_plus_trace can record the class of each state.
 _MAX_ROWS_FOR_TYPES = 6
@@ -372,3 +373,31 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
                                random_scan=scan_order == "random", record_types=return_types,
                                inverse_temperature=inverse_temperature, discount=discount)
     return (k_plus, types) if return_types else k_plus
+
+
+class GibbsSweep(Move):
+    """One collapsed Gibbs sweep as a move of the samplers that take ``moves=``.
+
+    ``move(X, Z, rng, hyper, inverse_temperature=1.0) -> (Z, {})``: :func:`gibbs_sweep`
+    on checked arguments (the move protocol of :class:`ibp_lab.inference.chains.Move`),
+    tempered below ``inverse_temperature = 1``. The default move of
+    :func:`ibp_lab.inference.chains.run_chain`, :func:`ibp_lab.inference.tempering.run_tempered`
+    and :func:`ibp_lab.inference.smc.run_smc`; named ``"gibbs_sweep"`` there.
+
+    Examples
+    --------
+    >>> from ibp_lab.inference.chains import run_chain
+    >>> X = [[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]]
+    >>> chain = run_chain(X, 5, np.random.default_rng(0), sigma_x=0.6, sigma_a=1.2,
+    ...                   update_alpha=False, update_sigma_a=False, moves=[GibbsSweep()])
+    >>> int(chain.trace.sizes["draw"])
+    5
+    """
+
+    name = "gibbs_sweep"
+
+    def __call__(self, X, Z, rng, hyper, inverse_temperature=1.0):
+        alpha, sigma_x, sigma_a, beta = hyper
+        Z, _, _ = _kernel.sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng,
+                                 inverse_temperature=inverse_temperature, discount=hyper.discount)
+        return Z, {}

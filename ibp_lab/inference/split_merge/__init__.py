@@ -23,9 +23,12 @@ Public functions:
   a complete sampler without any Gibbs flips, which is how the tests check the
   moves on their own.
 
-The chain runner composes them with Gibbs sweeps and hyperparameter updates:
-``ibp_lab.inference.chains.run_chains(X, n_chains, n_sweeps, rng, moves=[chains.GibbsSweep(),
-chains.SequentialSplitMerge(n_proposals=10)], ...)``. Timings and book tables
+As moves (:class:`RandomSplitMerge`, :class:`SequentialSplitMerge`, each ``n_proposals``
+proposals a call, and :class:`SingletonUpdate`; also importable from
+:mod:`ibp_lab.inference.chains`) the chain runner composes them with Gibbs sweeps and
+hyperparameter updates, and replica exchange and SMC run them at their inverse
+temperatures: ``ibp_lab.inference.chains.run_chains(X, n_chains, n_sweeps, rng,
+moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=10)], ...)``. Timings and book tables
 (:func:`ibp_lab.teaching.reports.seconds_per_step`, :func:`ibp_lab.teaching.reports.log_ratio_parts`,
 :func:`ibp_lab.teaching.reports.summarize_run`) live in :mod:`ibp_lab.teaching.reports`.
 
@@ -131,8 +134,9 @@ The allocation runs in compiled code (numba).
 """
 
 from ibp_lab.inference.split_merge._metropolis import MAX_PROPOSALS
-from ibp_lab.inference.split_merge._random import random_split_merge
-from ibp_lab.inference.split_merge._sequential import sequential_split_merge
-from ibp_lab.inference.split_merge._singleton import singleton_update
+from ibp_lab.inference.split_merge._random import RandomSplitMerge, random_split_merge
+from ibp_lab.inference.split_merge._sequential import SequentialSplitMerge, sequential_split_merge
+from ibp_lab.inference.split_merge._singleton import SingletonUpdate, singleton_update
 
-__all__ = ["random_split_merge", "sequential_split_merge", "singleton_update", "MAX_PROPOSALS"]
+__all__ = ["random_split_merge", "sequential_split_merge", "singleton_update", "MAX_PROPOSALS",
+           "RandomSplitMerge", "SequentialSplitMerge", "SingletonUpdate"]

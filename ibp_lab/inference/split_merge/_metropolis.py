@@ -16,6 +16,7 @@ import numpy as np
 
 from ibp_lab._checks import check_count, check_data_matrix, check_inverse_temperature, check_rng
 from ibp_lab._hyper import check_discount, check_feature_matrix, check_hyperparameters
+from ibp_lab.inference._moves import Move
 from ibp_lab.inference.split_merge._target import LogJoint
 
 #: Most proposals one call makes (each keeps six numbers in ``stats``).
@@ -93,3 +94,22 @@ def check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, n_proposals, beta, dis
     inverse_temperature = check_inverse_temperature(inverse_temperature)
     return X, Z, LogJoint(X, *hyper, discount=discount,
                           inverse_temperature=inverse_temperature), rng, n_proposals
+
+
+class SplitMergeMove(Move):
+    """``n_proposals`` Metropolis-Hastings proposals of one split-merge family, as a move
+    (:class:`ibp_lab.inference.chains.Move`): subclasses give the proposer."""
+
+    def __init__(self, n_proposals: int = 10):
+        self.n_proposals = check_count("n_proposals", n_proposals, maximum=MAX_PROPOSALS)
+
+    def _proposer(self, target):
+        """``propose(Z, rng) -> Proposal or None`` for the target ``target``."""
+        raise NotImplementedError
+
+    def __call__(self, X, Z, rng, hyper, inverse_temperature=1.0):
+        target = LogJoint(X, *hyper, discount=hyper.discount,
+                          inverse_temperature=inverse_temperature)
+        stats = empty_stats()
+        Z, _ = metropolis_hastings(target, Z, rng, self.n_proposals, self._proposer(target), stats)
+        return np.ascontiguousarray(Z), finish_stats(stats)

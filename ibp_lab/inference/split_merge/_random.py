@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ibp_lab.inference.split_merge._metropolis import (
+    SplitMergeMove,
     check_move_inputs,
     empty_stats,
     finish_stats,
@@ -20,7 +21,7 @@ from ibp_lab.inference.split_merge._metropolis import (
 )
 from ibp_lab.inference.split_merge._target import Proposal, n_equal
 
-__all__ = ["random_split_merge", "random_proposal"]
+__all__ = ["random_split_merge", "random_proposal", "RandomSplitMerge"]
 
 _LOG3 = math.log(3.0)
 # Allocation options: 0 = first half only, 1 = second half only, 2 = both halves.
@@ -155,3 +156,13 @@ def random_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     stats = empty_stats()
     Z, _ = metropolis_hastings(target, Z, rng, n_proposals, random_proposal, stats)
     return np.ascontiguousarray(Z), finish_stats(stats)
+
+
+class RandomSplitMerge(SplitMergeMove):
+    """Random splits and merges as a move: ``n_proposals`` (default 10) proposals of
+    :func:`random_split_merge` per call, at the caller's inverse temperature."""
+
+    name = "random_split_merge"
+
+    def _proposer(self, target):
+        return random_proposal

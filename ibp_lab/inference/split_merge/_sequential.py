@@ -16,6 +16,7 @@ from numba import njit
 
 from ibp_lab._kernel import refresh, row_in, row_out
 from ibp_lab.inference.split_merge._metropolis import (
+    SplitMergeMove,
     check_move_inputs,
     empty_stats,
     finish_stats,
@@ -23,7 +24,7 @@ from ibp_lab.inference.split_merge._metropolis import (
 )
 from ibp_lab.inference.split_merge._target import LogJoint, Proposal, n_equal
 
-__all__ = ["sequential_split_merge", "sequential_proposal"]
+__all__ = ["sequential_split_merge", "sequential_proposal", "SequentialSplitMerge"]
 
 # Allocation options: 0 = first half only, 1 = second half only, 2 = both halves.
 _IN_FIRST = np.array([1, 0, 1], np.int8)
@@ -320,3 +321,14 @@ def sequential_moves(target, Z, rng, n_proposals) -> tuple[np.ndarray, dict]:
     Z, _ = metropolis_hastings(target, Z, rng, n_proposals,
                                 lambda Z, rng: sequential_proposal(target, Z, rng), stats)
     return np.ascontiguousarray(Z), finish_stats(stats)
+
+
+class SequentialSplitMerge(SplitMergeMove):
+    """Sequentially allocated splits and merges as a move: ``n_proposals`` (default 10)
+    proposals of :func:`sequential_split_merge` per call, at the caller's inverse
+    temperature."""
+
+    name = "sequential_split_merge"
+
+    def _proposer(self, target):
+        return lambda Z, rng: sequential_proposal(target, Z, rng)

@@ -11,10 +11,11 @@ import numpy as np
 from numba import njit
 
 from ibp_lab._kernel import refresh, row_out, sample_new_dishes
+from ibp_lab.inference._moves import Move
 from ibp_lab.inference.split_merge._metropolis import check_move_inputs
 from ibp_lab.inference.split_merge._target import LogJoint
 
-__all__ = ["singleton_update", "singleton_sweep"]
+__all__ = ["singleton_update", "singleton_sweep", "SingletonUpdate"]
 
 
 @njit(cache=True)
@@ -111,3 +112,15 @@ def singleton_sweep(target: LogJoint, Z: np.ndarray, rng: np.random.Generator) -
     for i in range(Z.shape[0]):
         Z, buf = singleton_step(target, Z, i, rng, buf)
     return Z
+
+
+class SingletonUpdate(Move):
+    """Each row's number of singleton features redrawn (:func:`singleton_update`) as a move,
+    at the caller's inverse temperature."""
+
+    name = "singleton_update"
+
+    def __call__(self, X, Z, rng, hyper, inverse_temperature=1.0):
+        target = LogJoint(X, *hyper, discount=hyper.discount,
+                          inverse_temperature=inverse_temperature)
+        return singleton_sweep(target, Z, rng), {}
