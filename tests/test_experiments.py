@@ -100,7 +100,13 @@ def test_the_trap_record_is_reproduced_by_its_reduced_runs():
 def test_the_nonconjugate_record_is_reproduced_by_its_reduced_runs():
     module = _script("nonconjugate_digits")
     record = json.loads(RECORDS["nonconjugate_digits"].read_text())
+    # every sampler of the script, the data-driven births too, in the full runs and the reduced
+    assert set(record["runs"]) == set(record["quick"]) == set(module.PARTS)
     _assert_same(record["quick"], module.runs(module.QUICK, tag=1))
+    # one sampler rerun alone (--only, merged into the record) draws what a whole run draws
+    alone = module.runs(module.QUICK, tag=1, only=("uncollapsed_data",))
+    assert list(alone) == ["uncollapsed_data"]
+    _assert_same(record["quick"]["uncollapsed_data"], alone["uncollapsed_data"])
 
 
 @pytest.mark.slow  # about 2 s
