@@ -39,7 +39,8 @@ command, stack, seed and date, and the reduced runs that ``tests/test_experiment
 Sampler ``s`` (its place in ``SAMPLERS``) seeds its ``c``-th chain with ``(SEED, tag, 1, s, c)``,
 so a sampler appended later leaves the others' draws unchanged, and ``--only`` reruns one
 sampler's full chains exactly as a whole run would (the record's ``merged`` says which
-samplers were rerun so, when, and at what CPU cost; the reduced runs are always rerun whole).
+samplers were rerun so, when, and at what CPU cost, and its ``cpu_seconds`` adds that cost;
+the reduced runs are always rerun whole). The current record is a whole run.
 """
 
 from __future__ import annotations
