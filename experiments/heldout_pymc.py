@@ -12,14 +12,16 @@ The call is the chapter's: :func:`ibp_lab.inference.pymc_models.sample_posterior
 one core. Its CPU seconds include building and compiling the model, as the chapter's did.
 
 Writes, under ``ibp_lab/data/experiments/``, ``heldout_pymc.json`` (the record: command,
-stack with the PyMC version, seed, date, plan, the fit's CPU seconds, each chain's mean log
-density and posterior mean of every ``pi_k``, the netCDF file and its SHA-256, and the reduced
-fit that ``tests/test_experiment_pymc_records.py`` reruns) and ``heldout_pymc.nc``, the
+stack with the PyMC version, seed, date, plan, the load average when the script started,
+the fit's CPU seconds, each chain's mean log density and posterior mean of every ``pi_k``,
+the netCDF file and its SHA-256, and the reduced fit that
+``tests/test_experiment_pymc_records.py`` reruns) and ``heldout_pymc.nc``, the
 ``InferenceData`` (:func:`arviz.to_netcdf`). ``--out`` moves the record, not the netCDF file.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import warnings
@@ -64,7 +66,9 @@ def main(argv=None) -> int:
     return quick_then_full(argv, doc=__doc__, name="heldout_pymc",
                            run=lambda plan, tag: runs(plan, tag, save=tag == 0),
                            full=FULL, quick=QUICK, seed=SEED, out=OUT,
-                           pymc_stack=pymc_versions())
+                           pymc_stack=pymc_versions(),
+                           # its seconds are wall or CPU time: say how busy the machine was
+                           load_average_at_start=os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ A chapter cell of either fit would take about a minute on an idle two-core machi
 
 Writes, under ``ibp_lab/data/experiments/``:
 
-- ``pymc_digits.json``: the record (command, stack with the PyMC version, seed, date, plan),
+- ``pymc_digits.json``: the record (command, stack with the PyMC version, seed, date, plan,
+  the machine's load average when the script started: the fits' seconds are wall time,
+  and the record's ``cpu_seconds`` counts this process only, not the chains' two),
   per fit its wall seconds, each chain's mean log density and posterior mean of every
   ``pi_k``, the netCDF file and its SHA-256, the generator's state before the fit (the
   chapter checks that it reached the same) and after it (the chapter continues from it); and
@@ -30,6 +32,7 @@ Writes, under ``ibp_lab/data/experiments/``:
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import warnings
@@ -87,7 +90,9 @@ def main(argv=None) -> int:
     return quick_then_full(argv, doc=__doc__, name="pymc_digits",
                            run=lambda plan, tag: runs(plan, tag, save=tag == 0),
                            full=FULL, quick=QUICK, seed=SEED, out=OUT,
-                           pymc_stack=pymc_versions())
+                           pymc_stack=pymc_versions(),
+                           # its seconds are wall or CPU time: say how busy the machine was
+                           load_average_at_start=os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -114,14 +114,14 @@ def test_the_pymc_chapters_generator_reaches_the_fits_as_the_script_says():
     assert runs["data"]["rng_state_after"] != runs["data"]["rng_state_before"]
 
 
-@pytest.mark.slow  # about 30 s: two reduced fits, each model compiled
+@pytest.mark.slow  # about 8 s with PyTensor's compiled code cached: two reduced fits
 def test_the_pymc_chapter_record_is_reproduced_by_its_reduced_runs():
     pytest.importorskip("pymc")
     module = _script("pymc_digits")
     _assert_same(_record("pymc_digits")["quick"], module.runs(module.QUICK, tag=1))
 
 
-@pytest.mark.slow  # about 15 s: one reduced fit, its model compiled
+@pytest.mark.slow  # about 3 s with PyTensor's compiled code cached: one reduced fit
 def test_the_heldout_record_is_reproduced_by_its_reduced_run():
     pytest.importorskip("pymc")
     module = _script("heldout_pymc")
