@@ -267,7 +267,7 @@ def simulate_four_feature_data(
 #: The precomputed experiments bundled with the package (``experiments/<name>.py`` writes each).
 EXPERIMENTS = ("smc_digits", "tempering_digits", "modes_digits", "tempering_trap",
                "nonconjugate_digits", "noisy_or_digits", "paper_fig5",
-               "paper_fig8", "digits_methods")
+               "paper_fig8", "digits_methods", "pymc_digits", "heldout_pymc")
 #: What every experiment record holds.
 _RECORD_KEYS = {"command", "seed", "stack", "date", "cpu_seconds", "plan", "quick_plan", "runs",
                 "quick"}
