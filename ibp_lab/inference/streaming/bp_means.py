@@ -79,7 +79,11 @@ def bp_means_one_pass(
     gamma = check_positive("gamma", gamma)
     n_steps = check_count("n_steps", n_steps, minimum=1, maximum=10_000)
     ossify = check_flag("ossify", ossify)
-    return _one_pass(np.ascontiguousarray(X, dtype=np.float64), gamma**2, n_steps, ossify)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if not X.flags.writeable:
+        # numba types a read-only array apart and would compile the pass again (seconds)
+        X = X.copy()
+    return _one_pass(X, gamma**2, n_steps, ossify)
 
 
 @njit(cache=True)
