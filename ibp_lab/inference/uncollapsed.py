@@ -482,9 +482,8 @@ def _gaussian_start_and_measure(X, hyper):
     chain's draws do not depend on the trace.
     """
     sum_sq = float(np.sum(X * X))
-    # log alpha + log beta, not log(alpha beta), which can underflow (as log_prior has it)
-    log_alpha_beta = math.log(hyper.alpha) + math.log(hyper.beta)
-    prior_rate = hyper.alpha * harmonic(X.shape[0], hyper.beta)
+    log_alpha_beta, prior_rate = _kernel.class_prior_constants(
+        X.shape[0], hyper.alpha, hyper.beta, harmonic_sum=harmonic(X.shape[0], hyper.beta))
 
     def start(Z, rng):
         return _kernel.draw_posterior_features(X, Z, hyper.sigma_x, hyper.sigma_a, rng)
