@@ -203,12 +203,13 @@ def _short(value) -> str:
     return text if len(text) < 120 else text[:117] + "..."
 
 
-def _child(case: Case, conn, watched) -> None:
+def _child(case: Case, conn, watched, workdir: str) -> None:
     try:
         gc.enable()
         resource.setrlimit(resource.RLIMIT_AS, (_vm_bytes() + MEMORY_LIMIT, resource.RLIM_INFINITY))
-        workdir = tempfile.mkdtemp(prefix="campaign-")
         os.chdir(workdir)
+        # whatever the case makes through tempfile lands in the parent's directory, removed with it
+        tempfile.tempdir = workdir
         before_np = np.random.get_state(legacy=False)
         before_py = random.getstate()
         before_files = _listing(watched)
@@ -222,7 +223,6 @@ def _child(case: Case, conn, watched) -> None:
         if changed:
             verdict = Verdict("files", f"touched {changed[:3]}")
         conn.send((verdict.kind, verdict.detail))
-        shutil.rmtree(workdir, ignore_errors=True)
     except BaseException as exc:  # noqa: BLE001 - the verdict itself failed to travel
         try:
             conn.send(("crash", f"harness: {type(exc).__name__}: {exc}"[:300]))
@@ -256,7 +256,10 @@ def run_case(case: Case, *, time_limit: float | None = None) -> Verdict:
     gc.freeze()
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(case, send, watched_directories()), daemon=True)
+    # the parent owns the child's directory: a child killed at its limit, or killed just after its
+    # verdict, cannot remove it (35,903 empty directories had piled up in /tmp that way)
+    workdir = tempfile.mkdtemp(prefix="campaign-")
+    child = ctx.Process(target=_child, args=(case, send, watched_directories(), workdir), daemon=True)
     child.start()
     send.close()
     try:
@@ -274,6 +277,7 @@ def run_case(case: Case, *, time_limit: float | None = None) -> Verdict:
         if child.is_alive():
             child.kill()
         child.join()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @dataclass

@@ -1373,8 +1373,14 @@ def _edited_file(edit):
 
 @functools.cache
 def tempfile_dir():
+    import atexit
+    import shutil
     import tempfile
-    return tempfile.mkdtemp(prefix="campaign-fixtures-")
+    path = tempfile.mkdtemp(prefix="campaign-fixtures-")
+    # made in the parent (warm_up) it goes at exit; made in a case's child it lands inside the
+    # child's own directory, which the parent removes
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 @functools.cache
