@@ -62,7 +62,7 @@ def _cases(X_digits, bits, start):
         "run_tempered (4 rungs), digits": (lambda rng: tempering.run_tempered(
             X_digits, 10, rng, **DIGITS, n_temperatures=4, Z0=start), 10, "round"),
         "run_noisy_or, binary digits": (lambda rng: noisy_or.run_noisy_or(
-            bits, 20, rng, **NOISY_OR), 20, "sweep"),
+            bits, 20, rng, **NOISY_OR, learn=()), 20, "sweep"),
         "run_smc (20 particles), digits": (lambda rng: smc.run_smc(
             X_digits, 20, rng, **DIGITS, n_temperatures=10), 1, "run"),
         "RecursiveIBP.fit, digits": (lambda rng: RecursiveIBP(

@@ -658,13 +658,29 @@ def specs_models():
                                 ("subnormal", (5e-324, 5e-324), E), ("complex", (1j, 1.0), R)]
     posterior = exact.class_posterior(Xs, 1.0, 0.5, 1.0, k_max=4)
     _, run = chains.run_chains(X, 2, 10, fresh_rng(), Z0=np.ones((6, 1)), alpha=1.0, sigma_x=0.5,
-                               sigma_a=1.0, update_alpha=False, update_sigma_a=False,
+                               sigma_a=1.0,
                                moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2)])
+    gibbs_sweep = chains.GibbsSweep()
     moves_junk = lambda base: [
-        ("None (one Gibbs sweep)", None, A), ("empty", [], R), ("unknown name", ["sideways"], R),
+        ("None (the default moves)", None, A), ("empty", [], R), ("unknown name", ["sideways"], R),
         ("int", 3, R), ("one name", "sequential_split_merge", A), ("list of None", [None], R),
         ("objects", [chains.GibbsSweep(), chains.RandomSplitMerge(n_proposals=2)], A),
-        ("too many proposals", [chains.RandomSplitMerge(n_proposals=10**7)], R)]
+        ("too many proposals", [chains.RandomSplitMerge(n_proposals=10**7)], R),
+        # issue 49: the hyperparameter moves in the list
+        ("every move", [gibbs_sweep, chains.SequentialSplitMerge(n_proposals=2), chains.AlphaUpdate(),
+                        chains.DiscountUpdate(), chains.ScaleUpdate("sigma_x"),
+                        chains.ScaleUpdate("sigma_a", n_steps=1)], A),
+        ("a hyperparameter move first", [chains.AlphaUpdate(), gibbs_sweep], A),
+        ("hyperparameter moves only", [chains.AlphaUpdate(), chains.ScaleUpdate("sigma_a")], R),
+        ("one hyperparameter move", chains.AlphaUpdate(), R),
+        ("alpha moved twice", [gibbs_sweep, chains.AlphaUpdate(), chains.AlphaUpdate()], R),
+        ("sigma_a moved twice", [gibbs_sweep, chains.ScaleUpdate("sigma_a"),
+                                 chains.ScaleUpdate("sigma_x", "sigma_a")], R),
+        ("discount moved twice", [gibbs_sweep, chains.DiscountUpdate(), chains.DiscountUpdate()], R),
+        ("classes, not objects", [chains.GibbsSweep, chains.AlphaUpdate], R)]
+    learn_discount = [gibbs_sweep, chains.AlphaUpdate(), chains.DiscountUpdate()]
+    in_a_chain = lambda move: chains.run_chain(X, 3, fresh_rng(), sigma_x=0.5,  # noqa: E731
+                                               burn=1, moves=[gibbs_sweep, move])
     _, move_stats = sm.random_split_merge(X, Z, 1.0, 0.5, 1.0, fresh_rng(), 5)
     move_base = dict(X=X, Z=Z, **hyper, rng=fresh_rng(), n_proposals=5, beta=1.0, discount=0.0)
     move_kinds = dict(mc_kinds, n_proposals=C, discount="nonneg")
@@ -690,20 +706,40 @@ def specs_models():
              mc_kinds, _sweep_check, extremes=MODEL_EXTREMES + [("alpha 1e6", dict(alpha=1e6), E)]),
         Spec("chains.run_chain", chains.run_chain,
              dict(X=X, n_sweeps=4, rng=fresh_rng(), Z0=None, alpha=1.0, sigma_x=0.5, sigma_a=1.0,
-                  beta=1.0, update_alpha=True, update_sigma_a=True, update_sigma_x=True,
-                  alpha_prior=(1.0, 1.0), thin=1, burn=0, n_scale_steps=2, progress=False,
-                  moves=None, discount=0.0, update_discount=False, discount_prior=(1.0, 1.0)),
+                  beta=1.0, thin=1, burn=0, progress=False, pointwise=False,
+                  moves=[gibbs_sweep, chains.AlphaUpdate(),
+                         chains.ScaleUpdate("sigma_a", "sigma_x", n_steps=2)], discount=0.0),
              dict(X="matrix", n_sweeps=C, rng=G, Z0="binary", alpha=P, sigma_x=P, sigma_a=P, beta=P,
-                  update_alpha="flag", update_sigma_a="flag", update_sigma_x="flag",
-                  alpha_prior=alpha_prior, thin=C, burn=C, n_scale_steps=C, progress="flag",
-                  moves=moves_junk, discount="nonneg", update_discount="flag",
-                  discount_prior=alpha_prior),
+                  thin=C, burn=C, progress="flag", pointwise="flag", moves=moves_junk,
+                  discount="nonneg"),
              _chain_check, time_limit=20,
              extremes=[("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), E),
                        ("thin 0", dict(thin=0), R)] + DISCOUNT_EXTREMES
-             + [("discount learned from 0.3", dict(discount=0.3, update_discount=True), A),
-                ("discount learned, default start", dict(update_discount=True), A),
-                ("discount learned from 1e-12", dict(discount=1e-12, update_discount=True), R)]),
+             + [("discount learned from 0.3", dict(discount=0.3, moves=learn_discount), A),
+                ("discount learned, default start", dict(moves=learn_discount), A),
+                ("discount learned from 1e-12", dict(discount=1e-12, moves=learn_discount), R),
+                ("discount learned from 1", dict(discount=1.0, moves=learn_discount), R)]),
+        # issue 49: each hyperparameter move made and run in a chain (the door at construction)
+        Spec("chains.AlphaUpdate", lambda prior: in_a_chain(chains.AlphaUpdate(prior=prior)),
+             dict(prior=(1.0, 1.0)), dict(prior=alpha_prior), _chain_check, time_limit=20,
+             extremes=[("tiny shape, tiny rate", dict(prior=(1e-100, 1e-100)), A),
+                       ("huge shape", dict(prior=(1e6, 1.0)), A)]),
+        Spec("chains.DiscountUpdate", lambda prior: in_a_chain(chains.DiscountUpdate(prior=prior)),
+             dict(prior=(1.0, 1.0)), dict(prior=alpha_prior), _chain_check, time_limit=20,
+             extremes=[("np.array", dict(prior=np.array([2.0, 5.0])), A),
+                       ("three numbers", dict(prior=(1.0, 1.0, 1.0)), R)]),
+        Spec("chains.ScaleUpdate",
+             lambda name, n_steps: in_a_chain(chains.ScaleUpdate(name, n_steps=n_steps)),
+             dict(name="sigma_a", n_steps=3),
+             dict(name=_choice(["sigma_a", "sigma_x"]), n_steps=C), _chain_check, time_limit=20,
+             names={"name": ("names",)},
+             extremes=[("most steps", dict(n_steps=10_000), E), ("one step too many",
+                                                                   dict(n_steps=10_001), R)],
+             junk=[("no names", lambda: chains.ScaleUpdate(), ("names",), R),
+                   ("both scales", lambda: in_a_chain(chains.ScaleUpdate("sigma_x", "sigma_a")),
+                    (), A),
+                   ("a scale twice", lambda: chains.ScaleUpdate("sigma_a", "sigma_a"), ("names",), R),
+                   ("a list of names", lambda: chains.ScaleUpdate(["sigma_a"]), ("names",), R)]),
         Spec("chains.run_chains", chains.run_chains,
              dict(X=X, n_chains=2, n_sweeps=3, rng=fresh_rng(), Z0=None, sigma_x=0.5, sigma_a=1.0),
              dict(X="matrix", n_chains=C, n_sweeps=C, rng=G), lambda out: _chain_check(out[1][0]),
@@ -2969,12 +3005,22 @@ def _noisy_or_specs(Z, state_check, run_check):
                                ("tiny shape", (1e-300, 1.0), R), ("shape 0.001", (1e-3, 1.0), R),
                                ("huge shape", (1.0, 1e300), R), ("complex", (1j, 1.0), R),
                                ("np.array", np.array([2.0, 3.0]), A), ("edge shapes", (0.01, 1e6), A)]
-    learn_all = dict(update_strength=True, update_leak=True, update_weight_prob=True)
+    # learn: names among the three; priors: Beta shapes by name, each checked as above
+    learn_names = lambda base: [  # noqa: E731
+        ("unknown name", ["alpha"], R), ("name in capitals", ["Leak"], R), ("None", None, R),
+        ("int", 3, R), ("nested list", [["leak"]], R), ("np.array", np.array(["leak"]), R),
+        ("one name as a str", "leak", A), ("a set", {"leak", "strength"}, A),
+        ("all three", ["weight_prob", "leak", "strength"], A), ("repeated", ["leak", "leak"], A)]
+    beta_priors = lambda base: [  # noqa: E731
+        ("list", [(1.0, 1.0)], R), ("str", "leak", R), ("unknown key", {"alpha": (1.0, 1.0)}, R),
+        ("empty", {}, A)] + [(f"leak {label}", {"leak": value}, verdict)
+                             for label, value, verdict in beta_prior(None)]
+    learn_all = dict(learn=("strength", "leak", "weight_prob"))
     learning_extremes = [
         ("learn all three", learn_all, A),
         ("learn all three, births from the data", dict(learn_all, births="data"), A),
-        ("learn at the shapes' edges", dict(learn_all, strength_prior=(0.01, 1e6),
-                                            leak_prior=(1e6, 0.01), weight_prob_prior=(0.01, 0.01)), A),
+        ("learn at the shapes' edges", dict(learn_all, priors=dict(
+            strength=(0.01, 1e6), leak=(1e6, 0.01), weight_prob=(0.01, 0.01))), A),
         ("learn from the support's edges", dict(learn_all, strength=1 - 1e-9, leak=1e-9,
                                                 weight_prob=1e-9), A),
         ("learn on all-zero X", dict(learn_all, X=np.zeros_like(X)), A),
@@ -3004,13 +3050,10 @@ def _noisy_or_specs(Z, state_check, run_check):
                                                       strength=1 - 1e-9, leak=1e-9), A)]),
         Spec("noisy_or.run_noisy_or", noisy_or.run_noisy_or,
              dict(X=X, n_sweeps=4, rng=fresh_rng(), alpha=1.0, **model, beta=1.0, Z0=None, burn=0,
-                  thin=1, births="prior", update_strength=False, update_leak=False,
-                  update_weight_prob=False, strength_prior=(1.0, 1.0), leak_prior=(1.0, 1.0),
-                  weight_prob_prior=(1.0, 1.0)),
+                  thin=1, births="prior", learn=(), priors=None),
              dict(X="binary", n_sweeps=C, rng=G, alpha=P, beta=P, Z0="binary", burn=C, thin=C,
-                  **probabilities, births=_choice(["prior", "data"]), update_strength="flag",
-                  update_leak="flag", update_weight_prob="flag", strength_prior=beta_prior,
-                  leak_prior=beta_prior, weight_prob_prior=beta_prior), run_check, time_limit=20,
+                  **probabilities, births=_choice(["prior", "data"]), learn=learn_names,
+                  priors=beta_priors), run_check, time_limit=20,
              extremes=[("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), R),
                        ("huge n_sweeps", dict(n_sweeps=10**9), R)]
              + hyper_edges(dict(alpha=1, beta=1)) + data_edges(dict(X=X), binary=True)

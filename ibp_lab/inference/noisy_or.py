@@ -44,9 +44,10 @@ the row's likelihood with one more cause whose links are summed out, over its li
 now; a death's ratio is ``1 / r`` at the counts without the
 dying cause and ``k - 1`` singletons.
 
-:func:`run_noisy_or` can also learn the noisy-OR's parameters (``update_strength``,
-``update_leak``, ``update_weight_prob``), a fourth step after the links, each given
-``(Z, W)`` under a Beta prior truncated to ``[MIN_PROBABILITY, 1 - MIN_PROBABILITY]``:
+:func:`run_noisy_or` learns the noisy-OR's parameters by default (``learn=("strength",
+"leak", "weight_prob")``; ``learn=()`` holds them fixed), a fourth step after the links,
+each given ``(Z, W)`` under a Beta prior truncated to ``[MIN_PROBABILITY, 1 -
+MIN_PROBABILITY]``:
 
 4. ``strength``, then ``leak``: one slice-sampling step each (Neal 2003; the interval starts
    as the whole support and shrinks) on the exact conditional, the Beta prior times
@@ -76,7 +77,7 @@ from scipy.stats import binom, poisson
 
 from ibp_lab import _kernel
 from ibp_lab.inference import exact
-from ibp_lab._checks import (check_binary_matrix, check_count, check_flag,
+from ibp_lab._checks import (check_binary_matrix, check_count,
                              check_positive_pair, check_rng)
 from ibp_lab._hyper import (alpha_upper, check_feature_matrix, check_positive, harmonic,
                             new_dish_rate)
@@ -500,9 +501,9 @@ def _checked_state(X, Z, W, rng, alpha, weight_prob, strength, leak, beta):
     return X, Z, np.ascontiguousarray(W[owned], np.int64), params, check_rng(rng)
 
 
-def noisy_or_sweep(X, Z, W, rng: np.random.Generator, *, alpha: float, weight_prob: float,
-                   strength: float, leak: float, beta: float = 1.0,
-                   births: str = "prior") -> tuple[np.ndarray, np.ndarray]:
+def noisy_or_sweep(X, Z, W, rng: np.random.Generator, *, alpha: float = 1.0,
+                   weight_prob: float = 0.2, strength: float = 0.9, leak: float = 0.05,
+                   beta: float = 1.0, births: str = "prior") -> tuple[np.ndarray, np.ndarray]:
     """One sweep of the noisy-OR sampler (the module docstring's three steps).
 
     Parameters
@@ -514,10 +515,13 @@ def noisy_or_sweep(X, Z, W, rng: np.random.Generator, *, alpha: float, weight_pr
     W : array_like
         ``(K, D)`` binary links of ``Z``'s columns.
     rng : numpy.random.Generator
-    alpha, beta : float
-        The IBP's mass and concentration.
-    weight_prob, strength, leak : float
-        The noisy-OR's parameters, each in ``(0, 1)``.
+    alpha, beta : float, optional
+        The IBP's mass and concentration (default 1 and 1).
+    weight_prob, strength, leak : float, optional
+        The noisy-OR's parameters, each in ``(0, 1)``; the defaults (0.2, 0.9, 0.05: a
+        cause links a fifth of the pixels, turns a linked pixel on nine times in ten, and
+        one pixel in twenty leaks on) are those of every entry point of this module, and
+        :func:`run_noisy_or` learns the three from them by default.
     births : {"prior", "data"}, optional
         Step 2's proposals: ``"prior"`` (default) replaces the row's singletons by new
         causes with links from their prior, accepted by the likelihood ratio; ``"data"``
@@ -551,13 +555,11 @@ def noisy_or_sweep(X, Z, W, rng: np.random.Generator, *, alpha: float, weight_pr
     return Z, W
 
 
-def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
-                 weight_prob: float, strength: float, leak: float, beta: float = 1.0, Z0=None,
-                 burn: int = 0, thin: int = 1, births: str = "prior",
-                 update_strength: bool = False, update_leak: bool = False,
-                 update_weight_prob: bool = False, strength_prior=(1.0, 1.0),
-                 leak_prior=(1.0, 1.0), weight_prob_prior=(1.0, 1.0)) -> UncollapsedResult:
-    """Run the noisy-OR sampler for ``n_sweeps`` sweeps, its parameters fixed or learned.
+def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float = 1.0,
+                 weight_prob: float = 0.2, strength: float = 0.9, leak: float = 0.05,
+                 beta: float = 1.0, learn=LEARNABLE, priors=None, Z0=None, burn: int = 0,
+                 thin: int = 1, births: str = "prior") -> UncollapsedResult:
+    """Run the noisy-OR sampler for ``n_sweeps`` sweeps, learning its parameters by default.
 
     Parameters
     ----------
@@ -566,9 +568,20 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
     n_sweeps : int
         Sweeps of :func:`noisy_or_sweep`, >= 1.
     rng : numpy.random.Generator
-    alpha, weight_prob, strength, leak, beta : float
-        The model's parameters (as :func:`noisy_or_sweep`); the starting values of those
-        learned.
+    alpha, weight_prob, strength, leak, beta : float, optional
+        The model's parameters (as :func:`noisy_or_sweep`, with the same defaults); for
+        those in ``learn``, the starting values.
+    learn : sequence of str, optional
+        Which of ``"strength"``, ``"leak"`` and ``"weight_prob"`` to learn (default all
+        three; ``()`` holds them fixed). After each sweep, ``strength`` and then ``leak``
+        move by one slice step on their exact conditional given ``(Z, W)``, then
+        ``weight_prob`` is drawn from its Beta conditional given ``W`` (module docstring).
+        Learned, the starting values matter little: on binarised data two starts far apart
+        reach the same parameters and ``K+``, where fixed guesses give different ``K+``.
+    priors : dict, optional
+        Beta shapes ``(a, b)`` by name (e.g. ``{"leak": (1.0, 9.0)}``), each shape in
+        ``[0.01, 1e6]``, the prior truncated to ``[MIN_PROBABILITY, 1 - MIN_PROBABILITY]``;
+        a parameter not named has a uniform prior. Checked even for parameters held fixed.
     Z0 : array_like, optional
         Starting causes (default one cause active in every row); the links start from
         their prior.
@@ -576,14 +589,6 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
         Warm-up sweeps not kept in ``samples`` (the trace keeps them) and the thinning.
     births : {"prior", "data"}, optional
         Step 2's proposals (:func:`noisy_or_sweep`); default ``"prior"``.
-    update_strength, update_leak, update_weight_prob : bool, optional
-        Learn the parameter (default False: held fixed): after each sweep, ``strength``
-        and then ``leak`` by one slice step on their exact conditional given ``(Z, W)``,
-        then ``weight_prob`` from its Beta conditional given ``W`` (module docstring).
-    strength_prior, leak_prior, weight_prob_prior : (float, float), optional
-        Shapes ``(a, b)`` of each learned parameter's Beta prior (default uniform), each
-        in ``[0.01, 1e6]``, the prior truncated to ``[MIN_PROBABILITY, 1 -
-        MIN_PROBABILITY]``; checked even when the parameter is held fixed.
 
     Returns
     -------
@@ -599,21 +604,27 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
 
     Examples
     --------
+    With the defaults, strength, leak and link probability are learned:
+
     >>> X = (np.random.default_rng(0).random((6, 4)) < 0.4).astype(int)
-    >>> run = run_noisy_or(X, 10, np.random.default_rng(1), alpha=1.0, weight_prob=0.3,
-    ...                    strength=0.9, leak=0.05)
-    >>> run.trace["k_plus"].shape
-    (10,)
+    >>> run = run_noisy_or(X, 10, np.random.default_rng(1))
+    >>> sorted(run.trace.data_vars)
+    ['k_plus', 'leak', 'log_joint', 'log_likelihood', 'strength', 'weight_prob']
 
-    Learning the leak under a Beta(1, 9) prior (mean 0.1), with births from the data:
+    Only the leak learned, under a Beta(1, 9) prior (mean 0.1), with births from the data:
 
-    >>> run = run_noisy_or(X, 10, np.random.default_rng(1), alpha=1.0, weight_prob=0.3,
-    ...                    strength=0.9, leak=0.05, births="data", update_leak=True,
-    ...                    leak_prior=(1.0, 9.0))
+    >>> run = run_noisy_or(X, 10, np.random.default_rng(1), weight_prob=0.3, learn=["leak"],
+    ...                    priors={"leak": (1.0, 9.0)}, births="data")
     >>> sorted(run.trace.data_vars)
     ['k_plus', 'leak', 'log_joint', 'log_likelihood']
     >>> bool(0.0 < run.trace["leak"].values.min() < 1.0)
     True
+
+    All held fixed (the sampler checked against :func:`class_posterior`):
+
+    >>> run = run_noisy_or(X, 10, np.random.default_rng(1), learn=())
+    >>> run.trace["k_plus"].shape
+    (10,)
     """
     X = check_binary_matrix("X", X).astype(np.int8)
     if X.shape[0] == 0:
@@ -626,10 +637,7 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
     burn = check_count("burn", burn, maximum=n_sweeps)
     thin = check_count("thin", thin, minimum=1, maximum=MAX_SWEEPS)
     births = check_births(births)
-    priors = _learned_priors(dict(strength=update_strength, leak=update_leak,
-                                  weight_prob=update_weight_prob),
-                             dict(strength=strength_prior, leak=leak_prior,
-                                  weight_prob=weight_prob_prior))
+    priors = _learned_priors(learn, priors)
     rng = check_rng(rng)
     if births == "prior" and not priors:  # the fixed-parameter sampler, draw for draw
         return run_kernel(_sweep, X, n_sweeps, rng, params, Z0, burn, thin,
@@ -644,14 +652,28 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
     return run
 
 
-def _learned_priors(updates: dict, priors: dict) -> dict:
-    """``{name: (a, b)}`` for each parameter to learn, flags and priors checked."""
-    learned = {}
-    for name in LEARNABLE:
-        prior = _check_beta_prior(f"{name}_prior", priors[name])
-        if check_flag(f"update_{name}", updates[name]):
-            learned[name] = prior
-    return learned
+def _learned_priors(learn, priors) -> dict:
+    """``{name: (a, b)}`` for each parameter to learn, in the order of :data:`LEARNABLE`;
+    ``learn`` and every prior given checked first."""
+    if isinstance(learn, str):  # one name, not its letters
+        learn = (learn,)
+    if not isinstance(learn, (list, tuple, set, frozenset)):
+        raise TypeError(f"learn must be a list of parameter names among {LEARNABLE} (or () "
+                        f"to hold them fixed), got {type(learn).__name__}")
+    unknown = [name for name in learn if name not in LEARNABLE]
+    if unknown:
+        raise ValueError(f"learn must name parameters among {LEARNABLE}, got {unknown[0]!r}")
+    if priors is None:
+        priors = {}
+    if not isinstance(priors, dict):
+        raise TypeError(f"priors must be a dict of Beta shapes by parameter name, e.g. "
+                        f"{{'leak': (1.0, 9.0)}}, got {type(priors).__name__}")
+    unknown = [name for name in priors if name not in LEARNABLE]
+    if unknown:
+        raise ValueError(f"priors must be keyed by names among {LEARNABLE}, got {unknown[0]!r}")
+    checked = {name: _check_beta_prior(f"priors[{name!r}]", prior)
+               for name, prior in priors.items()}
+    return {name: checked.get(name, (1.0, 1.0)) for name in LEARNABLE if name in learn}
 
 
 class _LearningChain:
@@ -758,16 +780,16 @@ def link_terms(n_rows: int, n_pixels: int, k_max: int) -> int:
     return n_pixels * math.comb(2 * (2**n_rows - 1) + k_max, k_max)
 
 
-def class_posterior(X, *, alpha: float, weight_prob: float, strength: float, leak: float,
-                    beta: float = 1.0, k_max: int = 8) -> exact.ClassPosterior:
+def class_posterior(X, *, alpha: float = 1.0, weight_prob: float = 0.2, strength: float = 0.9,
+                    leak: float = 0.05, beta: float = 1.0, k_max: int = 8) -> exact.ClassPosterior:
     """Exact posterior of the classes of ``Z`` with at most ``k_max`` causes, links summed out.
 
     Parameters
     ----------
     X : array_like
         ``(N, D)`` binary data with ``N <= 4`` rows (:data:`ibp_lab.inference.exact.MAX_ROWS`).
-    alpha, weight_prob, strength, leak, beta : float
-        The model's parameters (as :func:`noisy_or_sweep`).
+    alpha, weight_prob, strength, leak, beta : float, optional
+        The model's parameters (as :func:`noisy_or_sweep`, with the same defaults), fixed.
     k_max : int, optional
         Largest ``K+`` enumerated. Refused, before any work, where the enumeration would
         not finish in seconds (more than :data:`MAX_ENUMERATED_CLASSES` classes or

@@ -245,7 +245,7 @@ def test_the_default_run_is_bit_for_bit_the_one_before_the_options():
     # pinned with the sampler as it was before births="data" and the learned parameters
     X = (np.random.default_rng(3).random((12, 5)) < 0.4).astype(np.int8)
     run = noisy_or.run_noisy_or(X, 30, np.random.default_rng(4), alpha=1.2, **MODEL, burn=5,
-                                thin=5)
+                                thin=5, learn=())
     assert float(run.trace["log_joint"].values.sum()) == -2325.46804916912
     assert run.trace["k_plus"].values.tolist() == [5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 5, 5, 6, 6, 6,
                                                    5, 8, 5, 5, 5, 5, 5, 7, 6, 8, 8, 5, 5, 6, 6]
@@ -258,7 +258,7 @@ def test_the_default_run_is_bit_for_bit_the_one_before_the_options():
 def test_data_births_runner_is_reproducible_and_labels_its_sampler():
     X = (np.random.default_rng(3).random((12, 5)) < 0.4).astype(np.int8)
     runs = [noisy_or.run_noisy_or(X, 20, np.random.default_rng(4), alpha=1.2, **MODEL,
-                                  births="data") for _ in range(2)]
+                                  births="data", learn=()) for _ in range(2)]
     np.testing.assert_array_equal(runs[0].trace["log_joint"], runs[1].trace["log_joint"])
     assert "from the data" in runs[0].trace.attrs["sampler"]
     assert runs[0].trace["log_likelihood"].values[-1] == pytest.approx(
@@ -326,7 +326,7 @@ def test_the_checks_catch_a_planted_data_birth_bug(monkeypatch, bug):
 def test_run_is_reproducible_and_traces_the_joint():
     X = (np.random.default_rng(3).random((12, 5)) < 0.4).astype(np.int8)
     runs = [noisy_or.run_noisy_or(X, 25, np.random.default_rng(4), alpha=1.2, **MODEL,
-                                  burn=5, thin=5) for _ in range(2)]
+                                  burn=5, thin=5, learn=()) for _ in range(2)]
     np.testing.assert_array_equal(runs[0].trace["log_joint"], runs[1].trace["log_joint"])
     run = runs[0]
     assert run.trace["log_likelihood"].values[-1] == pytest.approx(
@@ -381,19 +381,28 @@ def test_the_book_s_three_by_three_example_stays_within_the_bounds():
     (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
                                    births="Data"), "births must be one of"),
     (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
-                                   update_leak=True, leak_prior=(0.001, 1.0)),
-     r"leak_prior must be a pair of Beta shapes, each >= 0.01"),
+                                   learn=["leak"], priors={"leak": (0.001, 1.0)}),
+     r"priors\['leak'\] must be a pair of Beta shapes, each >= 0.01"),
     (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
-                                   strength_prior=(1.0,)), "strength_prior"),
+                                   priors={"strength": (1.0,)}), r"priors\['strength'\]"),
     (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
-                                   weight_prob_prior=(1.0, -2.0)), r"weight_prob_prior\[1\]"),
+                                   learn=(), priors={"weight_prob": (1.0, -2.0)}),
+     r"priors\['weight_prob'\]\[1\]"),
+    (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), learn=["alpha"]),
+     r"learn must name parameters among \('strength', 'leak', 'weight_prob'\), got 'alpha'"),
+    (lambda: noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0),
+                                   priors={"Leak": (1.0, 9.0)}), "priors must be keyed by names"),
 ])
 def test_doors_name_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
 
 
-def test_an_update_flag_that_is_not_a_bool_is_refused():
-    with pytest.raises(TypeError, match="update_strength must be True or False"):
-        noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), alpha=1.0, **MODEL,
-                              update_strength=1)
+@pytest.mark.parametrize("learn, priors, match", [
+    (1, None, "learn must be a list of parameter names"),
+    (None, None, "learn must be a list of parameter names"),
+    ((), [(1.0, 1.0)], "priors must be a dict of Beta shapes"),
+])
+def test_learn_and_priors_of_the_wrong_type_are_refused(learn, priors, match):
+    with pytest.raises(TypeError, match=match):
+        noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), learn=learn, priors=priors)

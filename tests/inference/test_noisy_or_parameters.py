@@ -1,5 +1,5 @@
-"""Tests of the noisy-OR sampler's learned parameters (``run_noisy_or(update_strength=...,
-update_leak=..., update_weight_prob=...)``): strength and leak by slice steps, the link
+"""Tests of the noisy-OR sampler's learned parameters (``run_noisy_or(learn=...,
+priors=...)``): strength and leak by slice steps, the link
 probability by its conjugate Beta draw.
 
 Each update alone, with ``(Z, W)`` held fixed, against its exact conditional: the slice
@@ -257,7 +257,7 @@ def test_learning_matches_the_enumeration(name, prior, seed):
     assert post.tail_bound < 1e-3
     assert np.isclose(float(cdf(1.0)), 1.0, rtol=1e-9)
     run = noisy_or.run_noisy_or(X_TWO, n_sweeps, stat_rng(seed), alpha=alpha, **MODEL,
-                                burn=burn, **{f"update_{name}": True, f"{name}_prior": prior})
+                                burn=burn, learn=[name], priors={name: prior})
     states = run.samples
     replay = iter(states[1:])
     assert_leaves_posterior_invariant(lambda Z: next(replay), X_TWO, alpha, 1.0, 1.0,
@@ -278,10 +278,9 @@ def test_learning_matches_the_enumeration(name, prior, seed):
 
 def test_the_runner_traces_the_learned_parameters_and_their_prior():
     X = (np.random.default_rng(3).random((10, 4)) < 0.4).astype(np.int8)
-    priors = dict(strength_prior=(2.0, 2.0), leak_prior=(1.0, 9.0), weight_prob_prior=(1.0, 1.0))
+    priors = dict(strength=(2.0, 2.0), leak=(1.0, 9.0))  # weight_prob's left uniform
     runs = [noisy_or.run_noisy_or(X, 15, np.random.default_rng(4), alpha=1.0, **MODEL,
-                                  update_strength=True, update_leak=True,
-                                  update_weight_prob=True, **priors) for _ in range(2)]
+                                  priors=priors) for _ in range(2)]
     run = runs[0]
     np.testing.assert_array_equal(run.trace["log_joint"], runs[1].trace["log_joint"])
     assert {"strength", "leak", "weight_prob"} <= set(run.trace.data_vars)
@@ -296,7 +295,7 @@ def test_the_runner_traces_the_learned_parameters_and_their_prior():
     W = run.A
     log_links = W.sum() * math.log(last["weight_prob"]) + (W.size - W.sum()) * math.log1p(
         -last["weight_prob"])
-    log_priors = sum(stats.beta.logpdf(last[name], *priors[f"{name}_prior"]) for name in last)
+    log_priors = sum(stats.beta.logpdf(last[name], *priors.get(name, (1.0, 1.0))) for name in last)
     assert run.trace["log_joint"].values[-1] == pytest.approx(
         log_lik + log_links + log_prior(run.Z, 1.0) + log_priors, rel=1e-12)
     assert "learned strength, leak, weight_prob" in run.trace.attrs["sampler"]
@@ -305,6 +304,6 @@ def test_the_runner_traces_the_learned_parameters_and_their_prior():
 def test_a_parameter_not_learned_stays_put_and_out_of_the_trace():
     X = (np.random.default_rng(3).random((10, 4)) < 0.4).astype(np.int8)
     run = noisy_or.run_noisy_or(X, 10, np.random.default_rng(4), alpha=1.0, **MODEL,
-                                update_weight_prob=True)
+                                learn="weight_prob")
     assert "weight_prob" in run.trace and "strength" not in run.trace and "leak" not in run.trace
     assert run.trace.attrs["strength"] == 0.8
