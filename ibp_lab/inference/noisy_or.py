@@ -22,7 +22,9 @@ pieces of :mod:`ibp_lab.inference.uncollapsed`:
    when ``c_nd`` moves by one. Counts ``c`` are kept, so each entry costs ``O(D)``.
 2. **Births and deaths** of row ``n``'s singletons by Metropolis-Hastings
    (:func:`ibp_lab.inference.uncollapsed.births_and_deaths`): new features' links from their prior,
-   accepted by the likelihood ratio of row ``n``.
+   accepted by the likelihood ratio of row ``n``. Compiled, with the draws of that
+   Python loop, kept as the reference the tests hold it to (it took about 97% of a
+   sweep's time).
 3. **Links** ``w_kd`` by Gibbs: prior log-odds ``log(weight_prob / (1 - weight_prob))``
    plus the change of ``log P(x_nd | c_nd)`` over the rows where ``k`` is active.
 
@@ -298,17 +300,26 @@ def _data_birth_log_ratio(gains, n_singletons: int, log_rate: float,
 
     and ``P(y)`` and ``exp(y_d g_d)`` cancel, leaving ``lambda / (k + 1) prod_d ((1 - p)
     + p exp(g_d))``, whatever ``y`` is drawn.
+
+    The log is a part of ``k`` plus a sum of one term per pixel; the compiled step reads
+    both off this function (:func:`_data_birth_ratio_parts`), so the ratio has this one
+    definition.
     """
     log_p, log_1mp = math.log(params.weight_prob), math.log1p(-params.weight_prob)
     return float(log_rate - math.log(n_singletons + 1.0)
                  + np.logaddexp(log_1mp, log_p + gains).sum())
 
 
+def _link_on_probabilities(gains, params: NoisyOrParameters) -> np.ndarray:
+    """Per pixel, ``q(y_d = 1)`` of a born cause's link: the logistic of the prior's
+    log-odds plus the pixel's gain."""
+    return expit(math.log(params.weight_prob) - math.log1p(-params.weight_prob) + gains)
+
+
 def _draw_new_links(gains, params: NoisyOrParameters, rng) -> np.ndarray:
-    """The new cause's links, pixel by pixel from their exact conditional: log-odds the
-    prior's plus the pixel's gain (one uniform per pixel)."""
-    log_odds = math.log(params.weight_prob) - math.log1p(-params.weight_prob) + gains
-    return (rng.random(gains.size) < expit(log_odds)).astype(np.int64)
+    """The new cause's links, pixel by pixel from their exact conditional (one uniform per
+    pixel)."""
+    return (rng.random(gains.size) < _link_on_probabilities(gains, params)).astype(np.int64)
 
 
 def _accepts(log_ratio: float, rng) -> bool:
@@ -316,10 +327,23 @@ def _accepts(log_ratio: float, rng) -> bool:
     return log_ratio >= 0 or rng.random() < math.exp(log_ratio)
 
 
-def _data_births(X, Z, W, C, params: NoisyOrParameters, rng):
-    """Step 2 with ``births="data"`` (module docstring): per row one uniform chooses a
-    birth (< 1/2) or a death; ``C`` is updated in place. Returns ``(Z, W, n_accepted)``,
-    the born causes appended after the kept ones."""
+def _with_births(Z, W, keep, born_rows, born_links):
+    """``(Z, W)`` without the columns that ``keep`` marks False, and with one new column
+    per entry of ``born_rows``, owned by that row alone, its links the matching row of
+    ``born_links``."""
+    Z, W = Z[:, keep], W[keep]
+    if len(born_rows):
+        born = np.zeros((Z.shape[0], len(born_rows)), np.int8)
+        born[born_rows, np.arange(len(born_rows))] = 1
+        Z, W = np.hstack([Z, born]), np.vstack([W, born_links])
+    return Z, W
+
+
+def _data_births_reference(X, Z, W, C, params: NoisyOrParameters, rng):
+    """Step 2 with ``births="data"`` in Python (module docstring): per row one uniform
+    chooses a birth (< 1/2) or a death; ``C`` is updated in place. Returns ``(Z, W,
+    n_accepted)``, the born causes appended after the kept ones. The reference that the
+    compiled :func:`_data_births` is tested against, draw for draw."""
     N = X.shape[0]
     log_rate = math.log(new_dish_rate(params.alpha, params.beta, N - 1))
     # singletons before the step: a row's move never changes another row's singletons
@@ -344,17 +368,14 @@ def _data_births(X, Z, W, C, params: NoisyOrParameters, rng):
                 keep[j] = False
                 C[n] = without
                 accepted += 1
-    Z, W = Z[:, keep], W[keep]
-    if born_rows:
-        born = np.zeros((N, len(born_rows)), np.int8)
-        born[born_rows, np.arange(len(born_rows))] = 1
-        Z, W = np.hstack([Z, born]), np.vstack([W, born_links])
-    return Z, W, accepted
+    return (*_with_births(Z, W, keep, born_rows, born_links), accepted)
 
 
-def _prior_births(X, Z, W, C, params: NoisyOrParameters, rng):
-    """Step 2 with ``births="prior"``: :func:`ibp_lab.inference.uncollapsed.births_and_deaths`
-    with the links proposed from their prior, accepted by the row's likelihood ratio."""
+def _prior_births_reference(X, Z, W, C, params: NoisyOrParameters, rng):
+    """Step 2 with ``births="prior"`` in Python:
+    :func:`ibp_lab.inference.uncollapsed.births_and_deaths` with the links proposed from
+    their prior, accepted by the row's likelihood ratio. The reference that the compiled
+    :func:`_prior_births` is tested against, draw for draw."""
     def log_ratio(n, change):
         return float(_log_probs(X[n], C[n] + change, params).sum()
                      - _log_probs(X[n], C[n], params).sum())
@@ -365,6 +386,256 @@ def _prior_births(X, Z, W, C, params: NoisyOrParameters, rng):
     draw_links = lambda k, g: (g.random((k, X.shape[1])) < params.weight_prob).astype(np.int64)  # noqa: E731
     return births_and_deaths(Z, W, new_dish_rate(params.alpha, params.beta, X.shape[0] - 1),
                              draw_links, log_ratio, commit, rng)
+
+
+# The compiled births make the references' draws, bit for bit. numpy computes log, exp and
+# expm1 of an array with vector code of its own whose last bit differs from the C
+# library's, which numba calls, for a few values in a hundred (measured on AVX-512), and a
+# last bit can move an acceptance. So the kernels compute none of these: every per-pixel
+# value depends on the pixel's value x and count c only, and numpy tables it over (x, c)
+# with the references' own expressions (a value does not depend on where it sits in the
+# array); the kernels add a row's values in numpy's order (:func:`_pairwise_sum`) and
+# draw in the references' order.
+
+
+def _pixel_count_grid(n_counts: int):
+    """Every ``(x, c)`` with ``c < n_counts``, flat: ``x = 0`` first, then ``x = 1``."""
+    return (np.repeat(np.array([0, 1], np.int8), n_counts),
+            np.tile(np.arange(n_counts, dtype=np.int64), 2))
+
+
+def _data_birth_ratio_parts(gains, max_singletons: int, log_rate: float,
+                            params: NoisyOrParameters):
+    """:func:`_data_birth_log_ratio` as ``by_singletons[k] + sum_d by_pixel[d]``, read off
+    the function: its value with no pixel, at each ``k <= max_singletons``, and its value
+    for each gain alone at ``k = 0`` and log rate 0 (``0 - log 1`` adds nothing). The sum
+    of the parts is the function's value bit for bit when added as numpy adds."""
+    no_pixel = gains[:0]
+    by_singletons = np.array([_data_birth_log_ratio(no_pixel, k, log_rate, params)
+                              for k in range(max_singletons + 1)], float)
+    by_pixel = np.array([_data_birth_log_ratio(gains[i:i + 1], 0, 0.0, params)
+                         for i in range(gains.size)], float)
+    return by_singletons, by_pixel
+
+
+@njit(cache=True, inline="always")
+def _block_sum(values, start, n):
+    """numpy's sum of at most 128 values: fewer than 8 in order, else eight interleaved
+    partial sums, added in pairs, then the rest in order."""
+    if n < 8:
+        total = 0.0
+        for i in range(start, start + n):
+            total += values[i]
+        return total
+    r0, r1, r2, r3 = values[start], values[start + 1], values[start + 2], values[start + 3]
+    r4, r5, r6, r7 = values[start + 4], values[start + 5], values[start + 6], values[start + 7]
+    i = start + 8
+    stop = start + n - n % 8
+    while i < stop:
+        r0 += values[i]
+        r1 += values[i + 1]
+        r2 += values[i + 2]
+        r3 += values[i + 3]
+        r4 += values[i + 4]
+        r5 += values[i + 5]
+        r6 += values[i + 6]
+        r7 += values[i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < start + n:
+        total += values[i]
+        i += 1
+    return total
+
+
+@njit(cache=True)
+def _pairwise_sum(values, start, n):
+    """``values[start:start + n].sum()`` as numpy adds, bit for bit: blocks of at most 128
+    (:func:`_block_sum`), longer runs split in two at a multiple of 8 below their half and
+    the halves' sums added. Without recursion (numba's cache of a recursive function
+    crashed on loading): a stack of pending splits (``n < 0`` marks "add the last two
+    sums") and one of sums."""
+    if n <= 128:
+        return _block_sum(values, start, n)
+    starts, lengths = np.empty(192, np.int64), np.empty(192, np.int64)
+    sums = np.empty(64)
+    starts[0], lengths[0] = start, n
+    n_pending, n_sums = 1, 0
+    while n_pending:
+        n_pending -= 1
+        first, length = starts[n_pending], lengths[n_pending]
+        if length < 0:  # both halves summed: add them, left + right
+            n_sums -= 1
+            sums[n_sums - 1] = sums[n_sums - 1] + sums[n_sums]
+        elif length <= 128:
+            sums[n_sums] = _block_sum(values, first, length)
+            n_sums += 1
+        else:
+            half = length // 2
+            half -= half % 8
+            # popped in the reverse order: the left half, the right half, then their sum
+            starts[n_pending], lengths[n_pending] = 0, -1
+            starts[n_pending + 1], lengths[n_pending + 1] = first + half, length - half
+            starts[n_pending + 2], lengths[n_pending + 2] = first, half
+            n_pending += 3
+    return sums[0]
+
+
+@njit(cache=True)
+def _column_owners(Z):
+    m = np.zeros(Z.shape[1], np.int64)
+    for n in range(Z.shape[0]):
+        for k in range(Z.shape[1]):
+            m[k] += Z[n, k]
+    return m
+
+
+@njit(cache=True)
+def _prior_births_kernel(X, Z, W, C, rate, weight_prob, log_probs, rng):
+    """Step 2 with ``births="prior"``, compiled: :func:`_prior_births_reference`'s draws in
+    its order. Per row: the Poisson count, the new links entry by entry in row-major order,
+    then a uniform unless the log ratio is >= 0. ``log_probs[x, c]`` is ``log P(x | c)``;
+    ``C`` is updated in place. Returns ``(keep, born_rows, born_links, n_accepted,
+    needed)``: ``needed > 0`` if a proposal's count reached past the table, which must
+    then be ``needed`` long and the step replayed from its start."""
+    N, K = Z.shape
+    D = X.shape[1]
+    n_counts = log_probs.shape[1]
+    m = _column_owners(Z)  # owners before the step: a row's births never change another's
+    keep = np.ones(K, np.bool_)
+    born_rows = np.empty(8, np.int64)
+    born_links = np.empty((8, D), np.int64)
+    change = np.empty(D, np.int64)
+    old, new = np.empty(D), np.empty(D)
+    n_born, accepted = 0, 0
+    for n in range(N):
+        n_new = rng.poisson(rate)
+        if n_born + n_new > born_rows.size:  # grow the buffers, at least doubling
+            size = max(2 * born_rows.size, n_born + n_new)
+            grown_rows = np.empty(size, np.int64)
+            grown_rows[:n_born] = born_rows[:n_born]
+            grown_links = np.empty((size, D), np.int64)
+            grown_links[:n_born] = born_links[:n_born]
+            born_rows, born_links = grown_rows, grown_links
+        change[:] = 0
+        for j in range(n_new):  # the proposed links, written past n_born until accepted
+            for d in range(D):
+                link = 1 if rng.random() < weight_prob else 0
+                born_links[n_born + j, d] = link
+                change[d] += link
+        n_own = 0
+        for k in range(K):
+            if Z[n, k] == 1 and m[k] == 1:
+                n_own += 1
+                for d in range(D):
+                    change[d] -= W[k, d]
+        for d in range(D):
+            count = C[n, d] + change[d]
+            if count >= n_counts:
+                return keep, born_rows[:0], born_links[:0], accepted, count + 1
+            new[d] = log_probs[X[n, d], count]
+            old[d] = log_probs[X[n, d], C[n, d]]
+        log_r = _pairwise_sum(new, 0, D) - _pairwise_sum(old, 0, D)
+        if log_r >= 0 or rng.random() < math.exp(log_r):
+            if n_own or n_new:  # a proposal that changes nothing is no news
+                accepted += 1
+            for k in range(K):
+                if Z[n, k] == 1 and m[k] == 1:
+                    keep[k] = False
+            for d in range(D):
+                C[n, d] += change[d]
+            born_rows[n_born:n_born + n_new] = n
+            n_born += n_new
+    return keep, born_rows[:n_born], born_links[:n_born], accepted, 0
+
+
+@njit(cache=True)
+def _data_births_kernel(X, Z, W, C, ratio_by_singletons, ratio_by_pixel, link_on, rng):
+    """Step 2 with ``births="data"``, compiled: :func:`_data_births_reference`'s draws in
+    its order. Per row: one uniform chooses a birth (< 1/2) or a death; a birth's ratio is
+    ``ratio_by_singletons[k]`` plus the row's ``ratio_by_pixel[x, c]`` (a uniform unless
+    its log is >= 0) and, if accepted, its links are drawn pixel by pixel with probability
+    ``link_on[x, c]``; a death picks one singleton by a uniform and is accepted by the
+    reverse ratio; a death with no singleton is rejected. ``C`` is updated in place;
+    returns ``(keep, born_rows, born_links, n_accepted)``."""
+    N, K = Z.shape
+    D = X.shape[1]
+    m = _column_owners(Z)  # owners before the step: a row's move never changes another's
+    keep = np.ones(K, np.bool_)
+    born_rows = np.empty(N, np.int64)
+    born_links = np.empty((N, D), np.int64)
+    own = np.empty(K, np.int64)
+    terms = np.empty(D)
+    n_born, accepted = 0, 0
+    for n in range(N):
+        n_own = 0
+        for k in range(K):
+            if Z[n, k] == 1 and m[k] == 1:
+                own[n_own] = k
+                n_own += 1
+        if rng.random() < 0.5:  # a birth
+            for d in range(D):
+                terms[d] = ratio_by_pixel[X[n, d], C[n, d]]
+            log_r = ratio_by_singletons[n_own] + _pairwise_sum(terms, 0, D)
+            if log_r >= 0 or rng.random() < math.exp(log_r):
+                for d in range(D):
+                    link = 1 if rng.random() < link_on[X[n, d], C[n, d]] else 0
+                    born_links[n_born, d] = link
+                    C[n, d] += link
+                born_rows[n_born] = n
+                n_born += 1
+                accepted += 1
+        elif n_own:  # a death: the reverse of a birth from the row without cause j
+            j = own[min(int(rng.random() * n_own), n_own - 1)]
+            for d in range(D):
+                terms[d] = ratio_by_pixel[X[n, d], C[n, d] - W[j, d]]
+            log_r = -(ratio_by_singletons[n_own - 1] + _pairwise_sum(terms, 0, D))
+            if log_r >= 0 or rng.random() < math.exp(log_r):
+                keep[j] = False
+                for d in range(D):
+                    C[n, d] -= W[j, d]
+                accepted += 1
+    return keep, born_rows[:n_born], born_links[:n_born], accepted
+
+
+def _prior_births(X, Z, W, C, params: NoisyOrParameters, rng, n_counts=None):
+    """Step 2 with ``births="prior"``, compiled (:func:`_prior_births_kernel`): returns
+    ``(Z, W, n_accepted)`` as :func:`_prior_births_reference`, with the same draws.
+
+    A proposal's counts reach at most ``max C`` plus the row's new causes: the table of
+    ``log P(x | c)`` is ``n_counts`` long (default: a margin well past the Poisson count's
+    likely values), and a proposal past it replays the step, draw for draw, with a longer
+    one."""
+    rate = new_dish_rate(params.alpha, params.beta, X.shape[0] - 1)
+    Z, W = np.ascontiguousarray(Z, np.int8), np.ascontiguousarray(W, np.int64)
+    if n_counts is None:
+        n_counts = int(C.max(initial=0)) + int(rate + 8.0 * math.sqrt(rate)) + 9
+    state, C_before = rng.bit_generator.state, C.copy()
+    while True:
+        log_probs = _log_probs(*_pixel_count_grid(n_counts), params).reshape(2, n_counts)
+        keep, born_rows, born_links, accepted, needed = _prior_births_kernel(
+            X, Z, W, C, rate, params.weight_prob, log_probs, rng)
+        if not needed:
+            return (*_with_births(Z, W, keep, born_rows, born_links), accepted)
+        rng.bit_generator.state = state  # the same draws again, up to the long proposal
+        C[:] = C_before
+        n_counts = max(needed, 2 * n_counts)
+
+
+def _data_births(X, Z, W, C, params: NoisyOrParameters, rng):
+    """Step 2 with ``births="data"``, compiled (:func:`_data_births_kernel`): returns
+    ``(Z, W, n_accepted)`` as :func:`_data_births_reference`, with the same draws."""
+    log_rate = math.log(new_dish_rate(params.alpha, params.beta, X.shape[0] - 1))
+    Z, W = np.ascontiguousarray(Z, np.int8), np.ascontiguousarray(W, np.int64)
+    singletons = (Z == 1) & (Z.sum(axis=0) == 1)
+    n_counts = int(C.max(initial=0)) + 1  # a row's counts only fall before its own move
+    gains = _link_gains(*_pixel_count_grid(n_counts), params)
+    by_singletons, by_pixel = _data_birth_ratio_parts(
+        gains, int(singletons.sum(axis=1).max(initial=0)), log_rate, params)
+    keep, born_rows, born_links, accepted = _data_births_kernel(
+        X, Z, W, C, by_singletons, by_pixel.reshape(2, n_counts),
+        _link_on_probabilities(gains, params).reshape(2, n_counts), rng)
+    return (*_with_births(Z, W, keep, born_rows, born_links), accepted)
 
 
 def _sweep(X, Z, W, params: NoisyOrParameters, rng, births: str = "prior"):
@@ -557,8 +828,8 @@ def noisy_or_sweep(X, Z, W, rng: np.random.Generator, *, alpha: float = 1.0,
 
 def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float = 1.0,
                  weight_prob: float = 0.2, strength: float = 0.9, leak: float = 0.05,
-                 beta: float = 1.0, learn=LEARNABLE, priors=None, Z0=None, burn: int = 0,
-                 thin: int = 1, births: str = "prior") -> UncollapsedResult:
+                 beta: float = 1.0, learn=LEARNABLE, priors=None, Z0=None, W0=None,
+                 burn: int = 0, thin: int = 1, births: str = "prior") -> UncollapsedResult:
     """Run the noisy-OR sampler for ``n_sweeps`` sweeps, learning its parameters by default.
 
     Parameters
@@ -583,8 +854,11 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float = 1
         ``[0.01, 1e6]``, the prior truncated to ``[MIN_PROBABILITY, 1 - MIN_PROBABILITY]``;
         a parameter not named has a uniform prior. Checked even for parameters held fixed.
     Z0 : array_like, optional
-        Starting causes (default one cause active in every row); the links start from
-        their prior.
+        Starting causes (default one cause active in every row).
+    W0 : array_like, optional
+        Starting links of ``Z0``'s columns, ``(K, D)`` binary (default drawn from their
+        prior); only with ``Z0``. To run a chain on, pass its ``Z`` and ``A`` and its
+        last parameter values.
     burn, thin : int, optional
         Warm-up sweeps not kept in ``samples`` (the trace keeps them) and the thinning.
     births : {"prior", "data"}, optional
@@ -632,8 +906,7 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float = 1
     params = NoisyOrParameters.checked(alpha, weight_prob, strength, leak, beta,
                                        n_rows=X.shape[0])
     n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1, maximum=MAX_SWEEPS)
-    Z0 = np.ones((X.shape[0], 1), np.int8) if Z0 is None else \
-        check_feature_matrix("Z0", Z0, n_rows=X.shape[0])
+    Z0, W0 = _checked_start(X, Z0, W0)
     burn = check_count("burn", burn, maximum=n_sweeps)
     thin = check_count("thin", thin, minimum=1, maximum=MAX_SWEEPS)
     births = check_births(births)
@@ -642,8 +915,8 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float = 1
     if births == "prior" and not priors:  # the fixed-parameter sampler, draw for draw
         return run_kernel(_sweep, X, n_sweeps, rng, params, Z0, burn, thin,
                           "births_accepted", "noisy-OR: Gibbs + Metropolis-Hastings births",
-                          hooks=_start_and_measure(X, params))
-    chain = _LearningChain(X, params, births, priors)
+                          hooks=_start_and_measure(X, params, W0))
+    chain = _LearningChain(X, params, births, priors, W0)
     run = run_kernel(chain.sweep, X, n_sweeps, rng, params, Z0, burn, thin, "births_accepted",
                      chain.sampler_name(), hooks=(chain.start, chain.measure))
     for name in priors:
@@ -681,10 +954,10 @@ class _LearningChain:
     parameters are learned: the current parameters live here, the sweeps' values are kept
     for the trace."""
 
-    def __init__(self, X, params: NoisyOrParameters, births: str, priors: dict):
+    def __init__(self, X, params: NoisyOrParameters, births: str, priors: dict, W0=None):
         self.X, self.params, self.births, self.priors = X, params, births, priors
         self.values = {name: [] for name in priors}
-        self.start = _start_and_measure(X, params)[0]
+        self.start = _start_and_measure(X, params, W0)[0]
 
     def sampler_name(self) -> str:
         name = "noisy-OR: Gibbs + Metropolis-Hastings births"
@@ -705,10 +978,29 @@ class _LearningChain:
             for name, prior in self.priors.items())
 
 
-def _start_and_measure(X, params: NoisyOrParameters):
+def _checked_start(X, Z0, W0):
+    """``(Z0, W0)`` of :func:`run_noisy_or`, empty columns dropped with their links."""
+    if Z0 is None:
+        if W0 is not None:
+            raise ValueError("W0 needs Z0: the links belong to Z0's columns")
+        return np.ones((X.shape[0], 1), np.int8), None
+    Z_all = check_binary_matrix("Z0", Z0, n_rows=X.shape[0])
+    Z0 = check_feature_matrix("Z0", Z_all, n_rows=X.shape[0])
+    if W0 is None:
+        return Z0, None
+    W0 = check_binary_matrix("W0", W0)
+    if W0.shape != (Z_all.shape[1], X.shape[1]):
+        raise ValueError(f"W0 must have shape (K, D) = {(Z_all.shape[1], X.shape[1])} for this "
+                         f"Z0 and X, got {W0.shape}")
+    return Z0, np.ascontiguousarray(W0[Z_all.astype(bool).any(axis=0)], np.int64)
+
+
+def _start_and_measure(X, params: NoisyOrParameters, W0=None):
     log_p, log_1mp = math.log(params.weight_prob), math.log1p(-params.weight_prob)
 
     def start(Z, rng):
+        if W0 is not None:  # a chain run on: no draw, so its generator continues unchanged
+            return W0.copy()
         return (rng.random((Z.shape[1], X.shape[1])) < params.weight_prob).astype(np.int64)
 
     def measure(Z, W):

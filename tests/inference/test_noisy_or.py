@@ -406,3 +406,116 @@ def test_doors_name_the_argument(call, match):
 def test_learn_and_priors_of_the_wrong_type_are_refused(learn, priors, match):
     with pytest.raises(TypeError, match=match):
         noisy_or.run_noisy_or([[1, 0]], 2, np.random.default_rng(0), learn=learn, priors=priors)
+
+
+# --------------------------------------------------------------------------------------
+# the compiled births against their Python references, draw for draw
+# --------------------------------------------------------------------------------------
+
+BIRTH_STEPS = {"prior": (noisy_or._prior_births_reference, noisy_or._prior_births),
+               "data": (noisy_or._data_births_reference, noisy_or._data_births)}
+EDGE_PROBABILITIES = (1e-9, 0.05, 0.5, 1 - 1e-9)
+
+
+def random_state(rng, n_rows, n_pixels, n_causes, on_prob):
+    """``X``, and ``(Z, W)`` with every column owned, some by one row only."""
+    X = (rng.random((n_rows, n_pixels)) < on_prob).astype(np.int8)
+    Z = (rng.random((n_rows, n_causes)) < 0.3).astype(np.int8)
+    Z[rng.integers(n_rows, size=n_causes), np.arange(n_causes)] = 1
+    W = (rng.random((n_causes, n_pixels)) < 0.4).astype(np.int64)
+    return X, Z, W
+
+
+def assert_same_births(births, X, Z, W, params, seed, **options):
+    """Both versions of step 2 from the same state and seed: the same ``(Z, W, accepted)``
+    (values and dtypes), the same counts ``C`` left in place, the generator at the same
+    point. Returns how many proposals were accepted."""
+    reference, compiled = BIRTH_STEPS[births]
+    C_ref, C = Z.astype(np.int64) @ W, Z.astype(np.int64) @ W
+    rng_ref, rng = np.random.default_rng(seed), np.random.default_rng(seed)
+    expected = reference(X, Z.copy(), W.copy(), C_ref, params, rng_ref)
+    got = compiled(X, Z.copy(), W.copy(), C, params, rng, **options)
+    for want, have in zip(expected[:2], got[:2]):
+        assert have.dtype == want.dtype
+        np.testing.assert_array_equal(have, want)
+    assert got[2] == expected[2]
+    np.testing.assert_array_equal(C, C_ref)
+    np.testing.assert_array_equal(C, got[0].astype(np.int64) @ got[1])
+    assert rng.bit_generator.state == rng_ref.bit_generator.state
+    return expected[2]
+
+
+@pytest.mark.parametrize("births", list(BIRTH_STEPS))
+def test_compiled_births_make_the_reference_draws(births):
+    """120 random states, shapes and parameters (probabilities up to 1e-9 from the edges,
+    rows of more than 128 pixels, where numpy's sum splits in halves)."""
+    accepted = 0
+    for seed in range(120):
+        rng = np.random.default_rng(900 + seed)
+        n_rows, n_pixels = int(rng.integers(1, 25)), int(rng.integers(1, 160))
+        X, Z, W = random_state(rng, n_rows, n_pixels, int(rng.integers(0, 10)), rng.random())
+        params = NoisyOrParameters.checked(
+            float(rng.choice([1e-3, 0.5, 2.0, 8.0])), *rng.choice(EDGE_PROBABILITIES, size=3),
+            beta=float(rng.choice([0.3, 1.0, 4.0])), n_rows=n_rows)
+        accepted += assert_same_births(births, X, Z, W, params, seed)
+    assert accepted > 100  # the acceptances' branches were taken
+
+
+EDGE_STATES = {
+    "no singletons": lambda rng: (random_state(rng, 8, 20, 0, 0.5)[0],
+                                  np.ones((8, 3), np.int8), np.ones((3, 20), np.int64)),
+    "no causes": lambda rng: random_state(rng, 8, 20, 0, 0.5),
+    "all pixels off": lambda rng: random_state(rng, 8, 20, 5, 0.0),
+    "all pixels on": lambda rng: random_state(rng, 8, 20, 5, 1.0),
+    "one row": lambda rng: random_state(rng, 1, 30, 3, 0.5),
+    "one pixel": lambda rng: random_state(rng, 10, 1, 4, 0.5),
+}
+
+
+@pytest.mark.parametrize("births", list(BIRTH_STEPS))
+@pytest.mark.parametrize("state", list(EDGE_STATES))
+@pytest.mark.parametrize("alpha, strength, leak", [
+    (1e-100, 0.9, 0.05), (1.0, 1e-9, 1e-9), (1.0, 1 - 1e-9, 1 - 1e-9), (1.0, 1 - 1e-9, 1e-9),
+    (30.0, 0.9, 0.05)])
+def test_compiled_births_make_the_reference_draws_at_the_edges(births, state, alpha, strength,
+                                                               leak):
+    for seed in range(5):
+        X, Z, W = EDGE_STATES[state](np.random.default_rng(seed))
+        params = NoisyOrParameters.checked(alpha, 0.3, strength, leak, n_rows=X.shape[0])
+        assert_same_births(births, X, Z, W, params, seed)
+
+
+def test_a_prior_proposal_past_the_table_replays_the_same_draws():
+    """A table of one count is too short for any link born: the step replays with longer
+    ones and still makes the reference's draws; so does one row at the largest alpha (a
+    thousand new causes proposed at a time)."""
+    params = NoisyOrParameters.checked(2.0, 0.3, 0.9, 0.05)
+    for seed in range(10):
+        X, Z, W = random_state(np.random.default_rng(seed), 6, 12, 4, 0.5)
+        assert_same_births("prior", X, Z, W, params, seed, n_counts=1)
+    X, Z, W = random_state(np.random.default_rng(0), 1, 5, 2, 0.5)
+    params = NoisyOrParameters.checked(1000.0, 0.3, 0.9, 0.05, n_rows=1)
+    assert_same_births("prior", X, Z, W, params, 3)
+
+
+def test_the_compiled_sum_adds_as_numpy_does():
+    rng = np.random.default_rng(5)
+    for n in [*range(300), 511, 1000, 4097]:
+        values = rng.normal(size=n) * 10.0 ** rng.integers(-8, 8, size=n)
+        assert noisy_or._pairwise_sum(values, 0, n) == values.sum()
+
+
+@pytest.mark.parametrize("births", list(BIRTH_STEPS))
+def test_runs_with_compiled_births_are_the_runs_with_the_references(monkeypatch, births):
+    """Whole runs, parameters learned: the trace bit for bit as with the Python births."""
+    X = (np.random.default_rng(3).random((15, 7)) < 0.4).astype(np.int8)
+
+    def run():
+        return noisy_or.run_noisy_or(X, 25, np.random.default_rng(4), alpha=1.5, births=births)
+    compiled = run()
+    reference, _ = BIRTH_STEPS[births]
+    monkeypatch.setattr(noisy_or, f"_{births}_births", reference)
+    expected = run()
+    for name in expected.trace.data_vars:
+        np.testing.assert_array_equal(compiled.trace[name].values, expected.trace[name].values)
+    np.testing.assert_array_equal(compiled.A, expected.A)
