@@ -73,6 +73,7 @@ def warm() -> float:
     import numpy as np
 
     from ibp_lab.inference import chains, gibbs, heldout, slice_sampler, smc, tempering, uncollapsed
+    from ibp_lab.inference import noisy_or
     from ibp_lab.inference.split_merge import random_split_merge, sequential_split_merge, singleton_update
     from ibp_lab.inference.streaming import RecursiveIBP, filtering
 
@@ -98,6 +99,8 @@ def warm() -> float:
                       moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2)])
     tempering.run_tempered(X, 2, rng, **hyper, n_temperatures=2)
     uncollapsed.run_uncollapsed(X, 2, rng, **hyper)  # the compiled Gaussian births
+    for births in ("prior", "data"):  # the compiled noisy-OR births, binary data
+        noisy_or.run_noisy_or((X > 0).astype(np.int8), 2, rng, births=births)
     slice_sampler.run_slice(X, 2, rng, **hyper)
     smc.run_smc(X, 3, rng, **hyper, n_temperatures=2)
     stream = rng.normal(size=(30, 3))
