@@ -235,10 +235,26 @@ def simulate(Z, W, rng: np.random.Generator, *, strength: float, leak: float) ->
 
 
 @njit(cache=True)
+def _count_gains(n_counts, log1m_leak, log1m_strength):
+    """``gains[x, c] = log P(x | c + 1) - log P(x | c)`` for ``c < n_counts``, by
+    :func:`pixel_log_prob`: what one more active linked cause changes at a pixel. The Gibbs
+    steps look their terms up here (the same values they computed term by term, about
+    five times faster on the digits); with ``K`` causes a count without one of them is
+    below ``K``."""
+    gains = np.empty((2, n_counts))
+    for x in range(2):
+        for c in range(n_counts):
+            gains[x, c] = (pixel_log_prob(x, c + 1, log1m_leak, log1m_strength)
+                           - pixel_log_prob(x, c, log1m_leak, log1m_strength))
+    return gains
+
+
+@njit(cache=True)
 def _flip_causes(X, Z, W, C, m, log_odds_prior, log1m_leak, log1m_strength, rng):
     """Step 1: every shared ``z_nk`` by Gibbs; ``C = Z W`` and ``m`` kept in step."""
     N, K = Z.shape
     D = X.shape[1]
+    gains = _count_gains(K, log1m_leak, log1m_strength)
     for n in range(N):
         for k in range(K):
             others = m[k] - Z[n, k]
@@ -247,9 +263,7 @@ def _flip_causes(X, Z, W, C, m, log_odds_prior, log1m_leak, log1m_strength, rng)
             gain = 0.0
             for d in range(D):
                 if W[k, d]:
-                    c0 = C[n, d] - Z[n, k]
-                    gain += (pixel_log_prob(X[n, d], c0 + 1, log1m_leak, log1m_strength)
-                             - pixel_log_prob(X[n, d], c0, log1m_leak, log1m_strength))
+                    gain += gains[X[n, d], C[n, d] - Z[n, k]]
             new = 1 if rng.random() * (1.0 + math.exp(-(log_odds_prior[others] + gain))) < 1.0 else 0
             if new != Z[n, k]:
                 step = new - Z[n, k]
@@ -264,14 +278,13 @@ def _flip_links(X, Z, W, C, prior_log_odds, log1m_leak, log1m_strength, rng):
     """Step 3: every ``w_kd`` by Gibbs; only the rows where ``k`` is active see it."""
     N, K = Z.shape
     D = X.shape[1]
+    gains = _count_gains(K, log1m_leak, log1m_strength)
     for k in range(K):
         for d in range(D):
             gain = 0.0
             for n in range(N):
                 if Z[n, k]:
-                    c0 = C[n, d] - W[k, d]
-                    gain += (pixel_log_prob(X[n, d], c0 + 1, log1m_leak, log1m_strength)
-                             - pixel_log_prob(X[n, d], c0, log1m_leak, log1m_strength))
+                    gain += gains[X[n, d], C[n, d] - W[k, d]]
             new = 1 if rng.random() * (1.0 + math.exp(-(prior_log_odds + gain))) < 1.0 else 0
             if new != W[k, d]:
                 for n in range(N):

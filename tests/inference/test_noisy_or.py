@@ -519,3 +519,98 @@ def test_runs_with_compiled_births_are_the_runs_with_the_references(monkeypatch,
     for name in expected.trace.data_vars:
         np.testing.assert_array_equal(compiled.trace[name].values, expected.trace[name].values)
     np.testing.assert_array_equal(compiled.A, expected.A)
+
+
+def reference_flips(X, Z, W, C, m, log_odds_prior, links_log_odds, log1m_leak, log1m_strength,
+                    rng):
+    """Steps 1 and 3 in Python, each entry's gain summed term by term from
+    ``pixel_log_prob`` (as the compiled steps did before they looked the terms up)."""
+    def log_p(x, c):
+        return noisy_or.pixel_log_prob.py_func(x, c, log1m_leak, log1m_strength)
+
+    def draw(log_odds):
+        return 1 if rng.random() * (1.0 + math.exp(-log_odds)) < 1.0 else 0
+
+    N, K = Z.shape
+    for n, k in itertools.product(range(N), range(K)):
+        others = m[k] - Z[n, k]
+        if others:
+            gain = 0.0
+            for d in np.flatnonzero(W[k]):
+                c0 = C[n, d] - Z[n, k]
+                gain += log_p(X[n, d], c0 + 1) - log_p(X[n, d], c0)
+            new = draw(log_odds_prior[others] + gain)
+            C[n] += (new - Z[n, k]) * W[k]
+            m[k] += new - Z[n, k]
+            Z[n, k] = new
+    for k, d in itertools.product(range(K), range(X.shape[1])):
+        gain = 0.0
+        for n in np.flatnonzero(Z[:, k]):
+            c0 = C[n, d] - W[k, d]
+            gain += log_p(X[n, d], c0 + 1) - log_p(X[n, d], c0)
+        new = draw(links_log_odds + gain)
+        C[Z[:, k] == 1, d] += new - W[k, d]
+        W[k, d] = new
+
+
+def test_the_gibbs_steps_look_up_the_terms_they_summed():
+    """Steps 1 and 3 compiled, their gains from a table of ``pixel_log_prob``: the draws of
+    the term-by-term sums, on 60 random states (probabilities near the edges included)."""
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        N, D, K = int(rng.integers(1, 12)), int(rng.integers(1, 20)), int(rng.integers(0, 8))
+        X = (rng.random((N, D)) < rng.random()).astype(np.int8)
+        Z = (rng.random((N, K)) < rng.random()).astype(np.int8)
+        W = (rng.random((K, D)) < rng.random()).astype(np.int64)
+        log1m_leak, log1m_strength = (math.log1p(-p) for p in rng.choice(EDGE_PROBABILITIES, 2))
+        table = _kernel.prior_log_odds_table(N, 1.0)
+        states = []
+        for flips in ("compiled", "reference"):
+            Zc, Wc = Z.copy(), W.copy()
+            C, m = Zc.astype(np.int64) @ Wc, Zc.sum(axis=0).astype(np.int64)
+            draws = np.random.default_rng(seed)
+            if flips == "compiled":
+                noisy_or._flip_causes(X, Zc, Wc, C, m, table, log1m_leak, log1m_strength, draws)
+                noisy_or._flip_links(X, Zc, Wc, C, -1.3, log1m_leak, log1m_strength, draws)
+            else:
+                reference_flips(X, Zc, Wc, C, m, table, -1.3, log1m_leak, log1m_strength, draws)
+            states.append((Zc, Wc, C, m, draws.random()))
+        for compiled, reference in zip(*states):
+            np.testing.assert_array_equal(compiled, reference)
+
+
+@pytest.mark.parametrize("strength, leak", [(0.9, 0.05), (1e-9, 1 - 1e-9), (1 - 1e-9, 1e-9),
+                                            (0.37, 0.61)])
+def test_the_tables_hold_the_values_computed_pixel_by_pixel(strength, leak):
+    """Bit for bit, the values the compiled steps look up and add against the ones the
+    Python steps compute (draws alone would miss a last bit): the Gibbs gains against
+    ``pixel_log_prob``'s differences; a row's ``log P(x | c)`` and both births' log ratios
+    against numpy on the row (a value does not depend on where it sits in the array)."""
+    params = NoisyOrParameters.checked(1.0, 0.3, strength, leak)
+    log1m_leak, log1m_strength = math.log1p(-leak), math.log1p(-strength)
+    n_counts = 40
+    gains = noisy_or._count_gains(n_counts, log1m_leak, log1m_strength)
+    for x, c in itertools.product((0, 1), range(n_counts)):
+        assert gains[x, c] == (noisy_or.pixel_log_prob(x, c + 1, log1m_leak, log1m_strength)
+                               - noisy_or.pixel_log_prob(x, c, log1m_leak, log1m_strength))
+    grid = noisy_or._pixel_count_grid(n_counts)
+    log_probs = noisy_or._log_probs(*grid, params).reshape(2, n_counts)
+    link_gains = noisy_or._link_gains(*grid, params)
+    log_rate = math.log(0.7)
+    by_singletons, by_pixel = noisy_or._data_birth_ratio_parts(link_gains, 5, log_rate, params)
+    by_pixel = by_pixel.reshape(2, n_counts)
+    link_on = noisy_or._link_on_probabilities(link_gains, params).reshape(2, n_counts)
+    rng = np.random.default_rng(11)
+    for n_pixels in (1, 7, 48, 300):
+        x_row = (rng.random(n_pixels) < 0.5).astype(np.int8)
+        c_row = rng.integers(0, n_counts - 1, size=n_pixels)
+        np.testing.assert_array_equal(log_probs[x_row, c_row],
+                                      noisy_or._log_probs(x_row, c_row, params))
+        assert (noisy_or._pairwise_sum(log_probs[x_row, c_row], 0, n_pixels)
+                == noisy_or._log_probs(x_row, c_row, params).sum())
+        row_gains = noisy_or._link_gains(x_row, c_row, params)
+        np.testing.assert_array_equal(link_on[x_row, c_row],
+                                      noisy_or._link_on_probabilities(row_gains, params))
+        for k in range(6):
+            assert (by_singletons[k] + noisy_or._pairwise_sum(by_pixel[x_row, c_row], 0, n_pixels)
+                    == noisy_or._data_birth_log_ratio(row_gains, k, log_rate, params))
