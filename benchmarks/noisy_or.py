@@ -113,7 +113,7 @@ def breakdown(X, Z, W, params, births, n_sweeps, seed=0):
     for _ in range(n_sweeps):
         t0 = time.process_time()
         Z = np.ascontiguousarray(Z, np.int8)
-        C = Z.astype(np.int64) @ W
+        C = noisy_or._link_counts(Z, W)
         m = Z.sum(axis=0).astype(np.int64)
         table = _kernel.prior_log_odds_table(N, params.beta)
         t1 = time.process_time()

@@ -235,6 +235,24 @@ def simulate(Z, W, rng: np.random.Generator, *, strength: float, leak: float) ->
 
 
 @njit(cache=True)
+def _link_counts_kernel(Z, W):
+    C = np.zeros((Z.shape[0], W.shape[1]), np.int64)
+    for n in range(Z.shape[0]):
+        for k in range(Z.shape[1]):
+            if Z[n, k]:
+                for d in range(W.shape[1]):
+                    C[n, d] += Z[n, k] * W[k, d]
+    return C
+
+
+def _link_counts(Z, W) -> np.ndarray:
+    """``C = Z W``, the active linked causes of each pixel, as ``int64``: each row's
+    active causes' links added, the same integers as numpy's product of integer matrices
+    (which has no BLAS: 0.7 ms against 0.03 on the digits at K+ 40)."""
+    return _link_counts_kernel(np.ascontiguousarray(Z, np.int8), np.ascontiguousarray(W, np.int64))
+
+
+@njit(cache=True)
 def _count_gains(n_counts, log1m_leak, log1m_strength):
     """``gains[x, c] = log P(x | c + 1) - log P(x | c)`` for ``c < n_counts``, by
     :func:`pixel_log_prob`: what one more active linked cause changes at a pixel. The Gibbs
@@ -656,7 +674,7 @@ def _sweep(X, Z, W, params: NoisyOrParameters, rng, births: str = "prior"):
     N = X.shape[0]
     log1m_leak, log1m_strength = math.log1p(-params.leak), math.log1p(-params.strength)
     Z = np.ascontiguousarray(Z, np.int8)
-    C = Z.astype(np.int64) @ W
+    C = _link_counts(Z, W)
     m = Z.sum(axis=0).astype(np.int64)
     table = _kernel.prior_log_odds_table(N, params.beta)
     _flip_causes(X, Z, W, C, m, table, log1m_leak, log1m_strength, rng)
@@ -695,7 +713,7 @@ def _check_beta_prior(name: str, prior) -> tuple[float, float]:
 def _count_table(X, Z, W) -> tuple[np.ndarray, np.ndarray]:
     """How many pixels are off and on at each count ``c`` of active linked causes: all
     that ``p(X | Z, W)`` keeps of ``(Z, W)`` as a function of ``strength`` and ``leak``."""
-    counts = Z.astype(np.int64) @ W
+    counts = _link_counts(Z, W)
     n_counts = int(counts.max(initial=0)) + 1
     return (np.bincount(counts[X == 0], minlength=n_counts),
             np.bincount(counts[X == 1], minlength=n_counts))
@@ -1017,7 +1035,7 @@ def _start_and_measure(X, params: NoisyOrParameters, W0=None):
         return (rng.random((Z.shape[1], X.shape[1])) < params.weight_prob).astype(np.int64)
 
     def measure(Z, W):
-        log_lik = float(_log_probs(X, Z.astype(np.int64) @ W, params).sum())
+        log_lik = float(_log_probs(X, _link_counts(Z, W), params).sum())
         log_links = float(W.sum() * log_p + (W.size - W.sum()) * log_1mp)
         # log_prior refuses a matrix without rows: its one class has probability one
         log_class = log_prior(Z, params.alpha, beta=params.beta) if Z.shape[0] else 0.0

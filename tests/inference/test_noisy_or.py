@@ -614,3 +614,14 @@ def test_the_tables_hold_the_values_computed_pixel_by_pixel(strength, leak):
         for k in range(6):
             assert (by_singletons[k] + noisy_or._pairwise_sum(by_pixel[x_row, c_row], 0, n_pixels)
                     == noisy_or._data_birth_log_ratio(row_gains, k, log_rate, params))
+
+
+def test_link_counts_are_the_integer_product():
+    rng = np.random.default_rng(12)
+    for N, K, D in [(1, 1, 1), (5, 0, 3), (7, 4, 1), (30, 12, 50), (300, 40, 48)]:
+        Z = (rng.random((N, K)) < 0.4).astype(np.int8)
+        W = (rng.random((K, D)) < 0.3).astype(np.int64)
+        for z, w in ((Z, W), (Z.astype(float), W.astype(np.int8)), (Z[:, ::-1], W[::-1])):
+            counts = noisy_or._link_counts(z, w)
+            assert counts.dtype == np.int64
+            np.testing.assert_array_equal(counts, z.astype(np.int64) @ w.astype(np.int64))
