@@ -76,7 +76,7 @@ def chain_against_sweeps(X, Z_start, alpha, sigma_x, sigma_a, n_sweeps, repeats)
 
     runs = {"plain sweep (gibbs_sweep)": plain,
             "run_chain, fixed hyperparameters": lambda n: chain(
-                n, update_alpha=False, update_sigma_a=False),
+                n, moves=[chains.GibbsSweep()]),
             "run_chain, alpha and sigma_a updated": chain}
     times = {name: [] for name in runs}
     for _ in range(repeats):  # interleaved: a change of load hits every run alike

@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
 from ibp_lab.inference import heldout  # noqa: E402
-from ibp_lab.inference.chains import run_chain  # noqa: E402
+from ibp_lab.inference.chains import GibbsSweep, run_chain  # noqa: E402
 from ibp_lab.datasets import DIGIT_SHAPE, load_digit_sets  # noqa: E402
 from ibp_lab.inference.streaming import RecursiveIBP  # noqa: E402
 from ibp_lab.inference.variational import VariationalIBP  # noqa: E402
@@ -120,7 +120,7 @@ def _gibbs(train, split, plan, hyper, budget, rng) -> dict:
 
     while go_on():
         chain = run_chain(train, plan["block"], fit_rng, Z0=Z, **hyper,
-                          update_alpha=False, update_sigma_a=False)
+                          moves=[GibbsSweep()])
         Z, sweeps = chain.Z, sweeps + plan["block"]
         states.append(Z)
     seconds = time.process_time() - start

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "experiments"))
 from ibp_lab import datasets  # noqa: E402
 from ibp_lab.inference import smc
 from ibp_lab.evaluation.summaries import co_ownership  # noqa: E402
-from ibp_lab.inference.chains import run_chains  # noqa: E402
+from ibp_lab.inference.chains import GibbsSweep, run_chains  # noqa: E402
 from ibp_lab.models.linear_gaussian import collapsed_loglik  # noqa: E402
 from ibp_lab.models.prior import log_prior  # noqa: E402
 from _record import cached_row, write_record  # noqa: E402
@@ -63,8 +63,7 @@ def _log_joint(X, Z) -> float:
 def chains(plan: dict, tag: int, X) -> tuple[list, list]:
     """The chains' rows, and their final states' co-ownership matrices."""
     _, results = run_chains(X, 4, plan["chain_sweeps"], np.random.default_rng((SEED, tag, 0)),
-                            Z0=_starts(X.shape[0]), **FIXED, update_alpha=False,
-                            update_sigma_a=False)
+                            Z0=_starts(X.shape[0]), **FIXED, moves=[GibbsSweep()])
     half = plan["chain_sweeps"] // 2
     rows = [dict(start=c, mean_k_plus=float(r.trace["k_plus"].values[half:].mean()),
                  mean_log_joint=float(r.trace["log_joint"].values[half:].mean()),

@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT / "experiments"))
 
 from ibp_lab import datasets  # noqa: E402
 from ibp_lab.inference import gibbs, slice_sampler, uncollapsed
-from ibp_lab.inference.chains import run_chain  # noqa: E402
+from ibp_lab.inference.chains import GibbsSweep, run_chain  # noqa: E402
 from _record import write_record  # noqa: E402
 
 SEED = 2031
@@ -89,8 +89,7 @@ PARTS = SAMPLERS + ("collapsed",)
 def _chain(sampler: str, X, Z0, sweeps: int, rng) -> dict:
     """One chain's traces and its CPU seconds."""
     if sampler == "accelerated":
-        run = run_chain(X, sweeps, rng, Z0=Z0, **FIXED, update_alpha=False,
-                        update_sigma_a=False)
+        run = run_chain(X, sweeps, rng, Z0=Z0, **FIXED, moves=[GibbsSweep()])
         return dict(log_joint=run.trace["log_joint"].values, k_plus=run.trace["k_plus"].values,
                     seconds=float(run.seconds[-1]))
     if sampler == "slice":
@@ -133,7 +132,7 @@ def _row(trace: dict, sweeps: int) -> dict:
 
 def _warm_starts(X, plan: dict, tag: int) -> list:
     return [run_chain(X, plan["warm_sweeps"], np.random.default_rng((SEED, tag, 0, c)),
-                      **FIXED, update_alpha=False, update_sigma_a=False).Z
+                      **FIXED, moves=[GibbsSweep()]).Z
             for c in range(plan["chains"])]
 
 

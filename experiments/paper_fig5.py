@@ -76,7 +76,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
 from ibp_lab.inference import heldout  # noqa: E402
-from ibp_lab.inference.chains import run_chain  # noqa: E402
+from ibp_lab.inference.chains import GibbsSweep, run_chain  # noqa: E402
 from ibp_lab.models.prior import sample_ibp  # noqa: E402
 from ibp_lab.inference.streaming import RecursiveIBP  # noqa: E402
 from ibp_lab.inference.streaming_variational import stream_variational  # noqa: E402
@@ -182,8 +182,8 @@ def _gibbs(split, hyper, plan, rng):
     fit_rng, score_rng = rng.spawn(2)
     sweeps = plan["sweeps"]
     chain, seconds = _timed(lambda: run_chain(
-        train, sweeps, fit_rng, **hyper, update_alpha=False,
-        update_sigma_a=False, burn=sweeps // 2, thin=max(1, sweeps // 2 // plan["draws"])))
+        train, sweeps, fit_rng, **hyper, moves=[GibbsSweep()], burn=sweeps // 2,
+        thin=max(1, sweeps // 2 // plan["draws"])))
     draws = heldout.chain_draws(chain)
     half = len(draws) // 2
     # two halves of the draws, each with its own test-time sampler: two scorings (not

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from ibp_lab import datasets  # noqa: E402
 from ibp_lab.inference import tempering
-from ibp_lab.inference.chains import run_chains  # noqa: E402
+from ibp_lab.inference.chains import GibbsSweep, run_chains  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "experiments"))
 from _record import quick_then_full  # noqa: E402
@@ -82,7 +82,7 @@ def run(plan: dict, tag: int, sweeps: int | None = None) -> dict:
     # pilot: the CPU of a plain sweep once the chains have left their starts (the second
     # half of a pilot run; the first sweeps from the 80-feature start cost several times more)
     _, pilot = run_chains(X, 4, plan["pilot_sweeps"], np.random.default_rng((SEED, tag, 1)),
-                          Z0=starts, **FIXED, update_alpha=False, update_sigma_a=False)
+                          Z0=starts, **FIXED, moves=[GibbsSweep()])
     half = plan["pilot_sweeps"] // 2
     per_sweep = float(np.mean([(c.seconds[-1] - c.seconds[half - 1]) / (len(c.seconds) - half)
                                for c in pilot]))
@@ -92,7 +92,7 @@ def run(plan: dict, tag: int, sweeps: int | None = None) -> dict:
     t0 = time.process_time()
     idata_gibbs, plain = run_chains(
         X, 4, sweeps, np.random.default_rng((SEED, tag, 2)), Z0=starts, **FIXED,
-        burn=burn_gibbs, update_alpha=False, update_sigma_a=False)
+        burn=burn_gibbs, moves=[GibbsSweep()])
     cpu_gibbs = time.process_time() - t0
     tempered = dict(_diagnostics(idata_pt), cpu_seconds=cpu_pt, rungs=plan["rungs"],
                     rounds=plan["rounds"], burn=plan["burn"],

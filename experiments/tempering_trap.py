@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "experiments"))
 
 from ibp_lab import datasets  # noqa: E402
 from ibp_lab.inference import tempering
-from ibp_lab.inference.chains import run_chains  # noqa: E402
+from ibp_lab.inference.chains import GibbsSweep, run_chains  # noqa: E402
 from ibp_lab.models.linear_gaussian import collapsed_loglik  # noqa: E402
 from ibp_lab.models.prior import log_prior  # noqa: E402
 from _record import quick_then_full  # noqa: E402
@@ -75,8 +75,7 @@ def _plain_seconds_per_sweep(X, plan, tag) -> float:
     """A plain sweep's CPU time from the all-on start, over a pilot chain's second half."""
     n = plan["gibbs_pilot_sweeps"]
     _, (pilot,) = run_chains(X, 1, n, np.random.default_rng((SEED, tag, 1)),
-                             Z0=np.ones((X.shape[0], 1)), **TRAP, update_alpha=False,
-                             update_sigma_a=False)
+                             Z0=np.ones((X.shape[0], 1)), **TRAP, moves=[GibbsSweep()])
     return float((pilot.seconds[-1] - pilot.seconds[n // 2 - 1]) / (n - n // 2))
 
 
@@ -105,8 +104,7 @@ def run(plan: dict, tag: int, sweeps=None) -> dict:
             log_joint=joint[::THIN].tolist()))
         n_sweeps = sweeps[r] if sweeps else max(int(round(cpu / per_sweep)), 10)
         _, (plain,) = run_chains(X, 1, n_sweeps, np.random.default_rng((SEED, tag, 3, r)),
-                                 Z0=np.ones((X.shape[0], 1)), **TRAP, update_alpha=False,
-                                 update_sigma_a=False)
+                                 Z0=np.ones((X.shape[0], 1)), **TRAP, moves=[GibbsSweep()])
         joint = plain.trace["log_joint"].values
         out["gibbs"].append(dict(
             cpu_seconds=float(plain.seconds[-1]), sweeps=n_sweeps,

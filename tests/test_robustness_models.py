@@ -24,7 +24,7 @@ from ibp_lab import _hyper
 from ibp_lab.inference import exact, gibbs
 from ibp_lab.models import linear_gaussian
 from ibp_lab.evaluation import summaries
-from ibp_lab.inference.chains import run_chain, run_chains
+from ibp_lab.inference.chains import AlphaUpdate, GibbsSweep, ScaleUpdate, run_chain, run_chains
 from robust_inputs import anything, clear_error_or, not_a_count
 
 warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")
@@ -229,10 +229,11 @@ def test_run_chain_traces_are_finite_or_refuse(
             sigma_a=sigma_a,
             burn=burn,
             thin=thin,
-            update_sigma_x=update_sigma_x,
-            alpha_prior=alpha_prior,
+            # alpha_prior junk is refused by AlphaUpdate's door, under the name prior
+            moves=[GibbsSweep(), AlphaUpdate(prior=alpha_prior),
+                   ScaleUpdate("sigma_a", "sigma_x") if update_sigma_x else ScaleUpdate("sigma_a")],
         ),
-        names=('X', 'Z', 'Z0', 'n_sweeps', 'burn', 'thin', 'alpha', 'sigma_x', 'sigma_a', 'update_sigma_x', 'alpha_prior'))
+        names=('X', 'Z', 'Z0', 'n_sweeps', 'burn', 'thin', 'alpha', 'sigma_x', 'sigma_a', 'prior'))
 
 
 @SETTINGS
@@ -496,7 +497,7 @@ def test_free_noise_on_featureless_data_stays_finite():
         np.random.default_rng(5),
         sigma_x=1.0,
         sigma_a=1.0,
-        update_sigma_x=True,
+        moves=[GibbsSweep(), AlphaUpdate(), ScaleUpdate("sigma_a", "sigma_x")],
     )
     trace = chain.trace
     assert finite(trace.log_joint.values)

@@ -54,8 +54,8 @@ ENTRY_POINTS = {
     "singleton_update": lambda a, sx, sa, b, X=X3: sm.singleton_update(
         X, Z3, a, sx, sa, rng(), beta=b),
     "run_chains with moves": lambda a, sx, sa, b, X=X3: chains.run_chains(
-        X, 1, 1, rng(), Z0=Z3, alpha=a, sigma_x=sx, sigma_a=sa, beta=b, update_alpha=False,
-        update_sigma_a=False, moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2)]),
+        X, 1, 1, rng(), Z0=Z3, alpha=a, sigma_x=sx, sigma_a=sa, beta=b,
+        moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2)]),
     "seconds_per_step": lambda a, sx, sa, b, X=X3: reports.seconds_per_step(
         X, Z3, rng(), alpha=a, sigma_x=sx, sigma_a=sa, beta=b, n_rounds=1, n_sweeps=1, n_proposals=1),
     "k_plus_posterior": lambda a, sx, sa, b, X=X3: exact.k_plus_posterior(
@@ -147,8 +147,8 @@ def test_run_chain_keeps_proposed_scales_inside_the_door():
     """Free scales on featureless data drift towards 0; every recorded setting is one that
     a fresh call accepts (the Metropolis steps use the door's own rule)."""
     X = np.zeros((4, 3))
-    chain = run_chain(X, 300, np.random.default_rng(5), sigma_x=1.0, sigma_a=1.0,
-                            update_sigma_x=True)
+    chain = run_chain(X, 300, np.random.default_rng(5), sigma_x=1.0, sigma_a=1.0, moves=[
+        chains.GibbsSweep(), chains.AlphaUpdate(), chains.ScaleUpdate("sigma_a", "sigma_x")])
     scale = _hyper.DataScale.of(X)
     trace = chain.trace
     for sx, sa in zip(trace.sigma_x.values, trace.sigma_a.values):
@@ -162,11 +162,11 @@ def test_run_chain_keeps_proposed_scales_inside_the_door():
 
 
 def test_alpha_does_not_underflow_under_a_gamma_prior_with_a_tiny_shape():
-    """alpha_prior = (1e-100, 1) is legal; with K+ = 0 its conjugate draw underflowed to 0
+    """AlphaUpdate(prior=(1e-100, 1)) is legal; with K+ = 0 its conjugate draw underflowed to 0
     and the next sweep died on log(0). Alpha now stays in [1e-100, MAX_EXPECTED / H]."""
     X = np.random.default_rng(0).normal(size=(5, 2))
-    chain = run_chain(X, 200, np.random.default_rng(0), sigma_x=0.5, sigma_a=1.0,
-                            alpha_prior=(1e-100, 1.0))
+    chain = run_chain(X, 200, np.random.default_rng(0), sigma_x=0.5, sigma_a=1.0, moves=[
+        chains.GibbsSweep(), chains.AlphaUpdate(prior=(1e-100, 1.0)), chains.ScaleUpdate("sigma_a")])
     alpha = chain.trace.alpha.values
     assert (chain.trace.k_plus.values == 0).any()  # the regime where the underflow happened
     assert alpha.min() >= 1e-100 and alpha.max() <= _hyper.alpha_upper(5, 1.0)
@@ -177,11 +177,11 @@ def test_alpha_does_not_underflow_under_a_gamma_prior_with_a_tiny_shape():
 
 
 def test_alpha_is_capped_where_the_prior_would_ask_for_too_many_features():
-    """alpha_prior = (1e6, 1) is legal too; alpha near 1e6 / (1 + H) would make the prior
+    """AlphaUpdate(prior=(1e6, 1)) is legal too; alpha near 1e6 / (1 + H) would make the prior
     expect ~3e5 features. The draw is truncated at MAX_EXPECTED_FEATURES / H."""
     X = np.random.default_rng(0).normal(size=(5, 2))
-    chain = run_chain(X, 3, np.random.default_rng(0), sigma_x=0.5, sigma_a=1.0,
-                            alpha_prior=(1e6, 1.0))
+    chain = run_chain(X, 3, np.random.default_rng(0), sigma_x=0.5, sigma_a=1.0, moves=[
+        chains.GibbsSweep(), chains.AlphaUpdate(prior=(1e6, 1.0)), chains.ScaleUpdate("sigma_a")])
     assert chain.trace.alpha.values.max() <= _hyper.alpha_upper(5, 1.0)
     assert chain.trace.k_plus.values.max() <= _hyper.MAX_FEATURES
 
@@ -228,10 +228,8 @@ def test_alpha_draws_follow_the_truncated_posterior():
 # --------------------------------------------------------------------------------------
 
 FLAG_CALLS = [
-    ("update_alpha", lambda v: run_chain(X3, 2, rng(), update_alpha=v)),
-    ("update_sigma_a", lambda v: run_chain(X3, 2, rng(), update_sigma_a=v)),
-    ("update_sigma_x", lambda v: run_chain(X3, 2, rng(), update_sigma_x=v)),
     ("progress", lambda v: run_chain(X3, 2, rng(), progress=v)),
+    ("pointwise", lambda v: run_chain(X3, 2, rng(), pointwise=v)),
     ("return_types", lambda v: gibbs.k_plus_trace(X3, 2, rng(), alpha=1.0, sigma_x=0.5,
                                                   sigma_a=1.0, return_types=v)),
     ("return_tail", lambda v: exact.k_plus_posterior(X3, 1.0, 0.5, 1.0, k_max=3,
@@ -252,8 +250,8 @@ def test_string_and_number_flags_are_refused(name, call):
 def test_numpy_bool_flags_are_accepted():
     p, tail = exact.k_plus_posterior(X3, 1.0, 0.5, 1.0, k_max=3, return_tail=np.bool_(True))
     assert p.shape == (4,) and 0 <= tail <= 1
-    chain = run_chain(X3, 2, rng(), update_alpha=np.False_)
-    assert (chain.trace.alpha.values == 1.0).all()
+    chain = run_chain(X3, 2, rng(), progress=np.False_, pointwise=np.True_)
+    assert chain.pointwise_log_likelihood.shape == (2, 3)
 
 
 ARRAY_CALLS = [
@@ -360,7 +358,6 @@ def test_log_ratio_parts_and_summaries_check_what_they_read():
         reports.log_ratio_parts(broken)
     assert reports.log_ratio_parts(stats).shape == (4, 2)
     _, run = chains.run_chains(X3, 2, 6, rng(), Z0=Z3, alpha=1.0, sigma_x=0.5, sigma_a=1.0,
-                               update_alpha=False, update_sigma_a=False,
                                moves=["gibbs_sweep", chains.SequentialSplitMerge(n_proposals=1)])
     with pytest.raises(TypeError, match="warmup_fraction must be a real number"):
         reports.summarize_run(run, warmup_fraction=False)

@@ -1,11 +1,12 @@
-"""Markov chains for the linear-Gaussian IBP: sweeps plus hyperparameter updates.
+"""Markov chains for the linear-Gaussian IBP: a chain is a list of moves.
 
 - :func:`run_chains` ``(X, n_chains, n_sweeps, rng, *, moves=..., Z0=None, alpha=...,
   ...) -> (InferenceData, list[ChainResult])`` runs independent chains; each
-  iteration applies the ``moves`` in turn (default one
-  :func:`ibp_lab.inference.gibbs.gibbs_sweep`), then the hyperparameter updates;
+  iteration applies the ``moves`` in turn (default :data:`DEFAULT_MOVES`: one
+  :func:`ibp_lab.inference.gibbs.gibbs_sweep`, then alpha's conjugate draw, then three
+  Metropolis steps on ``sigma_a``);
 - :func:`run_chain` is the same code for one chain and returns one :class:`ChainResult`;
-- moves are small objects ``move(X, Z, rng, hyper, inverse_temperature=1.0) -> (Z,
+- moves on ``Z`` are small objects ``move(X, Z, rng, hyper, inverse_temperature=1.0) -> (Z,
   stats)`` (:class:`Move`): :class:`GibbsSweep` (defined in :mod:`ibp_lab.inference.gibbs`),
   :class:`RandomSplitMerge`, :class:`SequentialSplitMerge` (``n_proposals``
   Metropolis-Hastings proposals each) and :class:`SingletonUpdate` (defined in
@@ -13,7 +14,13 @@
   here too; a string names one with its default settings (:data:`MOVES`). A chain applies them at inverse temperature
   1; replica exchange (:func:`ibp_lab.inference.tempering.run_tempered`) and sequential
   Monte Carlo (:func:`ibp_lab.inference.smc.run_smc`) take the same moves and apply them
-  to the tempered posterior ``p(X | Z)^b P([Z])``.
+  to the tempered posterior ``p(X | Z)^b P([Z])``;
+- moves on the hyperparameters given ``Z``, defined here, are taken by a chain only:
+  :class:`AlphaUpdate` (conjugate), :class:`DiscountUpdate` (slice) and
+  :class:`ScaleUpdate` (Metropolis on ``sigma_a`` and/or ``sigma_x``). A hyperparameter
+  with no move stays fixed: ``moves=[GibbsSweep()]`` is a chain at fixed hyperparameters.
+  Each object holds only its settings; every chain gets a fresh step from it (with its own
+  adaptive step sizes), so one list serves all the chains of :func:`run_chains`.
 
 Every chain records, per draw, its CPU time (:func:`time.process_time`, not
 wall time: other programs on a shared machine slow the wall clock but hardly
@@ -21,8 +28,8 @@ the CPU time of a single-threaded computation, which is what "equal compute"
 means) and the proposals its moves accepted; per chain, each split-merge
 move's ``stats``.
 
-Hyperparameters (in :func:`run_chain`, after each sweep): ``alpha`` has a
-conjugate update, since ``P([Z] | alpha)`` is proportional to
+Hyperparameters (the moves of :func:`run_chain` on them): ``alpha`` has a
+conjugate update (:class:`AlphaUpdate`), since ``P([Z] | alpha)`` is proportional to
 ``alpha^K+ exp(-alpha H)`` with ``H = sum_{i=1}^N beta / (beta + i - 1)``: with
 a Gamma(a, b) prior (shape, rate) the posterior is Gamma(a + K+, b + H).
 Every hyperparameter is kept inside the range that a fresh call accepts
@@ -31,9 +38,9 @@ For ``alpha`` that is ``[1e-100, MAX_EXPECTED_FEATURES / H]``, and the conjugate
 draw comes from the truncated Gamma (a prior with a tiny shape would otherwise
 let ``alpha`` underflow to 0 while ``K+ = 0``, and a huge one ask for more
 features than the sampler holds). ``sigma_a`` and ``sigma_x`` have HalfNormal(1) priors and are moved by
-random-walk Metropolis on the log scale (the Jacobian ``sigma'/sigma`` enters
-the acceptance ratio); their step sizes adapt during the first ``burn`` sweeps
-only, so the kernel is fixed while samples are kept. Proposals with
+random-walk Metropolis on the log scale (:class:`ScaleUpdate`; the Jacobian
+``sigma'/sigma`` enters the acceptance ratio); their step sizes adapt during the first
+``burn`` sweeps only, so the kernel is fixed while samples are kept. Proposals with
 ``sigma_x / sigma_a < MIN_NOISE_RATIO`` (1e-3), where the rank-one algebra loses its
 precision, or outside the range accepted for the data, are rejected: the priors
 are truncated there, far from any posterior mass of real data.
@@ -102,15 +109,15 @@ from ibp_lab._hyper import (
     stable_harmonic,
 )
 from ibp_lab._threads import single_blas_thread
-from ibp_lab.inference._moves import Move, check_moves, move_keys
+from ibp_lab.inference._moves import HyperparameterMove, Move, check_moves, move_keys
 from ibp_lab.inference.gibbs import GibbsSweep
 from ibp_lab.inference.split_merge import (MAX_PROPOSALS, RandomSplitMerge, SequentialSplitMerge,
                                            SingletonUpdate)
 from ibp_lab.inference.split_merge._metropolis import combine_stats
 
 __all__ = ["ChainResult", "run_chain", "run_chains", "Move", "GibbsSweep", "RandomSplitMerge",
-           "SequentialSplitMerge", "SingletonUpdate", "ScaleWarning",
-           "pointwise_log_likelihood"]
+           "SequentialSplitMerge", "SingletonUpdate", "AlphaUpdate", "DiscountUpdate",
+           "ScaleUpdate", "ScaleWarning", "pointwise_log_likelihood"]
 
 #: Most chains one call of run_chains runs.
 MAX_CHAINS = 1000
@@ -307,13 +314,13 @@ def _log_prior_class(Z, hyper: Hyperparameters, h_n: float) -> float:
                                          hyper.beta, hyper.discount))
 
 
-def _check_alpha_prior(alpha_prior) -> tuple[float, float]:
-    """``(shape, rate)`` of the Gamma prior on alpha, each a positive number."""
-    if isinstance(alpha_prior, (str, bytes)) or not isinstance(alpha_prior, (Sequence, np.ndarray)) \
-            or len(alpha_prior) != 2:
-        raise ValueError(f"alpha_prior must be a (shape, rate) pair, got {alpha_prior!r}")
-    return (check_positive("alpha_prior[0] (shape)", alpha_prior[0]),
-            check_positive("alpha_prior[1] (rate)", alpha_prior[1]))
+def _check_gamma_prior(name: str, prior) -> tuple[float, float]:
+    """``(shape, rate)`` of a Gamma prior, each a positive number."""
+    if isinstance(prior, (str, bytes)) or not isinstance(prior, (Sequence, np.ndarray)) \
+            or len(prior) != 2:
+        raise ValueError(f"{name} must be a (shape, rate) pair, got {prior!r}")
+    return (check_positive(f"{name}[0] (shape)", prior[0]),
+            check_positive(f"{name}[1] (rate)", prior[1]))
 
 
 def _truncated_gamma(u: float, shape: float, rate: float, lower: float, upper: float) -> float:
@@ -372,39 +379,327 @@ def _metropolis_scale(rng, value, log_step, log_lik_now, log_lik_at):
     return value, log_lik_now, False
 
 
+# --------------------------------------------------------------------------------------
+# hyperparameter moves: what one iteration of a chain does to the hyperparameters given Z
+# --------------------------------------------------------------------------------------
+
+#: The scales :class:`ScaleUpdate` moves.
+SCALES = ("sigma_a", "sigma_x")
+
+
+class AlphaUpdate(HyperparameterMove):
+    """A conjugate draw of ``alpha`` given ``Z``: a move of :func:`run_chain`.
+
+    ``P([Z] | alpha)`` is proportional to ``alpha^K+ exp(-alpha H_N)``, ``H_N`` the
+    harmonic sum of the (three-parameter) IBP's prior, so with a Gamma(a, b) prior (shape,
+    rate) the conditional is Gamma(a + K+, b + H_N), truncated to the alphas a call accepts
+    (module docstring). One object may serve many chains: it holds only its prior.
+
+    Parameters
+    ----------
+    prior : (float, float), optional
+        Shape and rate of the Gamma prior, each in ``[1e-100, 1e6]``; default (1, 1).
+
+    Examples
+    --------
+    >>> from ibp_lab.models.linear_gaussian import simulate
+    >>> X, _, _ = simulate(20, np.random.default_rng(0), alpha=2.0, sigma_x=0.3,
+    ...                    sigma_a=1.0, d=4)
+    >>> chain = run_chain(X, 20, np.random.default_rng(1), sigma_x=0.3,
+    ...                   moves=[GibbsSweep(), AlphaUpdate(prior=(2.0, 1.0))])
+    >>> bool(chain.trace["alpha"].std() > 0), chain.sigma_a
+    (True, 1.0)
+    """
+
+    name = "alpha_update"
+    targets = ("alpha",)
+
+    def __init__(self, prior=(1.0, 1.0)) -> None:
+        self.prior = _check_gamma_prior("prior", prior)
+
+    def __repr__(self) -> str:
+        return f"AlphaUpdate(prior={self.prior})"
+
+    def _start(self, chain: _Chain):
+        shape, rate = self.prior
+
+        def step(t, Z, hyper, rng):
+            h_n, alpha_max = chain.harmonic_and_alpha_upper(hyper)
+            alpha = _draw_alpha(rng, shape + Z.shape[1], rate + h_n, alpha_max)
+            return dataclasses.replace(hyper, alpha=alpha), None
+
+        return step
+
+
+class DiscountUpdate(HyperparameterMove):
+    """One slice step on the three-parameter IBP's discount ``d`` given ``Z``, ``alpha`` and
+    ``beta``: a move of :func:`run_chain`.
+
+    The step of :func:`ibp_lab.inference.hyperposterior.discount_step`, on the exact
+    conditional ``p(d | Z, alpha, beta)`` under a Beta prior. With it in ``moves`` the
+    chain's ``discount`` is a starting value (0, the default, starts at the prior's mean)
+    and the trace records ``discount``; ``alpha``'s update then uses ``H_N(beta, d)``.
+
+    Parameters
+    ----------
+    prior : (float, float), optional
+        ``(a, b)`` of the Beta prior on ``d``, each > 0; default (1, 1), uniform.
+
+    Examples
+    --------
+    >>> from ibp_lab.models.linear_gaussian import simulate
+    >>> X, _, _ = simulate(20, np.random.default_rng(0), alpha=2.0, sigma_x=0.3,
+    ...                    sigma_a=1.0, d=4)
+    >>> chain = run_chain(X, 10, np.random.default_rng(1), sigma_x=0.3, discount=0.2,
+    ...                   moves=[GibbsSweep(), AlphaUpdate(), DiscountUpdate(prior=(2.0, 5.0))])
+    >>> bool(((chain.trace["discount"] > 0) & (chain.trace["discount"] < 1)).all())
+    True
+    """
+
+    name = "discount_update"
+    targets = ("discount",)
+
+    def __init__(self, prior=(1.0, 1.0)) -> None:
+        self.prior = check_positive_pair("prior", prior)
+
+    def __repr__(self) -> str:
+        return f"DiscountUpdate(prior={self.prior})"
+
+    def _start(self, chain: _Chain):
+        from ibp_lab.inference import hyperposterior  # imported on use, like every sibling module
+
+        def step(t, Z, hyper, rng):
+            discount = hyperposterior.discount_step(Z, rng, discount=hyper.discount,
+                                                    alpha=hyper.alpha, beta=hyper.beta,
+                                                    discount_prior=self.prior)
+            return dataclasses.replace(hyper, discount=discount), None
+
+        return step
+
+
+class ScaleUpdate(HyperparameterMove):
+    """Log-scale random-walk Metropolis steps on ``sigma_a`` and/or ``sigma_x`` given ``Z``:
+    a move of :func:`run_chain`.
+
+    Each scale has a HalfNormal(1) prior; ``A`` is integrated out, so a step costs one
+    ``K x K`` factorisation. Each chain's step sizes start at 0.1 and adapt towards 44%
+    acceptance during its ``burn`` warm-up iterations only (so the kernel is fixed while
+    samples are kept); :attr:`ChainResult.acceptance` reports the rate after warm-up and
+    the final step size. The object holds only its settings: every chain that uses it
+    (:func:`run_chains`) adapts its own step sizes.
+
+    Parameters
+    ----------
+    *names : str
+        The scales moved, ``"sigma_a"``, ``"sigma_x"`` or both. With both, each of the
+        ``n_steps`` rounds steps them in the order given: ``ScaleUpdate("sigma_a",
+        "sigma_x")`` interleaves them, where the two moves ``ScaleUpdate("sigma_a"),
+        ScaleUpdate("sigma_x")`` take all of ``sigma_a``'s steps first (two kernels with
+        the same target, and different draws).
+    n_steps : int, optional
+        Metropolis steps per iteration for each scale, in ``[1, 10000]``; default 3.
+
+    Examples
+    --------
+    >>> from ibp_lab.models.linear_gaussian import simulate
+    >>> X, _, _ = simulate(20, np.random.default_rng(0), alpha=2.0, sigma_x=0.3,
+    ...                    sigma_a=1.0, d=4)
+    >>> chain = run_chain(X, 30, np.random.default_rng(1), sigma_x=0.3, burn=10,
+    ...                   moves=[GibbsSweep(), ScaleUpdate("sigma_a", "sigma_x", n_steps=2)])
+    >>> sorted(chain.acceptance)
+    ['sigma_a', 'sigma_a_step', 'sigma_x', 'sigma_x_step']
+    >>> chain.alpha  # no AlphaUpdate: alpha held fixed
+    1.0
+    """
+
+    name = "scale_update"
+
+    def __init__(self, *names: str, n_steps: int = 3) -> None:
+        if not names:
+            raise ValueError("names must hold 'sigma_a', 'sigma_x' or both, as in "
+                             "ScaleUpdate('sigma_a'); got none")
+        for position, name in enumerate(names):
+            if not isinstance(name, str) or name not in SCALES:
+                raise ValueError(f"names[{position}] must be 'sigma_a' or 'sigma_x', got {name!r}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"names must not repeat a scale, got {names!r}")
+        self.targets = tuple(names)
+        self.n_steps = check_count("n_steps", n_steps, minimum=1, maximum=_MAX_SCALE_STEPS)
+
+    def __repr__(self) -> str:
+        return f"ScaleUpdate({', '.join(map(repr, self.targets))}, n_steps={self.n_steps})"
+
+    def _start(self, chain: _Chain) -> _ScaleSteps:
+        return _ScaleSteps(chain, self.targets, self.n_steps)
+
+
+class _ScaleSteps:
+    """One chain's :class:`ScaleUpdate`: its step sizes and acceptance counts.
+
+    ``n_steps`` rounds per iteration, each one step of every scale in ``names``' order.
+    Returns the new hyperparameters and ``log p(X | Z, sigma_x, sigma_a)`` at them.
+    """
+
+    def __init__(self, chain: _Chain, names: tuple[str, ...], n_steps: int) -> None:
+        self.chain, self.names, self.n_steps = chain, names, n_steps
+        self.log_steps = {name: math.log(0.1) for name in names}
+        self.accepted = {name: 0 for name in names}
+        self.tried = {name: 0 for name in names}
+
+    def __call__(self, t: int, Z: np.ndarray, hyper: Hyperparameters, rng):
+        stats = self.chain.stats(Z)  # computed once per iteration
+        scale = {"sigma_x": hyper.sigma_x, "sigma_a": hyper.sigma_a}
+        log_lik = _kernel.checked_loglik_from_stats(*stats, scale["sigma_x"], scale["sigma_a"])
+        data_scale = self.chain.data_scale
+        for _ in range(self.n_steps):
+            for name in self.names:
+                def log_lik_at(value, name=name):
+                    sx, sa = (value if name == "sigma_x" else scale["sigma_x"],
+                              value if name == "sigma_a" else scale["sigma_a"])
+                    # a proposal outside the sampler's accurate range has zero density
+                    if not scales_allowed(data_scale, sx, sa):
+                        return -math.inf
+                    return _kernel.checked_loglik_from_stats(*stats, sx, sa)
+
+                scale[name], log_lik, ok = _metropolis_scale(
+                    rng, scale[name], math.exp(self.log_steps[name]), log_lik, log_lik_at)
+                self._adapt(t, name, ok)
+        hyper = dataclasses.replace(hyper, sigma_x=scale["sigma_x"], sigma_a=scale["sigma_a"])
+        return hyper, log_lik
+
+    def _adapt(self, t: int, name: str, ok: bool) -> None:
+        if t < self.chain.burn:
+            # Robbins-Monro: diminishing adaptation towards 44% acceptance, warm-up only
+            self.log_steps[name] += (float(ok) - 0.44) / math.sqrt(t + 1.0)
+        else:
+            self.accepted[name] += ok
+            self.tried[name] += 1
+
+    def acceptance(self) -> dict:
+        """Acceptance rate after warm-up and final step size of each scale."""
+        # tried > 0: n_steps >= 1 (ScaleUpdate's door) and burn < n_sweeps (run_chain's)
+        out = {}
+        for name in self.names:
+            out[name] = self.accepted[name] / self.tried[name]
+            out[f"{name}_step"] = math.exp(self.log_steps[name])
+        return out
+
+
+class _Chain:
+    """What a hyperparameter move sees of its chain: the data, ``burn``, and the constants
+    of alpha's update, ``H_N(beta, d)`` and the largest alpha accepted."""
+
+    def __init__(self, X: np.ndarray, burn: int) -> None:
+        self.X, self.burn, self.n_rows = X, burn, X.shape[0]
+        self.sum_sq = float(np.sum(X * X))
+        self.data_scale = DataScale.of(X)
+        self._last_key, self._last = None, None
+
+    def stats(self, Z: np.ndarray) -> tuple:
+        """The sufficient statistics of ``log p(X | Z, sigma_x, sigma_a)``."""
+        Zf = Z.astype(np.float64)
+        return Zf.T @ Zf, Zf.T @ self.X, self.sum_sq, *self.X.shape
+
+    def log_likelihood(self, Z: np.ndarray, hyper: Hyperparameters) -> float:
+        return _kernel.checked_loglik_from_stats(*self.stats(Z), hyper.sigma_x, hyper.sigma_a)
+
+    def harmonic_and_alpha_upper(self, hyper: Hyperparameters) -> tuple[float, float]:
+        """``H_N(beta, d)`` and the largest alpha whose prior expects at most
+        ``MAX_EXPECTED_FEATURES`` features (:func:`ibp_lab._hyper.alpha_upper` at d = 0).
+
+        Kept for the last ``(beta, d)``: a chain asks three times an iteration, and ``beta``
+        never changes (nor ``d`` unless a :class:`DiscountUpdate` moves it)."""
+        key = (hyper.beta, hyper.discount)
+        if key != self._last_key:
+            self._last_key, self._last = key, self._harmonic_and_alpha_upper(hyper)
+        return self._last
+
+    def _harmonic_and_alpha_upper(self, hyper: Hyperparameters) -> tuple[float, float]:
+        if hyper.discount == 0.0:
+            return harmonic(self.n_rows, hyper.beta), alpha_upper(self.n_rows, hyper.beta)
+        h_n = stable_harmonic(self.n_rows, hyper.beta, hyper.discount)
+        return h_n, min(MAX_PARAMETER, MAX_EXPECTED_FEATURES / h_n)
+
+
+#: What one iteration of :func:`run_chain` does by default: one Gibbs sweep, alpha's
+#: conjugate draw, three Metropolis steps on ``sigma_a`` (the objects hold no chain state).
+DEFAULT_MOVES = (GibbsSweep(), AlphaUpdate(), ScaleUpdate("sigma_a"))
+
+
+def _check_chain_moves(moves, n_sweeps: int) -> tuple:
+    """``moves=`` of :func:`run_chain`: at least one move on ``Z``, each hyperparameter
+    updated by one move at most, and the split-merge proposals within budget."""
+    moves = DEFAULT_MOVES if moves is None else check_moves(moves, MOVES, hyperparameters=True)
+    if not any(isinstance(move, Move) for move in moves):
+        raise ValueError(f"moves must include a move on Z (for example GibbsSweep()), got "
+                         f"{list(moves)!r}")
+    updated_by = {}
+    for move in moves:
+        for target in getattr(move, "targets", ()):
+            if target in updated_by:
+                raise ValueError(f"moves update {target} twice ({updated_by[target]!r} and "
+                                 f"{move!r}): keep one move for each hyperparameter")
+            updated_by[target] = move
+    _check_proposal_budget(tuple(move for move in moves if isinstance(move, Move)), n_sweeps)
+    return moves
+
+
+def _starting_discount(n_rows: int, hyper: Hyperparameters, discount,
+                       update: DiscountUpdate | None) -> float:
+    """The chain's first ``d``: ``discount`` itself if held fixed; if a
+    :class:`DiscountUpdate` moves it, inside the Beta prior's support (0 starts at the
+    prior's mean)."""
+    if update is None:
+        return check_discount(n_rows, hyper.alpha, hyper.beta, discount)
+    if check_positive("discount", discount, allow_zero=True, upper=None) == 0:
+        a, b = update.prior
+        return check_discount_in_support(min(max(a / (a + b), MIN_DISCOUNT), MAX_DISCOUNT))
+    return check_discount_in_support(discount)
+
+
+def _plan(moves: tuple) -> list:
+    """The loop's stages: each run of moves on ``Z`` as a ``slice`` of the moves on ``Z``
+    (``K+`` is checked after it), each hyperparameter move as itself."""
+    stages, z_index = [], 0
+    for move in moves:
+        if isinstance(move, Move):
+            if stages and isinstance(stages[-1], slice):
+                stages[-1] = slice(stages[-1].start, z_index + 1)
+            else:
+                stages.append(slice(z_index, z_index + 1))
+            z_index += 1
+        else:
+            stages.append(move)
+    return stages
+
+
 @single_blas_thread  # small linear algebra: one BLAS thread (ibp_lab._threads)
 def run_chain(
     X,
     n_sweeps: int,
     rng: np.random.Generator,
     *,
+    moves=None,
     Z0=None,
     alpha: float = 1.0,
     sigma_x: float = 1.0,
     sigma_a: float = 1.0,
     beta: float = 1.0,
-    update_alpha: bool = True,
-    update_sigma_a: bool = True,
-    update_sigma_x: bool = False,
-    alpha_prior: tuple[float, float] = (1.0, 1.0),
+    discount: float = 0.0,
     thin: int = 1,
     burn: int = 0,
-    n_scale_steps: int = 3,
-    progress: bool = False,
-    moves=None,
-    discount: float = 0.0,
-    update_discount: bool = False,
-    discount_prior: tuple[float, float] = (1.0, 1.0),
     pointwise: bool = False,
+    progress: bool = False,
 ) -> ChainResult:
-    """Run one chain: moves on ``Z`` (default one Gibbs sweep) plus hyperparameter updates.
+    """Run one chain: each iteration applies the ``moves`` in turn, on ``Z`` and on the
+    hyperparameters given ``Z``.
 
-    Each iteration: the ``moves`` in turn (default: one :func:`gibbs_sweep`);
-    then, if asked, a conjugate draw of
-    ``alpha`` from Gamma(a + K+, b + sum_i beta / (beta + i - 1)); then
-    ``n_scale_steps`` log-scale random-walk Metropolis steps for ``sigma_a`` and
-    for ``sigma_x`` (HalfNormal(1) priors). Step sizes start at 0.1 and adapt
-    towards an acceptance rate of 0.44 during the ``burn`` warm-up sweeps only.
+    The default, :data:`DEFAULT_MOVES`, is one :func:`gibbs_sweep`, then a conjugate draw
+    of ``alpha`` (:class:`AlphaUpdate`: Gamma(1 + K+, 1 + sum_i beta / (beta + i - 1))),
+    then three log-scale random-walk Metropolis steps on ``sigma_a`` (:class:`ScaleUpdate`,
+    HalfNormal(1) prior; step sizes start at 0.1 and adapt towards an acceptance rate of
+    0.44 during the ``burn`` warm-up sweeps only). A hyperparameter with no move in
+    ``moves`` stays fixed at its starting value: ``moves=[GibbsSweep()]`` holds them all.
 
     Parameters
     ----------
@@ -413,8 +708,18 @@ def run_chain(
         for the defaults (a :class:`ScaleWarning` before any sweep says when it is far
         off; module docstring).
     n_sweeps : int
-        Number of sweeps, >= 1.
+        Number of iterations, >= 1.
     rng : numpy.random.Generator
+    moves : Move, str or list of them, optional
+        What one iteration does, in order. Moves on ``Z`` (:class:`Move` objects:
+        :class:`GibbsSweep`, :class:`SequentialSplitMerge`, ``n_proposals=...``,
+        :class:`RandomSplitMerge`, :class:`SingletonUpdate`, or their names,
+        ``"gibbs_sweep"``, ``"sequential_split_merge"``, ..., with default settings) and
+        moves on the hyperparameters (:class:`AlphaUpdate`, :class:`DiscountUpdate`,
+        :class:`ScaleUpdate`), at least one on ``Z`` and at most one for each
+        hyperparameter; for example ``[GibbsSweep(), SequentialSplitMerge(n_proposals=10),
+        AlphaUpdate(prior=(1, 1)), ScaleUpdate("sigma_a", "sigma_x")]``. Default
+        :data:`DEFAULT_MOVES`. At most ``10**7`` split-merge proposals per chain.
     Z0 : array_like, optional
         Starting ``Z``; default a single feature owned by every row.
     alpha, sigma_x, sigma_a : float, optional
@@ -424,44 +729,21 @@ def run_chain(
         ``sigma_x=0.25, sigma_a=0.3``.
     beta : float, optional
         IBP concentration, > 0, held fixed.
-    update_alpha, update_sigma_a, update_sigma_x : bool, optional
-        Which hyperparameters to sample; the others stay fixed.
-    alpha_prior : (float, float), optional
-        Shape and rate of the Gamma prior on ``alpha``, each in ``[1e-100, 1e6]``;
-        the prior is truncated to the alphas a call accepts (module docstring).
-    thin, burn : int, optional
-        Keep ``Z`` every ``thin`` sweeps after the first ``burn``.
-    n_scale_steps : int, optional
-        Metropolis steps per sweep for each updated scale, at most 10000.
-        It must be >= 1 when ``update_sigma_a`` or
-        ``update_sigma_x`` is true: with no step the scale never moves, so
-        "updated" would be false and its acceptance rate 0/0. To hold the scales
-        fixed, pass ``update_sigma_a=False`` (and ``update_sigma_x=False``); then
-        0 is accepted.
-    progress : bool, optional
-        Show a tqdm progress bar.
-    moves : Move, str or list of them, optional
-        What one iteration does to ``Z``, in order: :class:`Move` objects
-        (:class:`GibbsSweep`, :class:`SequentialSplitMerge`, ``n_proposals=...``,
-        :class:`RandomSplitMerge`, :class:`SingletonUpdate`) or their names
-        (``"gibbs_sweep"``, ``"sequential_split_merge"``, ...; default settings).
-        Default ``[GibbsSweep()]``. At most ``10**7`` split-merge proposals per chain.
     discount : float, optional
         The three-parameter IBP's ``d`` in ``[0, 1)`` (default 0, the two-parameter
         IBP): every move then targets the three-parameter posterior, and ``alpha``'s
-        conjugate update uses that prior's ``H_N(beta, d)``. Its starting value if
-        updated (then in ``[1e-8, 1 - 1e-9]``; 0, the default, starts at the mean of
-        ``discount_prior``).
-    update_discount : bool, optional
-        Draw ``d`` after ``alpha`` by one slice step on its exact conditional given
-        ``Z`` (:func:`ibp_lab.inference.hyperposterior.discount_step`); the trace then records it.
-    discount_prior : (float, float), optional
-        ``(a, b)`` of the Beta prior on ``d`` (default uniform).
+        conjugate update uses that prior's ``H_N(beta, d)``. Its starting value when a
+        :class:`DiscountUpdate` moves it (then in ``[1e-8, 1 - 1e-9]``; 0, the default,
+        starts at the mean of that move's prior).
+    thin, burn : int, optional
+        Keep ``Z`` every ``thin`` iterations after the first ``burn``.
     pointwise : bool, optional
         Keep, for every kept draw, each row's :func:`pointwise_log_likelihood` in
         :attr:`ChainResult.pointwise_log_likelihood` (what ``az.loo`` reads;
         :func:`run_chains` asks for it by default). Its CPU time is left out of
         ``seconds``, which time the sampler alone.
+    progress : bool, optional
+        Show a tqdm progress bar.
 
     Returns
     -------
@@ -470,9 +752,10 @@ def run_chain(
     Raises
     ------
     ValueError
-        Besides bad arguments: when ``K+`` runs away in one iteration (more features than
-        ``max(N, 50)`` and than the prior's mean plus ten standard deviations), the mark
-        of data on another scale than ``sigma_x`` and ``sigma_a``; it names what to do.
+        Besides bad arguments: when ``K+`` runs away after the moves on ``Z`` (more
+        features than ``max(N, 50)`` and than the prior's mean plus ten standard
+        deviations), the mark of data on another scale than ``sigma_x`` and ``sigma_a``;
+        it names what to do.
 
     Warns
     -----
@@ -492,35 +775,38 @@ def run_chain(
     ['alpha', 'k_plus', 'log_joint', 'log_likelihood', 'sigma_a', 'sigma_x']
     >>> chain.trace.sizes["draw"], len(chain.samples), chain.sample_draws[:3]
     (50, 6, array([20, 25, 30]))
+
+    The same chain with its moves written out, and one that learns ``sigma_x`` too:
+
+    >>> same = run_chain(X, 50, np.random.default_rng(1), sigma_x=0.3, sigma_a=1.0,
+    ...                  burn=20, thin=5,
+    ...                  moves=[GibbsSweep(), AlphaUpdate(), ScaleUpdate("sigma_a")])
+    >>> bool((same.trace["k_plus"] == chain.trace["k_plus"]).all())
+    True
+    >>> both = run_chain(X, 50, np.random.default_rng(1), sigma_x=0.3, burn=20,
+    ...                  moves=[GibbsSweep(), AlphaUpdate(), ScaleUpdate("sigma_a", "sigma_x")])
+    >>> sorted(both.acceptance)
+    ['sigma_a', 'sigma_a_step', 'sigma_x', 'sigma_x_step']
     """
     X = check_data_matrix("X", X)
     n_sweeps = check_sweeps("n_sweeps", n_sweeps)
     rng = check_rng(rng)
     hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    update_alpha, update_sigma_a, update_sigma_x, progress = (
-        check_flag(name, value) for name, value in (
-            ("update_alpha", update_alpha), ("update_sigma_a", update_sigma_a),
-            ("update_sigma_x", update_sigma_x), ("progress", progress)))
-    pointwise = check_flag("pointwise", pointwise)
+    progress, pointwise = check_flag("progress", progress), check_flag("pointwise", pointwise)
     thin = check_count("thin", thin, minimum=1)
     burn = check_count("burn", burn, maximum=n_sweeps - 1)
-    n_scale_steps = check_count("n_scale_steps", n_scale_steps, maximum=_MAX_SCALE_STEPS)
-    if n_scale_steps == 0 and (update_sigma_a or update_sigma_x):
-        # zero steps would report a NaN (0/0) acceptance for a scale that never moved
-        raise ValueError(
-            "n_scale_steps must be >= 1 when update_sigma_a or update_sigma_x is True, got 0; "
-            "to hold the scales fixed pass update_sigma_a=False and update_sigma_x=False")
-    prior_shape, prior_rate = _check_alpha_prior(alpha_prior)
-    moves = (GibbsSweep(),) if moves is None else check_moves(moves, MOVES)
-    _check_proposal_budget(moves, n_sweeps)
+    moves = _check_chain_moves(moves, n_sweeps)
     N = X.shape[0]
     Z = np.ones((N, 1), np.int8) if Z0 is None else check_feature_matrix("Z0", Z0, n_rows=N)
-    discount_step = _DiscountStep(N, hyper, discount, update_discount, discount_prior)
-    hyper = dataclasses.replace(hyper, discount=discount_step.start)
+    discount_update = next((move for move in moves if isinstance(move, DiscountUpdate)), None)
+    hyper = dataclasses.replace(hyper, discount=_starting_discount(N, hyper, discount,
+                                                                   discount_update))
 
-    scales = _ScaleUpdates(X, update_sigma_a, update_sigma_x, n_scale_steps, burn)
-    record = _Record(n_sweeps, burn, thin, moves,
-                     with_discount=update_discount or hyper.discount > 0, X=X if pointwise else None)
+    chain = _Chain(X, burn)
+    stages = [stage if isinstance(stage, slice) else stage._start(chain) for stage in _plan(moves)]
+    record = _Record(n_sweeps, burn, thin, moves, with_discount=(discount_update is not None
+                                                                 or hyper.discount > 0),
+                     X=X if pointwise else None)
     mismatch = _scale_mismatch(X, hyper.sigma_x, hyper.sigma_a)
     if mismatch:  # every argument has passed its door: warn once, before any sweep
         warnings.warn(mismatch, ScaleWarning, stacklevel=_caller_level())
@@ -531,18 +817,38 @@ def run_chain(
         iterator = tqdm(iterator, desc="iterations")
     start = time.process_time()
     for t in iterator:
-        Z = record.apply_moves(t, X, Z, rng, hyper)
-        _refuse_runaway(t, Z.shape[1], N, discount_step.harmonic_and_alpha_upper(hyper)[0] * hyper.alpha,
-                        hyper)
-        if update_alpha:
-            h_n, alpha_max = discount_step.harmonic_and_alpha_upper(hyper)
-            alpha = _draw_alpha(rng, prior_shape + Z.shape[1], prior_rate + h_n, alpha_max)
-            hyper = dataclasses.replace(hyper, alpha=alpha)
-        hyper = discount_step(Z, hyper, rng)
-        hyper, log_lik = scales.update(t, Z, hyper, rng)
-        record.draw(t, Z, hyper, log_lik, discount_step.harmonic_and_alpha_upper(hyper)[0],
+        Z, hyper, log_lik = _iteration(t, stages, chain, record, X, Z, hyper, rng)
+        record.draw(t, Z, hyper, log_lik, chain.harmonic_and_alpha_upper(hyper)[0],
                     time.process_time() - start - record.excluded_seconds)
-    return record.result(Z, hyper, scales.acceptance())
+    acceptance = {}
+    for stage in stages:
+        acceptance.update(stage.acceptance() if hasattr(stage, "acceptance") else {})
+    return record.result(Z, hyper, acceptance)
+
+
+def _iteration(t: int, stages: list, chain: _Chain, record: _Record, X, Z, hyper, rng):
+    """One iteration's stages in turn: ``(Z, hyper, log p(X | Z, sigma_x, sigma_a))``.
+
+    ``K+`` is checked after each run of moves on ``Z``, before any hyperparameter move;
+    the log-likelihood a :class:`ScaleUpdate` computed is kept unless ``Z`` or the scales
+    change after it."""
+    log_lik = None
+    for stage in stages:
+        if isinstance(stage, slice):
+            Z = record.apply_moves(t, X, Z, rng, hyper, stage)
+            prior_mean = chain.harmonic_and_alpha_upper(hyper)[0] * hyper.alpha
+            _refuse_runaway(t, Z.shape[1], X.shape[0], prior_mean, hyper)
+            log_lik = None
+        else:
+            scales = hyper.sigma_x, hyper.sigma_a
+            hyper, computed = stage(t, Z, hyper, rng)
+            if computed is not None:
+                log_lik = computed
+            elif (hyper.sigma_x, hyper.sigma_a) != scales:
+                log_lik = None
+    if log_lik is None:
+        log_lik = chain.log_likelihood(Z, hyper)
+    return Z, hyper, log_lik
 
 
 def _caller_level() -> int:
@@ -572,134 +878,28 @@ def _refuse_runaway(t: int, k_plus: int, n_rows: int, prior_mean: float, hyper) 
             "sigma_x and sigma_a of the data's scale")
 
 
-class _DiscountStep:
-    """The discount in a chain: its starting value, the alpha update's constants, its step.
-
-    Held fixed (``update_discount=False``) ``d`` only changes the constants of the alpha
-    update, ``H_N(beta, d)`` and the largest alpha accepted; updated, it takes one slice
-    step on ``p(d | Z, alpha, beta)`` per iteration
-    (:func:`ibp_lab.inference.hyperposterior.discount_step`).
-    """
-
-    def __init__(self, n_rows: int, hyper: Hyperparameters, discount, update: bool,
-                 prior) -> None:
-        from ibp_lab.inference import hyperposterior  # imported on use, like every sibling module
-
-        self.n_rows, self.update = n_rows, check_flag("update_discount", update)
-        self.prior = check_positive_pair("discount_prior", prior)
-        if not self.update:
-            self.start = check_discount(n_rows, hyper.alpha, hyper.beta, discount)
-        elif check_positive("discount", discount, allow_zero=True, upper=None) == 0:
-            # d = 0 lies outside the Beta prior's support: start at the prior's mean
-            a, b = self.prior
-            self.start = check_discount_in_support(min(max(a / (a + b), MIN_DISCOUNT), MAX_DISCOUNT))
-        else:
-            self.start = check_discount_in_support(discount)
-        self._step = hyperposterior.discount_step
-        self._last_key, self._last = None, None
-
-    def harmonic_and_alpha_upper(self, hyper: Hyperparameters) -> tuple[float, float]:
-        """``H_N(beta, d)`` and the largest alpha whose prior expects at most
-        ``MAX_EXPECTED_FEATURES`` features (:func:`ibp_lab._hyper.alpha_upper` at d = 0).
-
-        Kept for the last ``(beta, d)``: a chain asks three times an iteration, and ``beta``
-        never changes (nor ``d`` unless it is updated)."""
-        key = (hyper.beta, hyper.discount)
-        if key != self._last_key:
-            self._last_key, self._last = key, self._harmonic_and_alpha_upper(hyper)
-        return self._last
-
-    def _harmonic_and_alpha_upper(self, hyper: Hyperparameters) -> tuple[float, float]:
-        if hyper.discount == 0.0:
-            return harmonic(self.n_rows, hyper.beta), alpha_upper(self.n_rows, hyper.beta)
-        h_n = stable_harmonic(self.n_rows, hyper.beta, hyper.discount)
-        return h_n, min(MAX_PARAMETER, MAX_EXPECTED_FEATURES / h_n)
-
-    def __call__(self, Z: np.ndarray, hyper: Hyperparameters, rng) -> Hyperparameters:
-        if not self.update:
-            return hyper
-        discount = self._step(Z, rng, discount=hyper.discount, alpha=hyper.alpha,
-                              beta=hyper.beta, discount_prior=self.prior)
-        return dataclasses.replace(hyper, discount=discount)
-
-
-class _ScaleUpdates:
-    """Log-scale random-walk Metropolis steps for ``sigma_a`` and ``sigma_x`` after each sweep.
-
-    Each updated scale takes ``n_steps`` steps per sweep (``sigma_a`` first), with a step
-    size that adapts towards 44% acceptance during the first ``burn`` sweeps only (so the
-    kernel is fixed while samples are kept); acceptance is counted after warm-up.
-    ``update`` returns the new hyperparameters and ``log p(X | Z, sigma_x, sigma_a)``.
-    """
-
-    def __init__(self, X, update_sigma_a: bool, update_sigma_x: bool, n_steps: int, burn: int):
-        self.X, self.n_steps, self.burn = X, n_steps, burn
-        self.sum_sq = float(np.sum(X * X))
-        self.data_scale = DataScale.of(X)
-        self.active = [name for name, on in (("sigma_a", update_sigma_a), ("sigma_x", update_sigma_x))
-                       if on]
-        self.log_steps = {name: math.log(0.1) for name in self.active}
-        self.accepted = {name: 0 for name in self.active}
-        self.tried = {name: 0 for name in self.active}
-
-    def update(self, t: int, Z: np.ndarray, hyper, rng):
-        Zf = Z.astype(np.float64)
-        stats = (Zf.T @ Zf, Zf.T @ self.X, self.sum_sq, *self.X.shape)  # computed once per sweep
-        scale = {"sigma_x": hyper.sigma_x, "sigma_a": hyper.sigma_a}
-        log_lik = _kernel.checked_loglik_from_stats(*stats, scale["sigma_x"], scale["sigma_a"])
-        for _ in range(self.n_steps):
-            for name in self.active:
-                def log_lik_at(value, name=name):
-                    trial = {**scale, name: value}
-                    # a proposal outside the sampler's accurate range has zero density
-                    if not scales_allowed(self.data_scale, trial["sigma_x"], trial["sigma_a"]):
-                        return -math.inf
-                    return _kernel.checked_loglik_from_stats(*stats, trial["sigma_x"], trial["sigma_a"])
-
-                scale[name], log_lik, ok = _metropolis_scale(
-                    rng, scale[name], math.exp(self.log_steps[name]), log_lik, log_lik_at)
-                self._adapt(t, name, ok)
-        return dataclasses.replace(hyper, sigma_x=scale["sigma_x"], sigma_a=scale["sigma_a"]), log_lik
-
-    def _adapt(self, t: int, name: str, ok: bool) -> None:
-        if t < self.burn:
-            # Robbins-Monro: diminishing adaptation towards 44% acceptance, warm-up only
-            self.log_steps[name] += (float(ok) - 0.44) / math.sqrt(t + 1.0)
-        else:
-            self.accepted[name] += ok
-            self.tried[name] += 1
-
-    def acceptance(self) -> dict:
-        """Acceptance rate after warm-up and final step size of each updated scale."""
-        # tried > 0: n_steps >= 1 for an updated scale (checked by run_chain) and burn < n_sweeps
-        out = {}
-        for name in self.active:
-            out[name] = self.accepted[name] / self.tried[name]
-            out[f"{name}_step"] = math.exp(self.log_steps[name])
-        return out
-
-
 class _Record:
     """What a chain keeps: the label-free trace, the kept ``Z``, CPU times and move stats."""
 
     NAMES = ("k_plus", "alpha", "sigma_x", "sigma_a", "log_likelihood", "log_joint")
 
-    def __init__(self, n_sweeps: int, burn: int, thin: int, moves: tuple[Move, ...], *,
+    def __init__(self, n_sweeps: int, burn: int, thin: int, moves: tuple, *,
                  with_discount: bool = False, X: np.ndarray | None = None):
-        self.burn, self.thin, self.moves = burn, thin, moves
+        self.burn, self.thin, self.all_moves = burn, thin, moves
+        self.moves = tuple(move for move in moves if isinstance(move, Move))  # the moves on Z
         # X when the pointwise log-likelihood is kept; its CPU time is not the sampler's
         self.X, self.pointwise, self.excluded_seconds = X, [], 0.0
-        self.keys = move_keys(moves)
+        self.keys = move_keys(self.moves)
         self.names = self.NAMES + (("discount",) if with_discount else ())
         self.values = {name: np.empty(n_sweeps) for name in self.names}
         self.samples, self.sample_draws = [], []
         self.seconds = np.empty(n_sweeps)
         self.accepted_moves = np.zeros(n_sweeps, np.int64)
-        self.move_stats = {key: [] for key, move in zip(self.keys, moves) if move.n_proposals}
+        self.move_stats = {key: [] for key, move in zip(self.keys, self.moves) if move.n_proposals}
 
-    def apply_moves(self, t: int, X, Z, rng, hyper):
-        """One iteration's moves in turn, keeping the split-merge stats."""
-        for key, move in zip(self.keys, self.moves):
+    def apply_moves(self, t: int, X, Z, rng, hyper, which: slice):
+        """The moves on ``Z`` of the slice ``which``, in turn, keeping the split-merge stats."""
+        for key, move in zip(self.keys[which], self.moves[which]):
             Z, stats = move(X, Z, rng, hyper)
             if key in self.move_stats:
                 self.move_stats[key].append(stats)
@@ -728,7 +928,8 @@ class _Record:
             coords=draws, attrs={"burn": self.burn, "thin": self.thin, "beta": hyper.beta})
         sample_stats = xr.Dataset({"seconds": ("draw", self.seconds),
                                    "accepted_moves": ("draw", self.accepted_moves)},
-                                  coords=draws, attrs={"moves": ", ".join(map(repr, self.moves))})
+                                  coords=draws,
+                                  attrs={"moves": ", ".join(map(repr, self.all_moves))})
         pointwise = (np.array(self.pointwise).reshape(len(self.samples), self.X.shape[0])
                      if self.X is not None else None)
         return ChainResult(trace, self.samples, np.array(self.sample_draws, dtype=np.int64), Z,
@@ -772,12 +973,11 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
         out of ``seconds``; ``False`` skips it.
     **options
         Passed to :func:`run_chain`, keyword-only: ``moves`` (what one
-        iteration does, default one Gibbs sweep; for example
-        ``moves=[GibbsSweep(), SequentialSplitMerge(n_proposals=10)]``),
-        ``alpha``, ``sigma_x``, ``sigma_a``, ``beta``, ``update_alpha``,
-        ``update_sigma_a``, ``update_sigma_x``, ``alpha_prior``, ``burn``,
-        ``thin``, ``n_scale_steps``, ``progress``, ``discount``, ``update_discount``,
-        ``discount_prior`` (defaults and the scale warning as there).
+        iteration does, default :data:`DEFAULT_MOVES`; for example
+        ``moves=[GibbsSweep(), SequentialSplitMerge(n_proposals=10), AlphaUpdate()]``;
+        every chain adapts its own step sizes), ``alpha``, ``sigma_x``, ``sigma_a``,
+        ``beta``, ``discount``, ``burn``, ``thin``, ``progress`` (defaults and the scale
+        warning as there).
 
     Returns
     -------
@@ -804,10 +1004,11 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
     {'chain': 2, 'draw': 30}
     >>> rhat = az.rhat(idata, var_names=["k_plus", "log_joint"])
 
-    With split-merge proposals after each sweep, at fixed hyperparameters:
+    With split-merge proposals after each sweep, at fixed hyperparameters (no move on
+    them):
 
     >>> idata, chains = run_chains(X, 2, 20, np.random.default_rng(1), sigma_x=0.3,
-    ...                            sigma_a=1.0, update_alpha=False, update_sigma_a=False,
+    ...                            sigma_a=1.0,
     ...                            moves=[GibbsSweep(), SequentialSplitMerge(n_proposals=5)])
     >>> stats = chains[0].move_stats["sequential_split_merge"]
     >>> stats["proposed_splits"] + stats["proposed_merges"] + stats["void"]

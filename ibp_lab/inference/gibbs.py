@@ -389,7 +389,7 @@ class GibbsSweep(Move):
     >>> from ibp_lab.inference.chains import run_chain
     >>> X = [[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]]
     >>> chain = run_chain(X, 5, np.random.default_rng(0), sigma_x=0.6, sigma_a=1.2,
-    ...                   update_alpha=False, update_sigma_a=False, moves=[GibbsSweep()])
+    ...                   moves=[GibbsSweep()])  # no hyperparameter move: all held fixed
     >>> int(chain.trace.sizes["draw"])
     5
     """

@@ -189,9 +189,7 @@ class GibbsIBP(TransformerMixin, BaseEstimator):
         idata, chains = run_chains(
             X, self.n_chains, self.n_sweeps, _chains_generator(self.rng), alpha=self.alpha,
             sigma_x=self.sigma_x, sigma_a=self.sigma_a, beta=self.beta,
-            update_alpha="alpha" in learn, update_sigma_x="sigma_x" in learn,
-            update_sigma_a="sigma_a" in learn, burn=self.burn, thin=self.thin,
-            n_scale_steps=3 if learn & {"sigma_x", "sigma_a"} else 0)
+            moves=_moves_learning(learn), burn=self.burn, thin=self.thin)
         draws = _kept_draws(chains)
         features, ownership, support = _supported_features(X, draws)
         self._X, self._draws = X, draws
@@ -287,6 +285,16 @@ def _chains_generator(rng) -> np.random.Generator:
 # --------------------------------------------------------------------------------------
 # Reading the draws
 # --------------------------------------------------------------------------------------
+
+
+def _moves_learning(learn: set) -> list:
+    """The chain's moves: a Gibbs sweep, then a move for each hyperparameter in ``learn``
+    (alpha's conjugate draw; the scales' Metropolis steps, ``sigma_a`` first)."""
+    from ibp_lab.inference.chains import AlphaUpdate, GibbsSweep, ScaleUpdate
+
+    moves = [GibbsSweep()] + ([AlphaUpdate()] if "alpha" in learn else [])
+    scales = [name for name in ("sigma_a", "sigma_x") if name in learn]
+    return moves + ([ScaleUpdate(*scales)] if scales else [])
 
 
 def _kept_draws(chains) -> list[dict]:

@@ -95,8 +95,9 @@ def warm() -> float:
     for move in (random_split_merge, sequential_split_merge):
         move(X, Z, hyper["alpha"], hyper["sigma_x"], hyper["sigma_a"], rng, 2)
     singleton_update(X, Z, hyper["alpha"], hyper["sigma_x"], hyper["sigma_a"], rng)
-    chains.run_chains(X, 1, 2, rng, **hyper, update_sigma_x=True,
-                      moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2)])
+    chains.run_chains(X, 1, 2, rng, **hyper,
+                      moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2),
+                             chains.AlphaUpdate(), chains.ScaleUpdate("sigma_a", "sigma_x")])
     tempering.run_tempered(X, 2, rng, **hyper, n_temperatures=2)
     uncollapsed.run_uncollapsed(X, 2, rng, **hyper)  # the compiled Gaussian births
     for births in ("prior", "data"):  # the compiled noisy-OR births, binary data

@@ -382,13 +382,13 @@ def _training_digits() -> np.ndarray:
 @lru_cache(maxsize=64)
 def _sigma_alpha_chain(sigma_x: float, alpha: float, n_sweeps: int, seed: int) -> SigmaAlphaRun:
     # Imported here: the sampler and the digits are only needed by this explorer.
-    from ibp_lab.inference.chains import run_chain
+    from ibp_lab.inference.chains import GibbsSweep, ScaleUpdate, run_chain
     from ibp_lab.datasets import DIGIT_SHAPE
     from ibp_lab.models.linear_gaussian import feature_posterior
 
     X = _training_digits()
     chain = run_chain(X, n_sweeps, np.random.default_rng(seed), sigma_x=sigma_x, sigma_a=0.3,
-                      alpha=alpha, update_alpha=False)
+                      alpha=alpha, moves=[GibbsSweep(), ScaleUpdate("sigma_a")])
     images, _ = feature_posterior(X, chain.Z, sigma_x, chain.sigma_a)
     owners = chain.Z.sum(axis=0)
     order = np.argsort(-owners, kind="stable")

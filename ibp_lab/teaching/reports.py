@@ -163,8 +163,7 @@ def summarize_run(chains, *, warmup_fraction: float = 0.5) -> dict:
     >>> from ibp_lab.inference import chains as ch
     >>> X = np.random.default_rng(0).normal(size=(6, 2))
     >>> _, run = ch.run_chains(X, 2, 20, np.random.default_rng(1), Z0=np.ones((6, 1)),
-    ...                        alpha=1.0, sigma_x=0.5, sigma_a=1.0, update_alpha=False,
-    ...                        update_sigma_a=False,
+    ...                        alpha=1.0, sigma_x=0.5, sigma_a=1.0,
     ...                        moves=[ch.GibbsSweep(), ch.SequentialSplitMerge(n_proposals=2)])
     >>> summary = summarize_run(run)
     >>> summary["iterations"], bool(summary["R-hat K+"] > 0)

@@ -21,7 +21,8 @@ from tests.exactness import assert_leaves_posterior_invariant
 from tests.seeds import stat_rng
 
 X3 = np.array([[1.2, -0.3], [1.0, 0.1], [-0.4, 0.8]])
-FIXED = dict(update_alpha=False, update_sigma_a=False)
+#: A chain at fixed hyperparameters: one Gibbs sweep, no move on the hyperparameters.
+FIXED = dict(moves=[chains.GibbsSweep()])
 
 
 def data(n=12, d=3, seed=0):
@@ -36,7 +37,7 @@ def data(n=12, d=3, seed=0):
 def test_runner_draws_what_a_hand_written_loop_draws(move_class, move_function):
     X, starts = data()
     hyper = dict(alpha=1.5, sigma_x=0.5, sigma_a=1.0, beta=1.2)
-    _, runs = chains.run_chains(X, 2, 10, np.random.default_rng(1), Z0=starts, **FIXED, **hyper,
+    _, runs = chains.run_chains(X, 2, 10, np.random.default_rng(1), Z0=starts, **hyper,
                                 moves=[chains.GibbsSweep(), move_class(n_proposals=3)])
     for child, start, run in zip(np.random.default_rng(1).spawn(2), starts, runs):
         Z = start.astype(np.int8)
@@ -58,7 +59,7 @@ def test_runner_records_the_log_joint_seconds_and_acceptances_of_its_states():
     X, starts = data()
     idata, runs = chains.run_chains(
         X, 2, 15, np.random.default_rng(1), Z0=starts, alpha=1.5, sigma_x=0.5, sigma_a=1.0,
-        beta=1.2, **FIXED, burn=5, moves=["gibbs_sweep", chains.SequentialSplitMerge(n_proposals=4)])
+        beta=1.2, burn=5, moves=["gibbs_sweep", chains.SequentialSplitMerge(n_proposals=4)])
     assert dict(idata.posterior.sizes) == {"chain": 2, "draw": 10}
     assert dict(idata.warmup_sample_stats.sizes) == {"chain": 2, "draw": 5}
     for run in runs:
@@ -83,22 +84,26 @@ def test_runner_records_the_log_joint_seconds_and_acceptances_of_its_states():
             np.median(combined["log_ratio"][chosen]))
     _, again = chains.run_chains(
         X, 2, 15, np.random.default_rng(1), Z0=starts, alpha=1.5, sigma_x=0.5, sigma_a=1.0,
-        beta=1.2, **FIXED, burn=5, moves=["gibbs_sweep", chains.SequentialSplitMerge(n_proposals=4)])
+        beta=1.2, burn=5, moves=["gibbs_sweep", chains.SequentialSplitMerge(n_proposals=4)])
     assert all(a.trace.identical(b.trace) for a, b in zip(runs, again))
 
 
-def test_default_moves_are_one_gibbs_sweep():
+def test_default_moves_are_a_gibbs_sweep_then_alpha_then_sigma_a():
     X, starts = data()
     by_default = chains.run_chain(X, 8, np.random.default_rng(3), Z0=starts[1], sigma_x=0.5)
-    explicit = chains.run_chain(X, 8, np.random.default_rng(3), Z0=starts[1], sigma_x=0.5,
-                                moves=[chains.GibbsSweep()])
-    assert by_default.trace.identical(explicit.trace)
+    for moves in ([chains.GibbsSweep(), chains.AlphaUpdate(), chains.ScaleUpdate("sigma_a")],
+                  ["gibbs_sweep", chains.AlphaUpdate(prior=(1.0, 1.0)),
+                   chains.ScaleUpdate("sigma_a", n_steps=3)], chains.DEFAULT_MOVES):
+        explicit = chains.run_chain(X, 8, np.random.default_rng(3), Z0=starts[1], sigma_x=0.5,
+                                    moves=moves)
+        assert by_default.trace.identical(explicit.trace)
+        assert by_default.acceptance == explicit.acceptance
     assert by_default.move_stats == {}
 
 
 def test_repeated_moves_get_numbered_keys():
     X, starts = data()
-    run = chains.run_chain(X, 3, np.random.default_rng(3), sigma_x=0.5, **FIXED,
+    run = chains.run_chain(X, 3, np.random.default_rng(3), sigma_x=0.5,
                            moves=["gibbs_sweep", "random_split_merge", "random_split_merge"])
     assert sorted(run.move_stats) == ["random_split_merge_1", "random_split_merge_2"]
 
@@ -143,7 +148,7 @@ def test_run_chains_at_fixed_hyperparameters_leaves_the_exact_posterior_invarian
     alpha, sigma_x, sigma_a, beta, n_steps, burn = 1.3, 0.6, 1.2, 1.0, 30_000, 100
     _, runs = chains.run_chains(X3, 1, n_steps + burn, stat_rng(23), Z0=np.ones((3, 1)),
                                 alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, beta=beta,
-                                **FIXED, moves=moves)
+                                moves=moves)
     states = iter(runs[0].samples)
     assert_leaves_posterior_invariant(lambda Z: next(states), X3, alpha, sigma_x, sigma_a,
                                       beta=beta, n_steps=n_steps, burn=burn, k_max=12,
@@ -215,9 +220,9 @@ def test_run_chain_warns_before_any_sweep_when_the_scale_is_far_off():
     X = np.random.default_rng(0).normal(size=(20, 3))
     with pytest.warns(chains.ScaleWarning, match=r"column 1 has mean square .* standardise X"):
         chains.run_chain(X * np.array([1.0, 10.0, 1.0]), 1, np.random.default_rng(0), **FIXED,
-                         sigma_x=1.0, sigma_a=1.0, n_scale_steps=0)
+                         sigma_x=1.0, sigma_a=1.0)
     with pytest.warns(chains.ScaleWarning, match="read X as noise"):
-        chains.run_chain(X / 100.0, 1, np.random.default_rng(0), **FIXED, n_scale_steps=0)
+        chains.run_chain(X / 100.0, 1, np.random.default_rng(0), **FIXED)
     import warnings
 
     with warnings.catch_warnings():
@@ -270,17 +275,21 @@ def test_compiled_class_prior_equals_log_prior(beta, discount):
         assert compiled == pytest.approx(expected, rel=1e-10, abs=1e-10), Z
 
 
+LEARN = [chains.AlphaUpdate(), chains.ScaleUpdate("sigma_a", "sigma_x")]
+
+
 @pytest.mark.parametrize("options", [
-    dict(),
-    dict(discount=0.3),
-    dict(discount=0.2, update_discount=True),
-    dict(moves=["gibbs_sweep", "random_split_merge"], beta=1.7),
+    dict(moves=["gibbs_sweep", *LEARN]),
+    dict(discount=0.3, moves=["gibbs_sweep", *LEARN]),
+    dict(discount=0.2, moves=["gibbs_sweep", chains.AlphaUpdate(), chains.DiscountUpdate(),
+                              chains.ScaleUpdate("sigma_a", "sigma_x")]),
+    dict(moves=["gibbs_sweep", "random_split_merge", *LEARN], beta=1.7),
 ])
 def test_recorded_log_joint_is_log_likelihood_plus_log_prior_at_every_draw(options):
     """Every draw's log_joint against collapsed_loglik + log_prior of its kept state."""
     X, starts = data(n=10, seed=3)
     run = chains.run_chain(X, 12, np.random.default_rng(5), Z0=starts[1], sigma_x=0.5,
-                           update_sigma_x=True, **options)
+                           **options)
     trace = run.trace
     discounts = trace["discount"].values if "discount" in trace else np.zeros(12)
     for draw, Z in zip(run.sample_draws, run.samples):
@@ -290,3 +299,104 @@ def test_recorded_log_joint_is_log_likelihood_plus_log_prior_at_every_draw(optio
                           discount=float(discounts[draw]))
         assert float(t.log_likelihood) == pytest.approx(log_lik, rel=1e-10)
         assert float(t.log_joint) == pytest.approx(log_lik + prior, rel=1e-10)
+
+
+# --------------------------------------------------------------------------------------
+# Issue 49: the hyperparameter updates as moves (their draws: test_saved_draws.py)
+# --------------------------------------------------------------------------------------
+
+
+def test_hyperparameter_moves_follow_their_order_in_the_list():
+    """The moves apply in the order listed: sigma_a's and sigma_x's steps interleaved by one
+    ScaleUpdate, one after the other by two (another kernel, other draws), and a
+    hyperparameter move before the sweep is legal too."""
+    X, starts = data(seed=4)
+    runs = {name: chains.run_chain(X, 12, np.random.default_rng(8), Z0=starts[1], sigma_x=0.5,
+                                   burn=4, moves=moves)
+            for name, moves in {
+                "one": ["gibbs_sweep", chains.ScaleUpdate("sigma_a", "sigma_x", n_steps=2)],
+                "two": ["gibbs_sweep", chains.ScaleUpdate("sigma_a", n_steps=2),
+                        chains.ScaleUpdate("sigma_x", n_steps=2)],
+                "first": [chains.AlphaUpdate(), "gibbs_sweep"]}.items()}
+    assert not np.array_equal(runs["one"].trace["sigma_x"], runs["two"].trace["sigma_x"])
+    for run in runs.values():
+        for draw, Z in zip(run.sample_draws, run.samples):
+            t = run.trace.sel(draw=draw)
+            assert float(t.log_likelihood) == pytest.approx(
+                collapsed_loglik(X, Z, float(t.sigma_x), float(t.sigma_a)), rel=1e-10)
+    assert sorted(runs["two"].acceptance) == ["sigma_a", "sigma_a_step", "sigma_x",
+                                              "sigma_x_step"]
+    assert runs["first"].acceptance == {} and runs["first"].sigma_a == 1.0
+
+
+def test_a_move_list_shared_by_chains_gives_each_chain_fresh_step_sizes():
+    """run_chains passes one list to every chain: each adapts its own step sizes, as if it
+    had been given new objects, and the objects keep no state of any chain."""
+    X, starts = data(seed=5)
+    shared = [chains.GibbsSweep(), chains.AlphaUpdate(), chains.ScaleUpdate("sigma_a", "sigma_x")]
+    before = {name: dict(vars(move)) for name, move in zip("gas", shared)}
+    _, runs = chains.run_chains(X, 3, 15, np.random.default_rng(6), sigma_x=0.5, burn=8,
+                                moves=shared)
+    assert {name: dict(vars(move)) for name, move in zip("gas", shared)} == before
+    for child, run in zip(np.random.default_rng(6).spawn(3), runs):
+        alone = chains.run_chain(X, 15, child, sigma_x=0.5, burn=8, moves=[
+            chains.GibbsSweep(), chains.AlphaUpdate(), chains.ScaleUpdate("sigma_a", "sigma_x")])
+        assert alone.trace.identical(run.trace)
+        assert alone.acceptance == run.acceptance
+    assert runs[0].acceptance != runs[1].acceptance  # each chain's own adaptation
+
+
+@pytest.mark.parametrize("make, error, message", [
+    (lambda: chains.AlphaUpdate(prior=(1.0,)), ValueError, r"^prior must be a \(shape, rate\) pair"),
+    (lambda: chains.AlphaUpdate(prior=(1.0, -1.0)), ValueError, r"^prior\[1\] \(rate\) must be > 0"),
+    (lambda: chains.AlphaUpdate(prior="ab"), ValueError, "^prior must be a"),
+    (lambda: chains.DiscountUpdate(prior=(0.0, 1.0)), ValueError, r"^prior\[0\] must be > 0"),
+    (lambda: chains.DiscountUpdate(prior=None), ValueError, "^prior must be a pair"),
+    (lambda: chains.ScaleUpdate(), ValueError, "^names must hold 'sigma_a', 'sigma_x' or both"),
+    (lambda: chains.ScaleUpdate("sigma_b"), ValueError,
+     r"^names\[0\] must be 'sigma_a' or 'sigma_x', got 'sigma_b'"),
+    (lambda: chains.ScaleUpdate("sigma_a", 3), ValueError, r"^names\[1\] must be"),
+    (lambda: chains.ScaleUpdate("sigma_a", "sigma_a"), ValueError, "^names must not repeat"),
+    (lambda: chains.ScaleUpdate("sigma_a", n_steps=0), ValueError, "^n_steps must be an integer >= 1"),
+    (lambda: chains.ScaleUpdate("sigma_a", n_steps=10_001), ValueError,
+     "^n_steps must be an integer <= 10000"),
+    (lambda: chains.ScaleUpdate("sigma_a", n_steps=2.5), TypeError, "^n_steps must be an integer"),
+])
+def test_hyperparameter_moves_refuse_bad_settings_when_made(make, error, message):
+    with pytest.raises(error, match=message):
+        make()
+
+
+@pytest.mark.parametrize("moves, message", [
+    ([chains.GibbsSweep(), chains.AlphaUpdate(), chains.AlphaUpdate(prior=(2.0, 1.0))],
+     r"^moves update alpha twice \(AlphaUpdate\(prior=\(1.0, 1.0\)\) and AlphaUpdate"),
+    ([chains.GibbsSweep(), chains.ScaleUpdate("sigma_a"), chains.ScaleUpdate("sigma_x", "sigma_a")],
+     "^moves update sigma_a twice"),
+    ([chains.GibbsSweep(), chains.DiscountUpdate(), chains.DiscountUpdate()],
+     "^moves update discount twice"),
+    ([chains.AlphaUpdate(), chains.ScaleUpdate("sigma_a")], "^moves must include a move on Z"),
+    (chains.AlphaUpdate(), "^moves must include a move on Z"),
+])
+def test_run_chain_refuses_move_lists_that_make_no_sense_before_any_sweep(moves, message):
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    with pytest.raises(ValueError, match=message):
+        chains.run_chain(X3, 5, rng, moves=moves)
+    assert rng.bit_generator.state == state  # refused at the door: no draw taken
+
+
+def test_the_runners_at_fixed_hyperparameters_refuse_hyperparameter_moves():
+    from ibp_lab.inference import smc, tempering
+
+    hyper = dict(alpha=1.3, sigma_x=0.6, sigma_a=1.2)
+    message = (r"^moves\[1\] is ScaleUpdate\('sigma_a', n_steps=3\), a move on the "
+               r"hyperparameters: only run_chain takes those")
+    moves = [chains.GibbsSweep(), chains.ScaleUpdate("sigma_a")]
+    with pytest.raises(TypeError, match=message):
+        tempering.run_tempered(X3, 5, np.random.default_rng(0), **hyper, n_temperatures=2,
+                               moves=moves)
+    with pytest.raises(TypeError, match=message):
+        smc.run_smc(X3, 5, np.random.default_rng(0), **hyper, n_temperatures=3, moves=moves)
+    with pytest.raises(TypeError, match=r"^moves\[0\] is AlphaUpdate"):
+        smc.run_smc(X3, 5, np.random.default_rng(0), **hyper, n_temperatures=3,
+                    moves=chains.AlphaUpdate())

@@ -21,7 +21,8 @@ from scipy.special import gammaln, logsumexp
 
 from ibp_lab import _kernel
 from ibp_lab.inference import exact, gibbs
-from ibp_lab.inference.chains import run_chain, run_chains
+from ibp_lab.inference.chains import (AlphaUpdate, GibbsSweep, ScaleUpdate, run_chain,
+                                      run_chains)
 from ibp_lab._hyper import MIN_NOISE_RATIO, stable_harmonic
 from ibp_lab.models.linear_gaussian import collapsed_loglik
 from ibp_lab.models.prior import expected_num_features, log_prior
@@ -556,16 +557,17 @@ def assert_k_plus_matches(k_plus, p_k, n_means):
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.slow  # measured over 8 s in all (make test only; see README)
 def test_alpha_and_sigma_a_updates_match_exact_marginals():
-    """Conjugate alpha update (beta = 2, so H is not the harmonic number) and the sigma_a walk.
+    """Conjugate alpha update (beta = 2, so H is not the harmonic number) and the sigma_a walk:
+    the moves AlphaUpdate and ScaleUpdate("sigma_a") after a Gibbs sweep.
 
     False alarm <= 1e-3: 12 K+ bins (exact binomial tails, chain ESS) and two means
     (CLT, 6.8e-6 each), Bonferroni.
     """
-    options = dict(alpha_prior=(2.0, 4.0), sigma_x=0.6, beta=2.0)
-    p_k, mean_alpha, mean_sigma_a = exact_marginals(X3, scale="sigma_a", **options)
-    chain = run_chain(X3, 60_000, stat_rng(8), sigma_a=1.0, burn=2_000,
-                            update_alpha=True, update_sigma_a=True, update_sigma_x=False,
-                            **options)
+    options = dict(sigma_x=0.6, beta=2.0)
+    p_k, mean_alpha, mean_sigma_a = exact_marginals(X3, scale="sigma_a", alpha_prior=(2.0, 4.0),
+                                                    **options)
+    chain = run_chain(X3, 60_000, stat_rng(8), sigma_a=1.0, burn=2_000, **options, moves=[
+        GibbsSweep(), AlphaUpdate(prior=(2.0, 4.0)), ScaleUpdate("sigma_a")])
     post = chain.posterior_trace
     assert_k_plus_matches(post.k_plus.values, p_k, n_means=2)
     assert_mean_matches(post.alpha, mean_alpha)
@@ -588,8 +590,8 @@ def test_alpha_update_under_a_discount_matches_the_exact_marginal():
     w = np.exp(lw - logsumexp(lw))
     p_k = np.bincount(K, weights=w, minlength=11)
     chain = run_chain(X3, 40_000, stat_rng(9), alpha=1.0, sigma_x=sigma_x, sigma_a=sigma_a,
-                      beta=beta, discount=d, alpha_prior=(a, b), burn=1_000,
-                      update_sigma_a=False, n_scale_steps=0)
+                      beta=beta, discount=d, burn=1_000,
+                      moves=[GibbsSweep(), AlphaUpdate(prior=(a, b))])
     trace = chain.posterior_trace
     assert (trace.discount == d).all()
     assert_k_plus_matches(trace.k_plus.values, p_k, n_means=1)
@@ -603,8 +605,7 @@ def test_sigma_x_update_matches_exact_marginal():
     options = dict(alpha=1.3, sigma_a=1.2, beta=1.0)
     p_k, _, mean_sigma_x = exact_marginals(X3, scale="sigma_x", **options)
     chain = run_chain(X3, 50_000, stat_rng(9), sigma_x=0.5, burn=2_000,
-                            update_alpha=False, update_sigma_a=False, update_sigma_x=True,
-                            **options)
+                      moves=[GibbsSweep(), ScaleUpdate("sigma_x")], **options)
     post = chain.posterior_trace
     assert_k_plus_matches(post.k_plus.values, p_k, n_means=1)
     assert_mean_matches(post.sigma_x, mean_sigma_x)
@@ -619,7 +620,8 @@ def test_sigma_x_update_matches_exact_marginal():
 def test_run_chain_records_consistent_traces():
     X = np.random.default_rng(0).normal(size=(15, 4))
     chain = run_chain(X, 40, np.random.default_rng(1), sigma_x=0.5, sigma_a=1.0, beta=1.5,
-                            update_sigma_x=True, burn=10, thin=3)
+                      moves=[GibbsSweep(), AlphaUpdate(), ScaleUpdate("sigma_a", "sigma_x")],
+                      burn=10, thin=3)
     trace = chain.trace
     assert trace.sizes["draw"] == 40 and trace.attrs["burn"] == 10
     np.testing.assert_array_equal(chain.sample_draws, np.arange(10, 40, 3))
@@ -638,7 +640,7 @@ def test_run_chain_records_consistent_traces():
 
 def test_run_chain_with_everything_fixed_keeps_the_hyperparameters():
     chain = run_chain(X3, 20, np.random.default_rng(1), alpha=0.8, sigma_x=0.6, sigma_a=1.2,
-                            update_alpha=False, update_sigma_a=False)
+                      moves=[GibbsSweep()])
     assert (chain.trace.alpha == 0.8).all() and (chain.trace.sigma_a == 1.2).all()
     assert chain.acceptance == {}
 
@@ -693,10 +695,10 @@ Z3 = np.ones((3, 1))
         (lambda: run_chain(X3, 0, RNG), ValueError, "n_sweeps must be an integer >= 1"),
         (lambda: run_chain(X3, 10, RNG, thin=0), ValueError, "thin must be an integer >= 1"),
         (lambda: run_chain(X3, 10, RNG, burn=10), ValueError, "burn must be an integer <= 9"),
-        (lambda: run_chain(X3, 10, RNG, alpha_prior=(1.0,)), ValueError,
-         "alpha_prior must be a"),
-        (lambda: run_chain(X3, 10, RNG, alpha_prior=(1.0, -1.0)), ValueError,
-         r"alpha_prior\[1\] \(rate\) must be > 0"),
+        (lambda: run_chain(X3, 10, RNG, moves=[GibbsSweep(), AlphaUpdate(prior=(1.0,))]),
+         ValueError, "prior must be a"),
+        (lambda: run_chain(X3, 10, RNG, moves=[GibbsSweep(), AlphaUpdate(prior=(1.0, -1.0))]),
+         ValueError, r"prior\[1\] \(rate\) must be > 0"),
         (lambda: run_chain(X3, 10, RNG, Z0=np.ones((2, 1))), ValueError,
          "Z0 must have 3 rows"),
         (lambda: run_chain(X3, 10, RNG, sigma_a=-1.0), ValueError, "sigma_a must be > 0"),

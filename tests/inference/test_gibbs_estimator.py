@@ -28,8 +28,8 @@ def test_fit_runs_the_chain_runner_and_keeps_its_draws():
     X, _, _ = planted()
     model = GibbsIBP(sigma_x=0.3, learn=("alpha",), rng=3, **SMALL).fit(X)
     parent = np.random.default_rng(np.random.default_rng(3).integers(2**63, size=4))
-    _, runs = chains.run_chains(X, 2, 60, parent, sigma_x=0.3, sigma_a=1.0,
-                                burn=30, thin=3, update_sigma_a=False, n_scale_steps=0)
+    _, runs = chains.run_chains(X, 2, 60, parent, sigma_x=0.3, sigma_a=1.0, burn=30, thin=3,
+                                moves=[chains.GibbsSweep(), chains.AlphaUpdate()])
     for mine, theirs in zip(model.chains_, runs):
         assert mine.trace.identical(theirs.trace)
     assert dict(model.inference_data_.log_likelihood.sizes) == {"chain": 2, "draw": 10, "row": 60}

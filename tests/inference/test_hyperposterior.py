@@ -15,7 +15,7 @@ from scipy import integrate, stats
 from scipy.special import logsumexp
 
 from ibp_lab.inference import exact
-from ibp_lab.inference.chains import run_chain
+from ibp_lab.inference.chains import DiscountUpdate, GibbsSweep, run_chain
 from ibp_lab.inference import hyperposterior as hp
 from ibp_lab._hyper import stable_harmonic
 from ibp_lab.models.prior import log_prior, sample_ibp
@@ -127,8 +127,8 @@ def test_sampler_targets_the_joint_posterior_of_beta_and_discount():
 @pytest.mark.statistical(rate=1e-3)
 @pytest.mark.slow  # measured 14 s (make test only; see README)
 def test_gibbs_with_discount_steps_matches_enumeration_of_the_discount():
-    """Latent Z: the discounted Gibbs sweep alternated with discount_step (run_chain with
-    update_discount) targets
+    """Latent Z: the discounted Gibbs sweep alternated with discount_step (run_chain's moves
+    GibbsSweep and DiscountUpdate) targets
     p(Z, d | X); its marginal of d must be p(d | X), proportional to the Beta prior times
     the evidence, enumerated at every quadrature node (exact.log_evidence). Five bins,
     Bonferroni, false alarm <= 1e-3; the enumeration's tail is below 1e-4."""
@@ -145,8 +145,8 @@ def test_gibbs_with_discount_steps_matches_enumeration_of_the_discount():
     p = _binned(log_density, BIN_EDGES, n_nodes=8)
     # the chain runner composes them: one sweep, then one discount step, per iteration
     chain = run_chain(X, 30_000, stat_rng(44), alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a,
-                      beta=beta, discount=0.5, update_discount=True, discount_prior=prior,
-                      update_alpha=False, update_sigma_a=False, n_scale_steps=0)
+                      beta=beta, discount=0.5,
+                      moves=[GibbsSweep(), DiscountUpdate(prior=prior)])
     draws = chain.trace["discount"].values
     assert_chain_frequencies(np.digitize(draws, BIN_EDGES[1:-1]), p, what="discount bins")
 

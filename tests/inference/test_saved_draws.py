@@ -1,12 +1,17 @@
 """Seeded runs of the chain runner, replica exchange and SMC against outputs saved before
 they took moves (issue 49) and before run_chain recorded its log prior through the
-compiled class prior (issue 54): the default moves must give the same draws, bit for bit.
+compiled class prior (issue 54), and before the hyperparameter updates became moves (issue
+49): the default moves must give the same draws, bit for bit, and a chain's moves on the
+hyperparameters the draws of the keywords they replaced (``update_alpha``, ``alpha_prior``,
+``update_sigma_a``, ``update_sigma_x``, ``n_scale_steps``, ``update_discount``,
+``discount_prior``: each entry's comment names the old call).
 
 The integers (every ``K+`` of every trace, every state of ``Z``, resampling steps,
 restarts) are compared exactly, through a SHA-256 digest; the floats that the draws
 determine (final hyperparameters, log evidence, the tuned ladder) to a relative 1e-12,
 which allows another BLAS's rounding but no different draw. The digests were computed
-with the code of commit 8639063 (``DIGESTS`` below).
+with the code of commit 8639063 (``DIGESTS`` below), the last four chains' with that of
+commit e81f696, the last before the moves on the hyperparameters.
 """
 
 from __future__ import annotations
@@ -40,13 +45,33 @@ def digest(*arrays) -> str:
 
 
 CHAINS = {
-    "alpha, sigma_a, sigma_x": dict(sigma_x=0.3, update_sigma_x=True, beta=1.7,
-                                    alpha_prior=(2.0, 0.5)),
-    "discount learned": dict(sigma_x=0.3, discount=0.2, update_discount=True, burn=5),
+    # update_sigma_x=True, beta=1.7, alpha_prior=(2.0, 0.5)
+    "alpha, sigma_a, sigma_x": dict(sigma_x=0.3, beta=1.7, moves=[
+        chains.GibbsSweep(), chains.AlphaUpdate(prior=(2.0, 0.5)),
+        chains.ScaleUpdate("sigma_a", "sigma_x")]),
+    # discount=0.2, update_discount=True, burn=5
+    "discount learned": dict(sigma_x=0.3, discount=0.2, burn=5, moves=[
+        chains.GibbsSweep(), chains.AlphaUpdate(), chains.DiscountUpdate(),
+        chains.ScaleUpdate("sigma_a")]),
+    # pointwise=True, moves=[GibbsSweep(), SequentialSplitMerge(n_proposals=3)]
     "gibbs + sequential": dict(sigma_x=0.3, pointwise=True, moves=[
-        chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=3)]),
-    "singletons + random": dict(sigma_x=0.3, update_alpha=False, moves=[
-        chains.SingletonUpdate(), chains.RandomSplitMerge(n_proposals=3)]),
+        chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=3), chains.AlphaUpdate(),
+        chains.ScaleUpdate("sigma_a")]),
+    # update_alpha=False, moves=[SingletonUpdate(), RandomSplitMerge(n_proposals=3)]
+    "singletons + random": dict(sigma_x=0.3, moves=[
+        chains.SingletonUpdate(), chains.RandomSplitMerge(n_proposals=3),
+        chains.ScaleUpdate("sigma_a")]),
+    # update_sigma_a=False, update_sigma_x=True, n_scale_steps=1, burn=10
+    "sigma_x alone, one step": dict(sigma_x=0.3, burn=10, moves=[
+        chains.GibbsSweep(), chains.AlphaUpdate(), chains.ScaleUpdate("sigma_x", n_steps=1)]),
+    # update_alpha=False, update_discount=True, discount_prior=(2.0, 3.0)
+    "discount learned from its prior's mean, alpha fixed": dict(sigma_x=0.3, moves=[
+        chains.GibbsSweep(), chains.DiscountUpdate(prior=(2.0, 3.0)),
+        chains.ScaleUpdate("sigma_a")]),
+    # update_alpha=False, update_sigma_a=False
+    "fixed hyperparameters": dict(sigma_x=0.3, moves=[chains.GibbsSweep()]),
+    # no moves= nor updates: the defaults
+    "defaults": dict(sigma_x=0.3),
 }
 
 
@@ -94,6 +119,15 @@ DIGESTS = {
         "4b9b558cfd591269", [2.3525156352838743, 1.1464895038482392, 0.3, 116.13411319658417]),
     "chain singletons + random": (
         "445b174291f5dbb5", [1.0, 1.294633958370903, 0.3, 40.0]),
+    # from commit e81f696
+    "chain sigma_x alone, one step": (
+        "00aa0e7425a01083", [1.7665582602201266, 1.0, 0.2736426150768236, 126.23823158639794]),
+    "chain discount learned from its prior's mean, alpha fixed": (
+        "055f712fb1e5ca6f", [1.0, 1.0179025136959017, 0.3, 40.0]),
+    "chain fixed hyperparameters": (
+        "26436b703884a568", [1.0, 1.0, 0.3, 40.0]),
+    "chain defaults": (
+        "ea46eddd7e2a0b58", [3.2560175662749704, 1.0950089395605556, 0.3, 129.2401321562641]),
     "tempered tiny, deo": (
         "0b926eb40bcb2d53", [1.0, 0.6424228237463757, 0.275376478740025, 0.01, 0.8, 0.85, 0.88]),
     "tempered simulated, seo, two workers": (

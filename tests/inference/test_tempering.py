@@ -218,7 +218,7 @@ def test_tempered_chains_are_laid_out_like_run_chains():
     idata, runs = run_tempered_chains(X3, 2, 120, np.random.default_rng(3), Z0=starts,
                                       **HYPER, n_temperatures=3, burn=20)
     plain, _ = run_chains(X3, 2, 120, np.random.default_rng(3), Z0=starts, burn=20,
-                          update_alpha=False, update_sigma_a=False, **HYPER)
+                          moves=["gibbs_sweep"], **HYPER)
     assert dict(idata.posterior.sizes) == dict(plain.posterior.sizes)
     assert set(idata.posterior.data_vars) <= set(plain.posterior.data_vars)
     assert "seconds" in idata.sample_stats

@@ -67,14 +67,14 @@ def test_recursion_step_splits_the_next_row_of_marginals():
 
 
 def test_sigma_alpha_chain_is_the_chain_runners_chain():
-    from ibp_lab.inference.chains import run_chain
+    from ibp_lab.inference.chains import GibbsSweep, ScaleUpdate, run_chain
     from ibp_lab.datasets import load_digit_sets
     from ibp_lab.models.linear_gaussian import feature_posterior
 
     run = explorers.sigma_alpha_chain(sigma_x=0.4, alpha=1.5, n_sweeps=3, seed=7)
     X = load_digit_sets().train
     chain = run_chain(X, 3, np.random.default_rng(7), sigma_x=0.4, sigma_a=0.3, alpha=1.5,
-                      update_alpha=False)
+                      moves=[GibbsSweep(), ScaleUpdate("sigma_a")])
     np.testing.assert_array_equal(run.k_plus, chain.trace.k_plus.values)
     owners = chain.Z.sum(axis=0)
     order = np.argsort(-owners, kind="stable")

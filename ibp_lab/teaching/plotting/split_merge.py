@@ -162,8 +162,7 @@ def traces_by_time_figure(runs: dict, *, variables=("k_plus", "log_joint"), labe
     >>> from ibp_lab.inference import chains as ch
     >>> X = np.random.default_rng(0).normal(size=(6, 2))
     >>> _, run = ch.run_chains(X, 1, 4, np.random.default_rng(1), Z0=np.ones((6, 1)),
-    ...                        alpha=1.0, sigma_x=0.5, sigma_a=1.0, update_alpha=False,
-    ...                        update_sigma_a=False,
+    ...                        alpha=1.0, sigma_x=0.5, sigma_a=1.0,
     ...                        moves=[ch.GibbsSweep(), ch.SequentialSplitMerge(n_proposals=2)])
     >>> fig = traces_by_time_figure({"with the move": run})
     >>> len(fig.axes)
