@@ -3015,6 +3015,9 @@ def _noisy_or_specs(Z, state_check, run_check):
         ("list", [(1.0, 1.0)], R), ("str", "leak", R), ("unknown key", {"alpha": (1.0, 1.0)}, R),
         ("empty", {}, A)] + [(f"leak {label}", {"leak": value}, verdict)
                              for label, value, verdict in beta_prior(None)]
+    # W0 alone (the base has no Z0): refused whatever it is
+    links_without_z0 = lambda base: [("links", W, R), ("bool links", W.astype(bool), R),  # noqa: E731
+                                     ("list", W.tolist(), R), ("str", "W", R)]
     learn_all = dict(learn=("strength", "leak", "weight_prob"))
     learning_extremes = [
         ("learn all three", learn_all, A),
@@ -3050,11 +3053,17 @@ def _noisy_or_specs(Z, state_check, run_check):
                                                       strength=1 - 1e-9, leak=1e-9), A)]),
         Spec("noisy_or.run_noisy_or", noisy_or.run_noisy_or,
              dict(X=X, n_sweeps=4, rng=fresh_rng(), alpha=1.0, **model, beta=1.0, Z0=None, burn=0,
-                  thin=1, births="prior", learn=(), priors=None),
+                  thin=1, births="prior", learn=(), priors=None, W0=None),
              dict(X="binary", n_sweeps=C, rng=G, alpha=P, beta=P, Z0="binary", burn=C, thin=C,
                   **probabilities, births=_choice(["prior", "data"]), learn=learn_names,
-                  priors=beta_priors), run_check, time_limit=20,
+                  priors=beta_priors, W0=links_without_z0), run_check, time_limit=20,
              extremes=[("Z0 given", dict(Z0=Z), A), ("burn beyond n_sweeps", dict(burn=10), R),
+                       ("Z0 and W0 given", dict(Z0=Z, W0=W), A),
+                       ("W0 one row short", dict(Z0=Z, W0=W[:1]), R),
+                       ("W0 entry 2", dict(Z0=Z, W0=W * 2), R),
+                       ("W0 nan", dict(Z0=Z, W0=np.where(W > 0, np.nan, 0.0)), R),
+                       ("W0 one column short", dict(Z0=Z, W0=W[:, :-1]), R),
+                       ("Z0 and W0 with no columns", dict(Z0=Z[:, :0], W0=W[:0]), A),
                        ("huge n_sweeps", dict(n_sweeps=10**9), R)]
              + hyper_edges(dict(alpha=1, beta=1)) + data_edges(dict(X=X), binary=True)
              + [("leak 0", dict(leak=0.0), E), ("strength 1", dict(strength=1.0), E)]
