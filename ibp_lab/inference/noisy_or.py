@@ -22,7 +22,9 @@ pieces of :mod:`ibp_lab.inference.uncollapsed`:
    when ``c_nd`` moves by one. Counts ``c`` are kept, so each entry costs ``O(D)``.
 2. **Births and deaths** of row ``n``'s singletons by Metropolis-Hastings
    (:func:`ibp_lab.inference.uncollapsed.births_and_deaths`): new features' links from their prior,
-   accepted by the likelihood ratio of row ``n``.
+   accepted by the likelihood ratio of row ``n``. Compiled, with the draws of that
+   Python loop, kept as the reference the tests hold it to (it took about 97% of a
+   sweep's time).
 3. **Links** ``w_kd`` by Gibbs: prior log-odds ``log(weight_prob / (1 - weight_prob))``
    plus the change of ``log P(x_nd | c_nd)`` over the rows where ``k`` is active.
 
@@ -233,10 +235,44 @@ def simulate(Z, W, rng: np.random.Generator, *, strength: float, leak: float) ->
 
 
 @njit(cache=True)
+def _link_counts_kernel(Z, W):
+    C = np.zeros((Z.shape[0], W.shape[1]), np.int64)
+    for n in range(Z.shape[0]):
+        for k in range(Z.shape[1]):
+            if Z[n, k]:
+                for d in range(W.shape[1]):
+                    C[n, d] += Z[n, k] * W[k, d]
+    return C
+
+
+def _link_counts(Z, W) -> np.ndarray:
+    """``C = Z W``, the active linked causes of each pixel, as ``int64``: each row's
+    active causes' links added, the same integers as numpy's product of integer matrices
+    (which has no BLAS: 0.7 ms against 0.03 on the digits at K+ 40)."""
+    return _link_counts_kernel(np.ascontiguousarray(Z, np.int8), np.ascontiguousarray(W, np.int64))
+
+
+@njit(cache=True)
+def _count_gains(n_counts, log1m_leak, log1m_strength):
+    """``gains[x, c] = log P(x | c + 1) - log P(x | c)`` for ``c < n_counts``, by
+    :func:`pixel_log_prob`: what one more active linked cause changes at a pixel. The Gibbs
+    steps look their terms up here (the same values they computed term by term, about
+    five times faster on the digits); with ``K`` causes a count without one of them is
+    below ``K``."""
+    gains = np.empty((2, n_counts))
+    for x in range(2):
+        for c in range(n_counts):
+            gains[x, c] = (pixel_log_prob(x, c + 1, log1m_leak, log1m_strength)
+                           - pixel_log_prob(x, c, log1m_leak, log1m_strength))
+    return gains
+
+
+@njit(cache=True)
 def _flip_causes(X, Z, W, C, m, log_odds_prior, log1m_leak, log1m_strength, rng):
     """Step 1: every shared ``z_nk`` by Gibbs; ``C = Z W`` and ``m`` kept in step."""
     N, K = Z.shape
     D = X.shape[1]
+    gains = _count_gains(K, log1m_leak, log1m_strength)
     for n in range(N):
         for k in range(K):
             others = m[k] - Z[n, k]
@@ -245,9 +281,7 @@ def _flip_causes(X, Z, W, C, m, log_odds_prior, log1m_leak, log1m_strength, rng)
             gain = 0.0
             for d in range(D):
                 if W[k, d]:
-                    c0 = C[n, d] - Z[n, k]
-                    gain += (pixel_log_prob(X[n, d], c0 + 1, log1m_leak, log1m_strength)
-                             - pixel_log_prob(X[n, d], c0, log1m_leak, log1m_strength))
+                    gain += gains[X[n, d], C[n, d] - Z[n, k]]
             new = 1 if rng.random() * (1.0 + math.exp(-(log_odds_prior[others] + gain))) < 1.0 else 0
             if new != Z[n, k]:
                 step = new - Z[n, k]
@@ -262,14 +296,13 @@ def _flip_links(X, Z, W, C, prior_log_odds, log1m_leak, log1m_strength, rng):
     """Step 3: every ``w_kd`` by Gibbs; only the rows where ``k`` is active see it."""
     N, K = Z.shape
     D = X.shape[1]
+    gains = _count_gains(K, log1m_leak, log1m_strength)
     for k in range(K):
         for d in range(D):
             gain = 0.0
             for n in range(N):
                 if Z[n, k]:
-                    c0 = C[n, d] - W[k, d]
-                    gain += (pixel_log_prob(X[n, d], c0 + 1, log1m_leak, log1m_strength)
-                             - pixel_log_prob(X[n, d], c0, log1m_leak, log1m_strength))
+                    gain += gains[X[n, d], C[n, d] - W[k, d]]
             new = 1 if rng.random() * (1.0 + math.exp(-(prior_log_odds + gain))) < 1.0 else 0
             if new != W[k, d]:
                 for n in range(N):
@@ -298,17 +331,26 @@ def _data_birth_log_ratio(gains, n_singletons: int, log_rate: float,
 
     and ``P(y)`` and ``exp(y_d g_d)`` cancel, leaving ``lambda / (k + 1) prod_d ((1 - p)
     + p exp(g_d))``, whatever ``y`` is drawn.
+
+    The log is a part of ``k`` plus a sum of one term per pixel; the compiled step reads
+    both off this function (:func:`_data_birth_ratio_parts`), so the ratio has this one
+    definition.
     """
     log_p, log_1mp = math.log(params.weight_prob), math.log1p(-params.weight_prob)
     return float(log_rate - math.log(n_singletons + 1.0)
                  + np.logaddexp(log_1mp, log_p + gains).sum())
 
 
+def _link_on_probabilities(gains, params: NoisyOrParameters) -> np.ndarray:
+    """Per pixel, ``q(y_d = 1)`` of a born cause's link: the logistic of the prior's
+    log-odds plus the pixel's gain."""
+    return expit(math.log(params.weight_prob) - math.log1p(-params.weight_prob) + gains)
+
+
 def _draw_new_links(gains, params: NoisyOrParameters, rng) -> np.ndarray:
-    """The new cause's links, pixel by pixel from their exact conditional: log-odds the
-    prior's plus the pixel's gain (one uniform per pixel)."""
-    log_odds = math.log(params.weight_prob) - math.log1p(-params.weight_prob) + gains
-    return (rng.random(gains.size) < expit(log_odds)).astype(np.int64)
+    """The new cause's links, pixel by pixel from their exact conditional (one uniform per
+    pixel)."""
+    return (rng.random(gains.size) < _link_on_probabilities(gains, params)).astype(np.int64)
 
 
 def _accepts(log_ratio: float, rng) -> bool:
@@ -316,10 +358,23 @@ def _accepts(log_ratio: float, rng) -> bool:
     return log_ratio >= 0 or rng.random() < math.exp(log_ratio)
 
 
-def _data_births(X, Z, W, C, params: NoisyOrParameters, rng):
-    """Step 2 with ``births="data"`` (module docstring): per row one uniform chooses a
-    birth (< 1/2) or a death; ``C`` is updated in place. Returns ``(Z, W, n_accepted)``,
-    the born causes appended after the kept ones."""
+def _with_births(Z, W, keep, born_rows, born_links):
+    """``(Z, W)`` without the columns that ``keep`` marks False, and with one new column
+    per entry of ``born_rows``, owned by that row alone, its links the matching row of
+    ``born_links``."""
+    Z, W = Z[:, keep], W[keep]
+    if len(born_rows):
+        born = np.zeros((Z.shape[0], len(born_rows)), np.int8)
+        born[born_rows, np.arange(len(born_rows))] = 1
+        Z, W = np.hstack([Z, born]), np.vstack([W, born_links])
+    return Z, W
+
+
+def _data_births_reference(X, Z, W, C, params: NoisyOrParameters, rng):
+    """Step 2 with ``births="data"`` in Python (module docstring): per row one uniform
+    chooses a birth (< 1/2) or a death; ``C`` is updated in place. Returns ``(Z, W,
+    n_accepted)``, the born causes appended after the kept ones. The reference that the
+    compiled :func:`_data_births` is tested against, draw for draw."""
     N = X.shape[0]
     log_rate = math.log(new_dish_rate(params.alpha, params.beta, N - 1))
     # singletons before the step: a row's move never changes another row's singletons
@@ -344,17 +399,14 @@ def _data_births(X, Z, W, C, params: NoisyOrParameters, rng):
                 keep[j] = False
                 C[n] = without
                 accepted += 1
-    Z, W = Z[:, keep], W[keep]
-    if born_rows:
-        born = np.zeros((N, len(born_rows)), np.int8)
-        born[born_rows, np.arange(len(born_rows))] = 1
-        Z, W = np.hstack([Z, born]), np.vstack([W, born_links])
-    return Z, W, accepted
+    return (*_with_births(Z, W, keep, born_rows, born_links), accepted)
 
 
-def _prior_births(X, Z, W, C, params: NoisyOrParameters, rng):
-    """Step 2 with ``births="prior"``: :func:`ibp_lab.inference.uncollapsed.births_and_deaths`
-    with the links proposed from their prior, accepted by the row's likelihood ratio."""
+def _prior_births_reference(X, Z, W, C, params: NoisyOrParameters, rng):
+    """Step 2 with ``births="prior"`` in Python:
+    :func:`ibp_lab.inference.uncollapsed.births_and_deaths` with the links proposed from
+    their prior, accepted by the row's likelihood ratio. The reference that the compiled
+    :func:`_prior_births` is tested against, draw for draw."""
     def log_ratio(n, change):
         return float(_log_probs(X[n], C[n] + change, params).sum()
                      - _log_probs(X[n], C[n], params).sum())
@@ -367,12 +419,262 @@ def _prior_births(X, Z, W, C, params: NoisyOrParameters, rng):
                              draw_links, log_ratio, commit, rng)
 
 
+# The compiled births make the references' draws, bit for bit. numpy computes log, exp and
+# expm1 of an array with vector code of its own whose last bit differs from the C
+# library's, which numba calls, for a few values in a hundred (measured on AVX-512), and a
+# last bit can move an acceptance. So the kernels compute none of these: every per-pixel
+# value depends on the pixel's value x and count c only, and numpy tables it over (x, c)
+# with the references' own expressions (a value does not depend on where it sits in the
+# array); the kernels add a row's values in numpy's order (:func:`_pairwise_sum`) and
+# draw in the references' order.
+
+
+def _pixel_count_grid(n_counts: int):
+    """Every ``(x, c)`` with ``c < n_counts``, flat: ``x = 0`` first, then ``x = 1``."""
+    return (np.repeat(np.array([0, 1], np.int8), n_counts),
+            np.tile(np.arange(n_counts, dtype=np.int64), 2))
+
+
+def _data_birth_ratio_parts(gains, max_singletons: int, log_rate: float,
+                            params: NoisyOrParameters):
+    """:func:`_data_birth_log_ratio` as ``by_singletons[k] + sum_d by_pixel[d]``, read off
+    the function: its value with no pixel, at each ``k <= max_singletons``, and its value
+    for each gain alone at ``k = 0`` and log rate 0 (``0 - log 1`` adds nothing). The sum
+    of the parts is the function's value bit for bit when added as numpy adds."""
+    no_pixel = gains[:0]
+    by_singletons = np.array([_data_birth_log_ratio(no_pixel, k, log_rate, params)
+                              for k in range(max_singletons + 1)], float)
+    by_pixel = np.array([_data_birth_log_ratio(gains[i:i + 1], 0, 0.0, params)
+                         for i in range(gains.size)], float)
+    return by_singletons, by_pixel
+
+
+@njit(cache=True, inline="always")
+def _block_sum(values, start, n):
+    """numpy's sum of at most 128 values: fewer than 8 in order, else eight interleaved
+    partial sums, added in pairs, then the rest in order."""
+    if n < 8:
+        total = 0.0
+        for i in range(start, start + n):
+            total += values[i]
+        return total
+    r0, r1, r2, r3 = values[start], values[start + 1], values[start + 2], values[start + 3]
+    r4, r5, r6, r7 = values[start + 4], values[start + 5], values[start + 6], values[start + 7]
+    i = start + 8
+    stop = start + n - n % 8
+    while i < stop:
+        r0 += values[i]
+        r1 += values[i + 1]
+        r2 += values[i + 2]
+        r3 += values[i + 3]
+        r4 += values[i + 4]
+        r5 += values[i + 5]
+        r6 += values[i + 6]
+        r7 += values[i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < start + n:
+        total += values[i]
+        i += 1
+    return total
+
+
+@njit(cache=True)
+def _pairwise_sum(values, start, n):
+    """``values[start:start + n].sum()`` as numpy adds, bit for bit: blocks of at most 128
+    (:func:`_block_sum`), longer runs split in two at a multiple of 8 below their half and
+    the halves' sums added. Without recursion (numba's cache of a recursive function
+    crashed on loading): a stack of pending splits (``n < 0`` marks "add the last two
+    sums") and one of sums."""
+    if n <= 128:
+        return _block_sum(values, start, n)
+    starts, lengths = np.empty(192, np.int64), np.empty(192, np.int64)
+    sums = np.empty(64)
+    starts[0], lengths[0] = start, n
+    n_pending, n_sums = 1, 0
+    while n_pending:
+        n_pending -= 1
+        first, length = starts[n_pending], lengths[n_pending]
+        if length < 0:  # both halves summed: add them, left + right
+            n_sums -= 1
+            sums[n_sums - 1] = sums[n_sums - 1] + sums[n_sums]
+        elif length <= 128:
+            sums[n_sums] = _block_sum(values, first, length)
+            n_sums += 1
+        else:
+            half = length // 2
+            half -= half % 8
+            # popped in the reverse order: the left half, the right half, then their sum
+            starts[n_pending], lengths[n_pending] = 0, -1
+            starts[n_pending + 1], lengths[n_pending + 1] = first + half, length - half
+            starts[n_pending + 2], lengths[n_pending + 2] = first, half
+            n_pending += 3
+    return sums[0]
+
+
+@njit(cache=True)
+def _column_owners(Z):
+    m = np.zeros(Z.shape[1], np.int64)
+    for n in range(Z.shape[0]):
+        for k in range(Z.shape[1]):
+            m[k] += Z[n, k]
+    return m
+
+
+@njit(cache=True)
+def _prior_births_kernel(X, Z, W, C, rate, weight_prob, log_probs, rng):
+    """Step 2 with ``births="prior"``, compiled: :func:`_prior_births_reference`'s draws in
+    its order. Per row: the Poisson count, the new links entry by entry in row-major order,
+    then a uniform unless the log ratio is >= 0. ``log_probs[x, c]`` is ``log P(x | c)``;
+    ``C`` is updated in place. Returns ``(keep, born_rows, born_links, n_accepted,
+    needed)``: ``needed > 0`` if a proposal's count reached past the table, which must
+    then be ``needed`` long and the step replayed from its start."""
+    N, K = Z.shape
+    D = X.shape[1]
+    n_counts = log_probs.shape[1]
+    m = _column_owners(Z)  # owners before the step: a row's births never change another's
+    keep = np.ones(K, np.bool_)
+    born_rows = np.empty(8, np.int64)
+    born_links = np.empty((8, D), np.int64)
+    change = np.empty(D, np.int64)
+    old, new = np.empty(D), np.empty(D)
+    n_born, accepted = 0, 0
+    for n in range(N):
+        n_new = rng.poisson(rate)
+        if n_born + n_new > born_rows.size:  # grow the buffers, at least doubling
+            size = max(2 * born_rows.size, n_born + n_new)
+            grown_rows = np.empty(size, np.int64)
+            grown_rows[:n_born] = born_rows[:n_born]
+            grown_links = np.empty((size, D), np.int64)
+            grown_links[:n_born] = born_links[:n_born]
+            born_rows, born_links = grown_rows, grown_links
+        change[:] = 0
+        for j in range(n_new):  # the proposed links, written past n_born until accepted
+            for d in range(D):
+                link = 1 if rng.random() < weight_prob else 0
+                born_links[n_born + j, d] = link
+                change[d] += link
+        n_own = 0
+        for k in range(K):
+            if Z[n, k] == 1 and m[k] == 1:
+                n_own += 1
+                for d in range(D):
+                    change[d] -= W[k, d]
+        for d in range(D):
+            count = C[n, d] + change[d]
+            if count >= n_counts:
+                return keep, born_rows[:0], born_links[:0], accepted, count + 1
+            new[d] = log_probs[X[n, d], count]
+            old[d] = log_probs[X[n, d], C[n, d]]
+        log_r = _pairwise_sum(new, 0, D) - _pairwise_sum(old, 0, D)
+        if log_r >= 0 or rng.random() < math.exp(log_r):
+            if n_own or n_new:  # a proposal that changes nothing is no news
+                accepted += 1
+            for k in range(K):
+                if Z[n, k] == 1 and m[k] == 1:
+                    keep[k] = False
+            for d in range(D):
+                C[n, d] += change[d]
+            born_rows[n_born:n_born + n_new] = n
+            n_born += n_new
+    return keep, born_rows[:n_born], born_links[:n_born], accepted, 0
+
+
+@njit(cache=True)
+def _data_births_kernel(X, Z, W, C, ratio_by_singletons, ratio_by_pixel, link_on, rng):
+    """Step 2 with ``births="data"``, compiled: :func:`_data_births_reference`'s draws in
+    its order. Per row: one uniform chooses a birth (< 1/2) or a death; a birth's ratio is
+    ``ratio_by_singletons[k]`` plus the row's ``ratio_by_pixel[x, c]`` (a uniform unless
+    its log is >= 0) and, if accepted, its links are drawn pixel by pixel with probability
+    ``link_on[x, c]``; a death picks one singleton by a uniform and is accepted by the
+    reverse ratio; a death with no singleton is rejected. ``C`` is updated in place;
+    returns ``(keep, born_rows, born_links, n_accepted)``."""
+    N, K = Z.shape
+    D = X.shape[1]
+    m = _column_owners(Z)  # owners before the step: a row's move never changes another's
+    keep = np.ones(K, np.bool_)
+    born_rows = np.empty(N, np.int64)
+    born_links = np.empty((N, D), np.int64)
+    own = np.empty(K, np.int64)
+    terms = np.empty(D)
+    n_born, accepted = 0, 0
+    for n in range(N):
+        n_own = 0
+        for k in range(K):
+            if Z[n, k] == 1 and m[k] == 1:
+                own[n_own] = k
+                n_own += 1
+        if rng.random() < 0.5:  # a birth
+            for d in range(D):
+                terms[d] = ratio_by_pixel[X[n, d], C[n, d]]
+            log_r = ratio_by_singletons[n_own] + _pairwise_sum(terms, 0, D)
+            if log_r >= 0 or rng.random() < math.exp(log_r):
+                for d in range(D):
+                    link = 1 if rng.random() < link_on[X[n, d], C[n, d]] else 0
+                    born_links[n_born, d] = link
+                    C[n, d] += link
+                born_rows[n_born] = n
+                n_born += 1
+                accepted += 1
+        elif n_own:  # a death: the reverse of a birth from the row without cause j
+            j = own[min(int(rng.random() * n_own), n_own - 1)]
+            for d in range(D):
+                terms[d] = ratio_by_pixel[X[n, d], C[n, d] - W[j, d]]
+            log_r = -(ratio_by_singletons[n_own - 1] + _pairwise_sum(terms, 0, D))
+            if log_r >= 0 or rng.random() < math.exp(log_r):
+                keep[j] = False
+                for d in range(D):
+                    C[n, d] -= W[j, d]
+                accepted += 1
+    return keep, born_rows[:n_born], born_links[:n_born], accepted
+
+
+def _prior_births(X, Z, W, C, params: NoisyOrParameters, rng, n_counts=None):
+    """Step 2 with ``births="prior"``, compiled (:func:`_prior_births_kernel`): returns
+    ``(Z, W, n_accepted)`` as :func:`_prior_births_reference`, with the same draws.
+
+    A proposal's counts reach at most ``max C`` plus the row's new causes: the table of
+    ``log P(x | c)`` is ``n_counts`` long (default: a margin well past the Poisson count's
+    likely values), and a proposal past it replays the step, draw for draw, with a longer
+    one."""
+    rate = new_dish_rate(params.alpha, params.beta, X.shape[0] - 1)
+    Z, W = np.ascontiguousarray(Z, np.int8), np.ascontiguousarray(W, np.int64)
+    if n_counts is None:
+        n_counts = int(C.max(initial=0)) + int(rate + 8.0 * math.sqrt(rate)) + 9
+    state, C_before = rng.bit_generator.state, C.copy()
+    while True:
+        log_probs = _log_probs(*_pixel_count_grid(n_counts), params).reshape(2, n_counts)
+        keep, born_rows, born_links, accepted, needed = _prior_births_kernel(
+            X, Z, W, C, rate, params.weight_prob, log_probs, rng)
+        if not needed:
+            return (*_with_births(Z, W, keep, born_rows, born_links), accepted)
+        rng.bit_generator.state = state  # the same draws again, up to the long proposal
+        C[:] = C_before
+        n_counts = max(needed, 2 * n_counts)
+
+
+def _data_births(X, Z, W, C, params: NoisyOrParameters, rng):
+    """Step 2 with ``births="data"``, compiled (:func:`_data_births_kernel`): returns
+    ``(Z, W, n_accepted)`` as :func:`_data_births_reference`, with the same draws."""
+    log_rate = math.log(new_dish_rate(params.alpha, params.beta, X.shape[0] - 1))
+    Z, W = np.ascontiguousarray(Z, np.int8), np.ascontiguousarray(W, np.int64)
+    singletons = (Z == 1) & (Z.sum(axis=0) == 1)
+    n_counts = int(C.max(initial=0)) + 1  # a row's counts only fall before its own move
+    gains = _link_gains(*_pixel_count_grid(n_counts), params)
+    by_singletons, by_pixel = _data_birth_ratio_parts(
+        gains, int(singletons.sum(axis=1).max(initial=0)), log_rate, params)
+    keep, born_rows, born_links, accepted = _data_births_kernel(
+        X, Z, W, C, by_singletons, by_pixel.reshape(2, n_counts),
+        _link_on_probabilities(gains, params).reshape(2, n_counts), rng)
+    return (*_with_births(Z, W, keep, born_rows, born_links), accepted)
+
+
 def _sweep(X, Z, W, params: NoisyOrParameters, rng, births: str = "prior"):
     """One sweep without checks: ``(Z, W, births_accepted)``."""
     N = X.shape[0]
     log1m_leak, log1m_strength = math.log1p(-params.leak), math.log1p(-params.strength)
     Z = np.ascontiguousarray(Z, np.int8)
-    C = Z.astype(np.int64) @ W
+    C = _link_counts(Z, W)
     m = Z.sum(axis=0).astype(np.int64)
     table = _kernel.prior_log_odds_table(N, params.beta)
     _flip_causes(X, Z, W, C, m, table, log1m_leak, log1m_strength, rng)
@@ -411,7 +713,7 @@ def _check_beta_prior(name: str, prior) -> tuple[float, float]:
 def _count_table(X, Z, W) -> tuple[np.ndarray, np.ndarray]:
     """How many pixels are off and on at each count ``c`` of active linked causes: all
     that ``p(X | Z, W)`` keeps of ``(Z, W)`` as a function of ``strength`` and ``leak``."""
-    counts = Z.astype(np.int64) @ W
+    counts = _link_counts(Z, W)
     n_counts = int(counts.max(initial=0)) + 1
     return (np.bincount(counts[X == 0], minlength=n_counts),
             np.bincount(counts[X == 1], minlength=n_counts))
@@ -733,7 +1035,7 @@ def _start_and_measure(X, params: NoisyOrParameters, W0=None):
         return (rng.random((Z.shape[1], X.shape[1])) < params.weight_prob).astype(np.int64)
 
     def measure(Z, W):
-        log_lik = float(_log_probs(X, Z.astype(np.int64) @ W, params).sum())
+        log_lik = float(_log_probs(X, _link_counts(Z, W), params).sum())
         log_links = float(W.sum() * log_p + (W.size - W.sum()) * log_1mp)
         # log_prior refuses a matrix without rows: its one class has probability one
         log_class = log_prior(Z, params.alpha, beta=params.beta) if Z.shape[0] else 0.0
