@@ -87,6 +87,7 @@ import copy
 
 import numpy as np
 from scipy import stats
+from scipy.special import gammaln
 
 from ibp_lab import _kernel
 from ibp_lab._checks import (
@@ -99,9 +100,8 @@ from ibp_lab._checks import (
     check_real_array,
     check_rng,
 )
-from ibp_lab._hyper import harmonic
-from ibp_lab.inference.gibbs import gibbs_sweep
-from ibp_lab.models.linear_gaussian import collapsed_loglik, feature_posterior
+from ibp_lab._hyper import harmonic, log_stable_class_law, stable_new_dish_rate
+from ibp_lab.models.linear_gaussian import feature_posterior
 from ibp_lab.models.prior import log_prior
 from ibp_lab.inference.split_merge._metropolis import check_move_inputs
 from ibp_lab.inference.split_merge._sequential import sequential_moves
@@ -323,22 +323,26 @@ def _joint_births(residuals, rng, alpha, sigma_x, sigma_a, pilot) -> BufferBirth
     """The joint decomposition of residuals within reach (module docstring)."""
     n_rows, dim = residuals.shape
     empty = BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
-    if n_rows < MIN_OWNERS or (pilot and not _shares_a_feature(
-            residuals, copy.deepcopy(rng), alpha, sigma_x, sigma_a)):
+    if n_rows < MIN_OWNERS:
         return empty
     residuals = np.ascontiguousarray(residuals, dtype=np.float64)
     best, best_z = -np.inf, np.zeros((n_rows, 0))
-    # the moves' target, checked once for every round of every start
+    # the inputs of the sweeps and of the moves' target, checked once for the pilot and
+    # every round of every start
     target = check_move_inputs(residuals, best_z, alpha, sigma_x, sigma_a, rng,
                                SPLIT_MERGE_PROPOSALS, 1.0)[2]
+    sweeps = _BufferSweeps(residuals, alpha, sigma_x, sigma_a)
+    if pilot and not _shares_a_feature(residuals, copy.deepcopy(rng), alpha, sigma_x,
+                                       sigma_a, sweeps):
+        return empty
+    sum_sq = float(np.sum(residuals * residuals))
     for start in range(RESTARTS):
         Z = _bp_means_start(residuals, sigma_x) if start == 0 else np.zeros((n_rows, 0))
         for _ in range(SWEEPS // SPLIT_MERGE_EVERY):
-            # several sweeps in one call of the compiled kernel (inputs checked above)
-            Z = _kernel.sweeps(residuals, Z, alpha, sigma_x, sigma_a, 1.0, SPLIT_MERGE_EVERY, rng)[0]
+            Z = sweeps(Z, SPLIT_MERGE_EVERY, rng)
             if Z.shape[1]:
                 Z, _ = sequential_moves(target, Z, rng, SPLIT_MERGE_PROPOSALS)
-        joint = collapsed_loglik(residuals, Z, sigma_x, sigma_a) + log_prior(Z, alpha)
+        joint = _log_joint(residuals, Z, sum_sq, alpha, sigma_x, sigma_a)
         if joint > best:
             best, best_z = joint, Z
     owners = best_z[:, best_z.sum(axis=0) >= MIN_OWNERS].astype(np.float64)
@@ -358,11 +362,70 @@ def _bp_means_start(residuals, sigma_x) -> np.ndarray:
     return Z
 
 
-def _shares_a_feature(residuals, rng, alpha, sigma_x, sigma_a) -> bool:
-    """The pilot: does a short Gibbs run find a feature that ``MIN_OWNERS`` rows own?"""
+def _shares_a_feature(residuals, rng, alpha, sigma_x, sigma_a, sweeps=None) -> bool:
+    """The pilot: does a short Gibbs run find a feature that ``MIN_OWNERS`` rows own?
+
+    ``sweeps``: the decomposition's :class:`_BufferSweeps` of these (checked) residuals, if
+    it has one already.
+    """
+    if sweeps is None:
+        sweeps = _BufferSweeps(np.ascontiguousarray(residuals, dtype=np.float64), alpha,
+                               sigma_x, sigma_a)
     Z = np.zeros((residuals.shape[0], 0))
     for _ in range(PILOT_SWEEPS):
-        Z = gibbs_sweep(residuals, Z, alpha, sigma_x, sigma_a, rng)
+        Z = sweeps(Z, 1, rng)
         if Z.shape[1] and Z.sum(axis=0).max() >= MIN_OWNERS:
             return True
     return False
+
+
+class _BufferSweeps:
+    """Collapsed Gibbs sweeps of one buffer's IBP (``beta = 1``) on its checked residuals.
+
+    The draws and the arithmetic of :func:`ibp_lab.inference.gibbs.gibbs_sweep` and of the
+    kernel's ``sweeps`` (the same compiled ``run_sweeps``), without what they redo at every
+    call: the argument checks (the caller checks once) and the prior's two constants (the
+    rate of a row's singletons and the table of log-odds of an old feature), which depend
+    only on the number of rows and ``alpha``. A decomposition calls it some 120 times.
+    """
+
+    def __init__(self, residuals: np.ndarray, alpha: float, sigma_x: float,
+                 sigma_a: float) -> None:
+        n_rows = residuals.shape[0]
+        self.residuals = residuals  # C-contiguous float64
+        # the kernel's sweeps(..., beta=1.0, discount=0.0), computed as it computes them
+        self.rate = float(stable_new_dish_rate(float(alpha), 1.0, 0.0, n_rows - 1.0))
+        self.log_odds = _kernel.prior_log_odds_table(n_rows, 1.0, 0.0)
+        self.sigma_x, self.sigma_a = float(sigma_x), float(sigma_a)
+        self.k_trace = np.zeros(max(PILOT_SWEEPS, SPLIT_MERGE_EVERY), np.int64)
+        self.no_classes = np.zeros((0, 1), np.int32)  # no class trace recorded
+
+    def __call__(self, Z: np.ndarray, n_sweeps: int, rng) -> np.ndarray:
+        """``n_sweeps`` sweeps from ``Z`` (empty columns dropped); the new ``int8`` ``Z``."""
+        Zb, K = _kernel.to_buffer(Z)
+        Zb, K = _kernel.run_sweeps(self.residuals, Zb, K, self.rate, self.log_odds,
+                                   self.sigma_x, self.sigma_a, n_sweeps, rng, True,
+                                   self.k_trace, self.no_classes, 1.0)
+        return np.ascontiguousarray(Zb[:, :K])
+
+
+def _log_joint(residuals, Z, sum_sq, alpha, sigma_x, sigma_a) -> float:
+    """``collapsed_loglik(residuals, Z, sigma_x, sigma_a) + log_prior(Z, alpha)``, the same
+    number, for a start's final ``Z`` (``int8``) on checked inputs.
+
+    It skips the public doors' checks and, when every column has an owner and no two
+    columns are equal (nearly always), ``log_prior``'s sort of the columns to count the
+    equal ones (most of its time): each count is then 1, and ``sum_h log K_h!`` the sum of
+    ``log 1! = 0`` that ``log_prior`` forms. ``sum_sq`` is ``sum(residuals**2)``.
+    """
+    Zf = Z.astype(np.float64)
+    log_lik = _kernel.checked_loglik_from_stats(Zf.T @ Zf, Zf.T @ residuals, sum_sq,
+                                                *residuals.shape, sigma_x, sigma_a)
+    owners = Z.sum(axis=0)
+    columns = np.ascontiguousarray(Z.T)
+    if owners.min(initial=1) == 0 or \
+            len({column.tobytes() for column in columns}) < columns.shape[0]:
+        return log_lik + log_prior(Z, alpha)
+    log_duplicates = float(np.sum(gammaln(np.ones(Z.shape[1], np.int64) + 1.0)))
+    return log_lik + log_stable_class_law(owners.astype(float), Z.shape[0], Z.shape[1],
+                                          log_duplicates, alpha, 1.0, 0.0)
