@@ -67,6 +67,7 @@ the posterior predictive check.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import numbers
@@ -435,18 +436,42 @@ def _pixel_count_grid(n_counts: int):
             np.tile(np.arange(n_counts, dtype=np.int64), 2))
 
 
-def _data_birth_ratio_parts(gains, max_singletons: int, log_rate: float,
+def _data_birth_ratio_parts(log_ratio, gains, max_singletons: int, log_rate: float,
                             params: NoisyOrParameters):
-    """:func:`_data_birth_log_ratio` as ``by_singletons[k] + sum_d by_pixel[d]``, read off
-    the function: its value with no pixel, at each ``k <= max_singletons``, and its value
-    for each gain alone at ``k = 0`` and log rate 0 (``0 - log 1`` adds nothing). The sum
-    of the parts is the function's value bit for bit when added as numpy adds."""
+    """``log_ratio`` (:func:`_data_birth_log_ratio`) as ``by_singletons[k] + sum_d
+    by_pixel[d]``, read off the function: its value with no pixel, at each ``k <=
+    max_singletons``, and its value for each gain alone at ``k = 0`` and log rate 0 (``0 -
+    log 1`` adds nothing). The sum of the parts is the function's value bit for bit when
+    added as numpy adds."""
     no_pixel = gains[:0]
-    by_singletons = np.array([_data_birth_log_ratio(no_pixel, k, log_rate, params)
+    by_singletons = np.array([log_ratio(no_pixel, k, log_rate, params)
                               for k in range(max_singletons + 1)], float)
-    by_pixel = np.array([_data_birth_log_ratio(gains[i:i + 1], 0, 0.0, params)
-                         for i in range(gains.size)], float)
+    by_pixel = np.array([log_ratio(gains[i:i + 1], 0, 0.0, params) for i in range(gains.size)],
+                        float)
     return by_singletons, by_pixel
+
+
+# The tables below depend only on their arguments and are kept (the kernels only read
+# them): with the parameters held, the same few serve sweep after sweep, and on tiny data
+# building them cost more than the births themselves.
+
+
+@functools.lru_cache(maxsize=64)
+def _log_prob_table(params: NoisyOrParameters, n_counts: int) -> np.ndarray:
+    """``log P(x | c)`` by :func:`_log_probs`, shape ``(2, n_counts)``."""
+    return _log_probs(*_pixel_count_grid(n_counts), params).reshape(2, n_counts)
+
+
+@functools.lru_cache(maxsize=64)
+def _data_birth_tables(log_ratio, params: NoisyOrParameters, log_rate: float, n_counts: int,
+                       max_singletons: int):
+    """The data births' tables: ``log_ratio``'s parts by singletons and by ``(x, c)``
+    (:func:`_data_birth_ratio_parts`) and the links' probabilities ``q`` by ``(x, c)``."""
+    gains = _link_gains(*_pixel_count_grid(n_counts), params)
+    by_singletons, by_pixel = _data_birth_ratio_parts(log_ratio, gains, max_singletons,
+                                                      log_rate, params)
+    return (by_singletons, by_pixel.reshape(2, n_counts),
+            _link_on_probabilities(gains, params).reshape(2, n_counts))
 
 
 @njit(cache=True, inline="always")
@@ -643,9 +668,8 @@ def _prior_births(X, Z, W, C, params: NoisyOrParameters, rng, n_counts=None):
         n_counts = int(C.max(initial=0)) + int(rate + 8.0 * math.sqrt(rate)) + 9
     state, C_before = rng.bit_generator.state, C.copy()
     while True:
-        log_probs = _log_probs(*_pixel_count_grid(n_counts), params).reshape(2, n_counts)
         keep, born_rows, born_links, accepted, needed = _prior_births_kernel(
-            X, Z, W, C, rate, params.weight_prob, log_probs, rng)
+            X, Z, W, C, rate, params.weight_prob, _log_prob_table(params, n_counts), rng)
         if not needed:
             return (*_with_births(Z, W, keep, born_rows, born_links), accepted)
         rng.bit_generator.state = state  # the same draws again, up to the long proposal
@@ -660,12 +684,10 @@ def _data_births(X, Z, W, C, params: NoisyOrParameters, rng):
     Z, W = np.ascontiguousarray(Z, np.int8), np.ascontiguousarray(W, np.int64)
     singletons = (Z == 1) & (Z.sum(axis=0) == 1)
     n_counts = int(C.max(initial=0)) + 1  # a row's counts only fall before its own move
-    gains = _link_gains(*_pixel_count_grid(n_counts), params)
-    by_singletons, by_pixel = _data_birth_ratio_parts(
-        gains, int(singletons.sum(axis=1).max(initial=0)), log_rate, params)
-    keep, born_rows, born_links, accepted = _data_births_kernel(
-        X, Z, W, C, by_singletons, by_pixel.reshape(2, n_counts),
-        _link_on_probabilities(gains, params).reshape(2, n_counts), rng)
+    # the ratio as _data_birth_log_ratio is now (the tests plant bugs in it)
+    tables = _data_birth_tables(_data_birth_log_ratio, params, log_rate, n_counts,
+                                int(singletons.sum(axis=1).max(initial=0)))
+    keep, born_rows, born_links, accepted = _data_births_kernel(X, Z, W, C, *tables, rng)
     return (*_with_births(Z, W, keep, born_rows, born_links), accepted)
 
 

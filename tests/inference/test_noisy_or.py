@@ -597,7 +597,8 @@ def test_the_tables_hold_the_values_computed_pixel_by_pixel(strength, leak):
     log_probs = noisy_or._log_probs(*grid, params).reshape(2, n_counts)
     link_gains = noisy_or._link_gains(*grid, params)
     log_rate = math.log(0.7)
-    by_singletons, by_pixel = noisy_or._data_birth_ratio_parts(link_gains, 5, log_rate, params)
+    by_singletons, by_pixel = noisy_or._data_birth_ratio_parts(
+        noisy_or._data_birth_log_ratio, link_gains, 5, log_rate, params)
     by_pixel = by_pixel.reshape(2, n_counts)
     link_on = noisy_or._link_on_probabilities(link_gains, params).reshape(2, n_counts)
     rng = np.random.default_rng(11)
