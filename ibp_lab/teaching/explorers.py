@@ -13,6 +13,12 @@ here, by pure functions of the setting that return small frozen result objects:
 - :func:`sigma_alpha_chain`: a Gibbs chain on the digits at fixed ``sigma_x`` and
   ``alpha`` (chapter 5), drawn by :func:`ibp_lab.teaching.plotting.gibbs.sigma_alpha_explorer_figure`.
 
+A frame that costs about a second (the chapter 5 chain) has a quick stand-in for the
+live explorer: while :data:`QUICK_FRAMES` holds a list, :func:`sigma_alpha_chain`
+may answer with a short chain warm-started from the nearest setting already run, and
+says so in that list; the live explorer shows it at once and replaces it by the exact
+frame when that is drawn (:mod:`ibp_lab.teaching.widgets`).
+
 Hyperparameters are keyword-only (the package's convention for everything that is
 not one of the model's building blocks). The random explorers take an integer
 ``seed`` rather than a generator: a frame must be a pure function of its setting,
@@ -29,6 +35,9 @@ Examples
 
 from __future__ import annotations
 
+import math
+import threading
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -56,10 +65,23 @@ __all__ = [
     "DiscountDraws",
     "discount_buffet",
     "MAX_CUSTOMERS",
+    "QUICK_FRAMES",
+    "WARM_SWEEPS",
 ]
 
 #: Most customers (``n * n_draws``) the buffet explorer seats for one frame.
 MAX_CUSTOMERS = 10**6
+
+#: The live explorer's leave to answer a setting quickly, approximately. ``None`` (the
+#: default, the book build, every direct call): each frame is the pure function of its
+#: setting. A list (set by :mod:`ibp_lab.teaching.widgets` while it draws the reader's move
+#: to a setting it has not drawn ahead): :func:`sigma_alpha_chain` may answer with a chain
+#: of :data:`WARM_SWEEPS` sweeps started from the last draw of the nearest setting already
+#: run, and appends a sentence saying so; the list stays empty when the frame is exact.
+QUICK_FRAMES: ContextVar = ContextVar("ibp_lab_quick_frames", default=None)
+
+#: Sweeps of a warm-started quick frame of :func:`sigma_alpha_chain`.
+WARM_SWEEPS = 15
 
 
 def _frozen(*arrays: np.ndarray) -> None:
@@ -318,6 +340,10 @@ class SigmaAlphaRun:
         ``(h, w)`` of one image.
     prior_mean_k_plus : float
         ``alpha * H_N``, the prior mean of ``K+`` for ``N = n_rows``.
+    warm_from : tuple of float or None
+        ``(sigma_x, alpha)`` of the run whose last draw started this chain (a quick frame,
+        see :data:`QUICK_FRAMES`); ``None`` for the chain from one feature owned by
+        every digit.
     """
 
     sigma_x: float
@@ -330,6 +356,7 @@ class SigmaAlphaRun:
     owners: np.ndarray
     shape: tuple
     prior_mean_k_plus: float
+    warm_from: tuple | None = None
 
 
 def sigma_alpha_chain(*, sigma_x: float, alpha: float, n_sweeps: int = 100, seed: int = 0) -> SigmaAlphaRun:
@@ -341,6 +368,14 @@ def sigma_alpha_chain(*, sigma_x: float, alpha: float, n_sweeps: int = 100, seed
     feature of the last draw. Results are memoised per setting (a static explorer and
     the chapter's default figure ask for the same ones).
 
+    Quick frames: while :data:`QUICK_FRAMES` holds a list and this setting has not been
+    run yet, the answer is instead a chain of :data:`WARM_SWEEPS` sweeps at this setting,
+    with the same seed, started from the last draw (``Z`` and ``sigma_a``) of the nearest
+    setting already run with the same ``n_sweeps`` and ``seed`` (nearest in ``sigma_x``
+    first, then in ``alpha``, both on a log scale); its ``warm_from`` names that setting
+    and a sentence saying so is appended to the list. It is not memoised: the exact run
+    is the only one kept for the setting.
+
     Parameters
     ----------
     sigma_x : float
@@ -348,8 +383,8 @@ def sigma_alpha_chain(*, sigma_x: float, alpha: float, n_sweeps: int = 100, seed
     alpha : float
         IBP mass, > 0.
     n_sweeps : int, optional
-        Sweeps of the chain, >= 1 (100 take about a second on the digits, two to three
-        at ``sigma_x = 0.15`` where the features are many).
+        Sweeps of the chain, >= 1 (100 take about 0.1 s of one core on the digits at
+        ``sigma_x = 0.35``, 0.5 to 0.7 s at ``sigma_x = 0.15`` where the features are many).
     seed : int, optional
         Seed of the chain, >= 0.
 
@@ -367,6 +402,14 @@ def sigma_alpha_chain(*, sigma_x: float, alpha: float, n_sweeps: int = 100, seed
     alpha = check_positive("alpha", alpha)
     n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
     seed = check_count("seed", seed)
+    notes = QUICK_FRAMES.get()
+    if isinstance(notes, list) and n_sweeps > WARM_SWEEPS:
+        warm = _warm_sigma_alpha_chain(sigma_x, alpha, n_sweeps, seed)
+        if warm is not None:
+            a, b = warm.warm_from
+            notes.append(f"a quick frame: {WARM_SWEEPS} sweeps started from the last draw "
+                         f"at sigma_x = {a:g}, alpha = {b:g}")
+            return warm
     return _sigma_alpha_chain(sigma_x, alpha, n_sweeps, seed)
 
 
@@ -379,16 +422,27 @@ def _training_digits() -> np.ndarray:
     return X
 
 
-@lru_cache(maxsize=64)
-def _sigma_alpha_chain(sigma_x: float, alpha: float, n_sweeps: int, seed: int) -> SigmaAlphaRun:
+#: Last draw ``(Z, sigma_a)`` of each exact run, by ``(sigma_x, alpha, n_sweeps, seed)``:
+#: where quick frames start. Bounded like the memo; the lock guards it between the live
+#: explorer's threads.
+_LAST_DRAWS: dict = {}
+_LAST_DRAWS_LOCK = threading.Lock()
+
+
+def _run_digits_chain(sigma_x, alpha, n_sweeps, seed, *, Z0=None, sigma_a=0.3):
     # Imported here: the sampler and the digits are only needed by this explorer.
     from ibp_lab.inference.chains import GibbsSweep, ScaleUpdate, run_chain
+
+    return run_chain(_training_digits(), n_sweeps, np.random.default_rng(seed), Z0=Z0,
+                     sigma_x=sigma_x, sigma_a=sigma_a, alpha=alpha,
+                     moves=[GibbsSweep(), ScaleUpdate("sigma_a")])
+
+
+def _summarise_chain(chain, sigma_x, alpha, n_sweeps, seed, warm_from=None) -> SigmaAlphaRun:
     from ibp_lab.datasets import DIGIT_SHAPE
     from ibp_lab.models.linear_gaussian import feature_posterior
 
     X = _training_digits()
-    chain = run_chain(X, n_sweeps, np.random.default_rng(seed), sigma_x=sigma_x, sigma_a=0.3,
-                      alpha=alpha, moves=[GibbsSweep(), ScaleUpdate("sigma_a")])
     images, _ = feature_posterior(X, chain.Z, sigma_x, chain.sigma_a)
     owners = chain.Z.sum(axis=0)
     order = np.argsort(-owners, kind="stable")
@@ -396,7 +450,41 @@ def _sigma_alpha_chain(sigma_x: float, alpha: float, n_sweeps: int, seed: int) -
     features, owners = np.ascontiguousarray(images[order]), owners[order]
     _frozen(k_plus, features, owners)
     return SigmaAlphaRun(sigma_x, alpha, n_sweeps, seed, X.shape[0], k_plus, features, owners,
-                         tuple(DIGIT_SHAPE), expected_num_features(alpha, X.shape[0]))
+                         tuple(DIGIT_SHAPE), expected_num_features(alpha, X.shape[0]), warm_from)
+
+
+@lru_cache(maxsize=64)
+def _sigma_alpha_chain(sigma_x: float, alpha: float, n_sweeps: int, seed: int) -> SigmaAlphaRun:
+    chain = _run_digits_chain(sigma_x, alpha, n_sweeps, seed)
+    last_Z = np.array(chain.Z, copy=True)
+    _frozen(last_Z)
+    with _LAST_DRAWS_LOCK:
+        _LAST_DRAWS[(sigma_x, alpha, n_sweeps, seed)] = (last_Z, float(chain.sigma_a))
+        while len(_LAST_DRAWS) > 64:
+            del _LAST_DRAWS[next(iter(_LAST_DRAWS))]
+    return _summarise_chain(chain, sigma_x, alpha, n_sweeps, seed)
+
+
+def _nearest_run(sigma_x: float, alpha: float, n_sweeps: int, seed: int):
+    """The key and last draw of the nearest exact run (sigma_x first, then alpha, on a log
+    scale) with the same ``n_sweeps`` and ``seed``; ``None`` if there is none, or if this
+    setting itself has been run (its exact frame is then at hand)."""
+    with _LAST_DRAWS_LOCK:
+        runs = [(key, draw) for key, draw in _LAST_DRAWS.items()
+                if key[2] == n_sweeps and key[3] == seed]
+    if not runs or any(key[:2] == (sigma_x, alpha) for key, _ in runs):
+        return None
+    return min(runs, key=lambda run: (abs(math.log(run[0][0] / sigma_x)),
+                                      abs(math.log(run[0][1] / alpha))))
+
+
+def _warm_sigma_alpha_chain(sigma_x, alpha, n_sweeps, seed) -> SigmaAlphaRun | None:
+    nearest = _nearest_run(sigma_x, alpha, n_sweeps, seed)
+    if nearest is None:
+        return None
+    (near_sigma, near_alpha, _, _), (Z, sigma_a) = nearest
+    chain = _run_digits_chain(sigma_x, alpha, WARM_SWEEPS, seed, Z0=Z, sigma_a=sigma_a)
+    return _summarise_chain(chain, sigma_x, alpha, WARM_SWEEPS, seed, (near_sigma, near_alpha))
 
 
 # --------------------------------------------------------------------------- the beta process

@@ -121,3 +121,37 @@ def test_figures_refuse_anything_but_their_result():
         buffet_explorer_figure(2.0)
     with pytest.raises(TypeError, match=r"^result must be a MarginalsTable, |^result must be a MarginalsTable "):
         marginals_figure(step)
+
+
+def test_a_quick_frame_is_a_short_chain_from_the_nearest_run_and_says_so():
+    """Under QUICK_FRAMES, a setting not run yet is answered by WARM_SWEEPS sweeps started
+    from the last draw of the nearest run (sigma_x first); it is not memoised, and an
+    exact run already made is answered exactly."""
+    from ibp_lab.inference.chains import GibbsSweep, ScaleUpdate, run_chain
+    from ibp_lab.datasets import load_digit_sets
+
+    near = explorers.sigma_alpha_chain(sigma_x=0.5, alpha=2.0, n_sweeps=20, seed=3)
+    far = explorers.sigma_alpha_chain(sigma_x=0.9, alpha=2.5, n_sweeps=20, seed=3)
+    token = explorers.QUICK_FRAMES.set([])
+    try:
+        quick = explorers.sigma_alpha_chain(sigma_x=0.45, alpha=4.0, n_sweeps=20, seed=3)
+        notes = list(explorers.QUICK_FRAMES.get())
+        again = explorers.sigma_alpha_chain(sigma_x=0.5, alpha=2.0, n_sweeps=20, seed=3)
+        assert again is near and explorers.QUICK_FRAMES.get() == notes  # exact, no note
+    finally:
+        explorers.QUICK_FRAMES.reset(token)
+    assert far.warm_from is None and near.warm_from is None
+    assert quick.warm_from == (0.5, 2.0) and quick.n_sweeps == explorers.WARM_SWEEPS
+    assert notes == [f"a quick frame: {explorers.WARM_SWEEPS} sweeps started from the last "
+                     "draw at sigma_x = 0.5, alpha = 2"]
+    # the same chain, by hand: the near run's last draw, then WARM_SWEEPS sweeps at the setting
+    X = load_digit_sets().train
+    start = run_chain(X, 20, np.random.default_rng(3), sigma_x=0.5, sigma_a=0.3, alpha=2.0,
+                      moves=[GibbsSweep(), ScaleUpdate("sigma_a")])
+    chain = run_chain(X, explorers.WARM_SWEEPS, np.random.default_rng(3), Z0=start.Z,
+                      sigma_x=0.45, sigma_a=start.sigma_a, alpha=4.0,
+                      moves=[GibbsSweep(), ScaleUpdate("sigma_a")])
+    np.testing.assert_array_equal(quick.k_plus, chain.trace.k_plus.values)
+    # outside the live explorer's leave, the frame is the exact, memoised one
+    exact = explorers.sigma_alpha_chain(sigma_x=0.45, alpha=4.0, n_sweeps=20, seed=3)
+    assert exact.warm_from is None and exact.n_sweeps == 20 and exact is not quick

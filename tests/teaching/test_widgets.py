@@ -281,3 +281,38 @@ def test_no_figure_is_left_open_when_rendering_or_saving_fails():
     with pytest.raises(ValueError, match="dpi"):
         figure_png(plt.figure(), dpi=0)
     assert plt.get_fignums() == []
+
+
+def test_a_jump_shows_a_quick_stand_in_at_once_then_the_exact_frame(monkeypatch):
+    """A move to a setting not drawn ahead is drawn under QUICK_FRAMES: a render that
+    takes the leave shows its stand-in (the status says so), then the exact frame; a
+    frame drawn ahead is shown as it is."""
+    import time
+
+    pytest.importorskip("ipywidgets")
+    monkeypatch.delenv("IBP_LAB_BOOK_BUILD", raising=False)
+
+    def render(alpha):
+        notes = explorers.QUICK_FRAMES.get()
+        if notes is not None:
+            notes.append("a stand-in")
+            return small_buffet(alpha, 5.0)
+        return small_buffet(alpha, 1.0)
+
+    shown = explorer(render, {"alpha": [1.0, 2.0, 3.0, 4.0]}, initial={"alpha": 1.0},
+                     live_grid={"alpha": [1.0, 2.0, 3.0, 4.0]})
+    box = shown.live()
+    for future in list(shown._frames.values()):
+        future.result()
+    slider, status, image = box.children[0].children[0], box.children[1], box.children[2]
+    slider.value = 2.0  # drawn ahead: the exact frame at once
+    assert image.value == figure_png(small_buffet(2.0, 1.0))
+    slider.value = 4.0  # a jump: two steps away from every setting drawn
+    assert "a stand-in" in status.value and "the exact frame follows" in status.value
+    deadline = time.time() + 60
+    while image.value != figure_png(small_buffet(4.0, 1.0)) and time.time() < deadline:
+        time.sleep(0.05)
+    assert image.value == figure_png(small_buffet(4.0, 1.0))
+    assert "exact frame" in status.value
+    shown._worker.shutdown(wait=True)
+    plt.close("all")

@@ -25,10 +25,15 @@ Public functions:
 
 As moves (:class:`RandomSplitMerge`, :class:`SequentialSplitMerge`, each ``n_proposals``
 proposals a call, and :class:`SingletonUpdate`; also importable from
-:mod:`ibp_lab.inference.chains`) the chain runner composes them with Gibbs sweeps and
-hyperparameter updates, and replica exchange and SMC run them at their inverse
-temperatures: ``ibp_lab.inference.chains.run_chains(X, n_chains, n_sweeps, rng,
-moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=10)], ...)``. Timings and book tables
+:mod:`ibp_lab.inference.chains`) they go in a chain's list of moves beside Gibbs sweeps
+and the hyperparameter moves (:class:`ibp_lab.inference.chains.AlphaUpdate`,
+:class:`ibp_lab.inference.chains.ScaleUpdate`), and replica exchange and SMC run them at
+their inverse temperatures (those two refuse the hyperparameter moves). Only the moves listed run:
+``ibp_lab.inference.chains.run_chains(X, n_chains, n_sweeps, rng,
+moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=10)], ...)`` holds
+``alpha``, ``sigma_x`` and ``sigma_a`` fixed at the values given; add
+``chains.AlphaUpdate()`` and ``chains.ScaleUpdate("sigma_a")`` to the list to sample them
+as well (:data:`ibp_lab.inference.chains.DEFAULT_MOVES` is the sweep with those two). Timings and book tables
 (:func:`ibp_lab.teaching.reports.seconds_per_step`, :func:`ibp_lab.teaching.reports.log_ratio_parts`,
 :func:`ibp_lab.teaching.reports.summarize_run`) live in :mod:`ibp_lab.teaching.reports`.
 

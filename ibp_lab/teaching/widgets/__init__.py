@@ -18,7 +18,11 @@ It can be shown two ways:
   picture of a captioned figure.
 
 Both call the same ``render`` with the same arguments, so a static frame is
-exactly what the live explorer shows at that setting.
+exactly what the live explorer shows at that setting once it has settled. A
+setting the live explorer has not drawn ahead may first show a quick stand-in, if
+``render`` offers one (:data:`ibp_lab.teaching.explorers.QUICK_FRAMES`: the
+chapter 5 chain, warm-started), named as such in the status line and replaced by
+the exact frame as soon as that is drawn.
 """
 
 from __future__ import annotations
@@ -432,13 +436,15 @@ class Explorer:
         The setting shown first (on both grids).
     last_seconds : float or None
         Wall time in the kernel from the live explorer's last move to its new figure
-        leaving the kernel (``None`` before a move); the page shows it a little later.
+        leaving the kernel (a quick stand-in, if one came first; ``None`` before a move);
+        the page shows it a little later.
     """
 
     def __init__(self, render, grid, live_grid, initial, title, dpi, prefetch):
         self.render, self.grid, self.live_grid = render, grid, live_grid
         self.initial, self.title, self.dpi, self.prefetch = initial, title, dpi, prefetch
         self.last_seconds = None
+        self._quick_seen = False  # has render ever answered with a quick stand-in?
         self._first_png = None
         self._live = None
 
@@ -454,19 +460,37 @@ class Explorer:
             self._live = self._build_live()
         return self._live
 
-    def _frame(self, params: dict, *, reader: bool = False):
-        """A future of the PNG at ``params``: one already asked for, or a new job.
+    def _key(self, params: dict) -> tuple:
+        return tuple(params[name] for name in self.live_grid)
 
-        The reader's own move goes to a worker of its own (``reader``), so it never
-        waits behind a prefetch that has already started; prefetches share another.
-        """
-        key = tuple(params[name] for name in self.live_grid)
+    def _frame(self, params: dict):
+        """A future of the exact PNG at ``params``: one already asked for, or a new job
+        of the worker (which waits for the reader's move in hand to be drawn first)."""
+        key = self._key(params)
         future = self._frames.get(key)
         if future is None:
-            worker = self._mover if reader else self._worker
-            future = worker.submit(_render_png, self.render, dict(params), self.dpi)
+            future = self._worker.submit(self._draw_behind, dict(params))
             self._frames[key] = future
         return future
+
+    def _draw_behind(self, params: dict) -> bytes:
+        # a frame drawn ahead starts only when no move of the reader is being drawn: the
+        # two would share the cores and the interpreter, and the reader's comes first
+        self._reader_idle.wait()
+        return _render_png(self.render, params, self.dpi)
+
+    def _draw_quick(self, params: dict) -> tuple[bytes, list]:
+        """The reader's frame, drawn with leave to be approximate
+        (:data:`ibp_lab.teaching.explorers.QUICK_FRAMES`): its PNG and the notes saying
+        how it was approximated (none: it is the exact frame)."""
+        from ibp_lab.teaching.explorers import QUICK_FRAMES
+
+        token = QUICK_FRAMES.set([])
+        try:
+            png = _render_png(self.render, params, self.dpi)
+            return png, list(QUICK_FRAMES.get())
+        finally:
+            QUICK_FRAMES.reset(token)
 
     def _prefetch_neighbours(self, params: dict) -> None:
         """Draw the settings one slider step away while the reader looks at this one.
@@ -491,14 +515,17 @@ class Explorer:
                 del self._frames[key]
 
     def _build_live(self):
+        import threading
         import time
-        from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import Future, ThreadPoolExecutor
 
         import ipywidgets as widgets
 
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ibp-explorer")
         self._mover = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ibp-explorer-move")
         self._frames = {}
+        self._reader_idle = threading.Event()
+        self._reader_idle.set()
         sliders = {
             name: widgets.SelectionSlider(
                 options=values, value=self.initial[name], description=name,
@@ -510,26 +537,61 @@ class Explorer:
         box = widgets.VBox([widgets.HBox(list(sliders.values())), status, image])
         box.add_class("ibp-live-explorer")
 
+        def current_key() -> tuple:
+            return self._key({name: s.value for name, s in sliders.items()})
+
+        def show_status(text: str) -> None:
+            status.value = _BUSY_STYLE + f"<span>{html.escape(text)}</span>"
+
+        def show_exact(params: dict, setting: str, start: float, future) -> None:
+            """Put the exact frame in place of a quick one, if the reader is still there."""
+            if future.cancelled() or future.exception() is not None:
+                return
+            if current_key() == self._key(params):
+                image.value = future.result()
+                show_status(f"{setting}: exact frame drawn in the kernel "
+                            f"{time.perf_counter() - start:.2f} s after the move")
+
         def redraw(change) -> None:
             params = {name: s.value for name, s in sliders.items()}
             setting = ", ".join(f"{k} = {v}" for k, v in params.items())
             start = time.perf_counter()
             self._forget_queued()
-            future = self._frame(params, reader=True)
-            if not future.done():
-                # the busy state is sent before waiting, so it shows at once
-                box.add_class("ibp-live-busy")
-                status.value = (_BUSY_STYLE + "<span>&#8987; computing "
-                                f"{html.escape(setting)}&hellip;</span>")
+            future = self._frames.get(self._key(params))
+            notes = []
             try:
-                image.value = future.result()
+                if future is not None and future.done() and future.exception() is None:
+                    image.value = future.result()  # drawn ahead
+                elif future is not None and not future.done() and not self._quick_seen:
+                    # being drawn ahead, and no quick stand-in exists: drawing it a second
+                    # time beside the first would only slow both
+                    box.add_class("ibp-live-busy")
+                    show_status(f"\u231b computing {setting}\u2026")
+                    image.value = future.result()
+                else:
+                    # the busy state is sent before drawing, so it shows at once
+                    box.add_class("ibp-live-busy")
+                    show_status(f"\u231b computing {setting}\u2026")
+                    self._reader_idle.clear()  # frames drawn ahead wait for this one
+                    png, notes = self._mover.submit(self._draw_quick, params).result()
+                    image.value = png
+                    self._quick_seen = self._quick_seen or bool(notes)
+                    if not notes and (future is None or future.done()):
+                        future = Future()
+                        future.set_result(png)
+                        self._frames[self._key(params)] = future
             finally:
                 box.remove_class("ibp-live-busy")
+                self._reader_idle.set()
             self.last_seconds = time.perf_counter() - start
             # the kernel knows when the figure left it, not when the page showed it
-            status.value = (_BUSY_STYLE + f"<span>{html.escape(setting)}: drawn in the "
-                            f"kernel in {self.last_seconds:.2f} s (the page adds its "
-                            "transfer)</span>")
+            drawn = f"drawn in the kernel in {self.last_seconds:.2f} s (the page adds its transfer)"
+            if notes:
+                show_status(f"{setting}: {'; '.join(notes)}, {drawn}; the exact frame follows")
+                exact = self._frame(params)
+                exact.add_done_callback(lambda done: show_exact(params, setting, start, done))
+            else:
+                show_status(f"{setting}: {drawn}")
             if self.prefetch:
                 self._prefetch_neighbours(params)
 
@@ -568,7 +630,11 @@ def explorer(
     - in a kernel, the live sliders on ``live_grid`` (by default
       :func:`refine_grid` of ``grid``: a midpoint between neighbours), each move
       redrawn by ``render`` with a visible busy state and the time it took (the
-      neighbouring settings are drawn ahead, see ``prefetch``);
+      neighbouring settings are drawn ahead, see ``prefetch``). A move to a setting
+      not drawn ahead is drawn with leave to be approximate
+      (:data:`ibp_lab.teaching.explorers.QUICK_FRAMES`): if ``render`` takes it, the
+      status line says how the frame was approximated, and the exact frame replaces it
+      when drawn (a frame drawn ahead starts only once the reader's move is drawn);
     - during the book build (``IBP_LAB_BOOK_BUILD=1``), the precomputed slider of
       :func:`static_explorer` on ``grid`` (the web page shows it);
     - always, the frame at ``initial`` as a PNG (the picture of a captioned figure).
