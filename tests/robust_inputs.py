@@ -2629,12 +2629,6 @@ def specs_hyperposterior():
         Spec("hyperposterior.FeatureCounts.of", hp.FeatureCounts.of, dict(Z=Z), dict(Z="binary"),
              lambda c: None if c.n_features >= 0 else "negative K+",
              extremes=[("no rows", dict(Z=np.zeros((0, 2), np.int8)), R)]),
-        Spec("hyperposterior.log_class_law", hp.log_class_law,
-             dict(Z=Z, alpha=1.5, beta=1.0, discount=0.3),
-             dict(Z="binary", alpha=P, beta="real", discount="nonneg"), finite,
-             extremes=[("beta below -discount", dict(beta=-0.5), R),
-                       ("discount 1", dict(discount=1.0), R)] + discount_edges()
-             + hyper_edges(dict(alpha=1, beta=1)) + data_edges(dict(Z=Z), "Z", binary=True)),
         Spec("hyperposterior.discount_step", hp.discount_step,
              dict(Z=Z, rng=fresh_rng(), discount=0.5, alpha=1.0, beta=1.0,
                   discount_prior=(1.0, 1.0)),

@@ -84,7 +84,7 @@ from ibp_lab._hyper import (
 )
 from ibp_lab.models.prior import sample_ibp
 
-__all__ = ["FeatureCounts", "log_class_law", "discount_step", "sample_hyperparameters",
+__all__ = ["FeatureCounts", "discount_step", "sample_hyperparameters",
            "heldout_log_score", "heaps_curve", "zipf_curve", "PredictiveCurves",
            "predictive_curves", "MAX_DRAWS", "MAX_SIMULATIONS"]
 
@@ -145,26 +145,6 @@ class FeatureCounts:
 def _log_law(counts: FeatureCounts, alpha: float, beta: float, discount: float) -> float:
     return log_stable_class_law(counts.owners, counts.n_rows, counts.n_features,
                              counts.log_duplicates, alpha, beta, discount, weights=counts.n_with)
-
-
-def log_class_law(Z, *, alpha: float, beta: float = 1.0, discount: float = 0.0) -> float:
-    """``log P([Z] | alpha, beta, d)`` from :class:`FeatureCounts` (module docstring).
-
-    Equal to :func:`ibp_lab.models.prior.log_prior`, evaluated as a sum over distinct numbers of
-    owners.
-
-    Examples
-    --------
-    >>> from ibp_lab.models.prior import log_prior
-    >>> Z = np.array([[1, 0, 1], [1, 1, 0], [0, 1, 0]])
-    >>> bool(np.isclose(log_class_law(Z, alpha=1.5, beta=0.8, discount=0.3),
-    ...                 log_prior(Z, 1.5, beta=0.8, discount=0.3)))
-    True
-    """
-    counts = FeatureCounts.of(Z)
-    alpha = check_positive("alpha", alpha)
-    beta, discount = check_beta_discount(beta, discount)
-    return _log_law(counts, alpha, beta, discount)
 
 
 def _log_law_alpha_integrated(counts: FeatureCounts, beta: float, discount: float,

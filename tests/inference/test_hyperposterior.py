@@ -39,10 +39,11 @@ def _binned(log_density, edges, n_nodes=40):
 
 @pytest.mark.parametrize("alpha, beta, discount", [(1.5, 0.8, 0.3), (2.0, 1.0, 0.0),
                                                    (0.4, 3.0, 0.9)])
-def test_class_law_is_log_prior(alpha, beta, discount):
+def test_class_law_from_feature_counts_is_log_prior(alpha, beta, discount):
+    # the samplers of this module evaluate the law from FeatureCounts: the same number
     Z = sample_ibp(3.0, 30, np.random.default_rng(3), discount=0.4)
     Z = np.hstack([Z, Z[:, :2]])  # duplicated columns: the K_h! term
-    assert hp.log_class_law(Z, alpha=alpha, beta=beta, discount=discount) == pytest.approx(
+    assert hp._log_law(hp.FeatureCounts.of(Z), alpha, beta, discount) == pytest.approx(
         log_prior(Z, alpha, beta=beta, discount=discount), rel=1e-12)
 
 
@@ -234,7 +235,7 @@ def test_fixed_discount_stays_fixed_and_zero_is_allowed_then():
                               discount_prior=(1.0,)), "discount_prior must be a pair"),
     (lambda: hp.sample_hyperparameters(Z_SMALL, 0, np.random.default_rng(0)), "n_draws"),
     (lambda: hp.heldout_log_score(Z_SMALL, Z_SMALL[:, :2], alpha=1.0), "same columns"),
-    (lambda: hp.log_class_law(np.zeros((0, 2)), alpha=1.0), "at least one row"),
+    (lambda: hp.FeatureCounts.of(np.zeros((0, 2))), "at least one row"),
 ])
 def test_bad_inputs_are_reported_by_name(call, message):
     with pytest.raises(ValueError, match=message):
