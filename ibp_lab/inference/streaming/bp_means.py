@@ -108,21 +108,32 @@ def _one_pass(X, gamma2, n_steps, ossify):
         A = features[:K].copy()
         z = owners[:K] / (i + 1)
         residual = X[i] - z @ A
+        r = np.empty(D)  # the residual left for feature l
+        # element by element, the arithmetic of the array expressions (numba sums an array
+        # in order from 0), without a temporary array per feature and step
         for _ in range(n_steps):
             for l in range(K):  # (i) ownership lowers the squared error
-                r = residual + z[l] * A[l]
-                z[l] = 1.0 if np.sum((r - A[l]) ** 2) < np.sum(r**2) else 0.0
-                residual = r - z[l] * A[l]
+                with_it, without = 0.0, 0.0  # sum((r - A_l)^2) and sum(r^2)
+                for d in range(D):
+                    r[d] = residual[d] + z[l] * A[l, d]
+                    with_it += (r[d] - A[l, d]) ** 2
+                    without += r[d] ** 2
+                z[l] = 1.0 if with_it < without else 0.0
+                for d in range(D):
+                    residual[d] = r[d] - z[l] * A[l, d]
             for l in range(K):  # (iii) owned features move towards their residual
-                r = residual + z[l] * A[l]
+                for d in range(D):
+                    r[d] = residual[d] + z[l] * A[l, d]
                 if z[l] == 1.0:
                     eta = variance[l] / (1.0 + variance[l])
                     if ossify:
                         eta /= owners[l] + 1.0
-                    A[l] = features[l] + eta * (r - features[l])
+                    for d in range(D):
+                        A[l, d] = features[l, d] + eta * (r[d] - features[l, d])
                 else:
                     A[l] = features[l]
-                residual = r - z[l] * A[l]
+                for d in range(D):
+                    residual[d] = r[d] - z[l] * A[l, d]
         for l in range(K):
             if z[l] == 1.0:
                 v = variance[l]

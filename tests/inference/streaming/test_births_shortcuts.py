@@ -10,7 +10,9 @@ without the public doors' checks (``_log_joint``). What is checked, bit for bit:
   (where the prior counts them) and without;
 - a whole decomposition equals the one composed from the public functions (the schedule
   of the module docstring: pilot, starts from BP-means and from nothing, sweeps and
-  split-merge rounds, the state of highest log joint).
+  split-merge rounds, the state of highest log joint);
+- the BP-means pass (``ibp_lab.inference.streaming.bp_means``, the first start), written
+  element by element, gives the numbers of its former array expressions.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import copy
 
 import numpy as np
 import pytest
+from numba import njit
 
 from ibp_lab import _kernel
 from ibp_lab.datasets import simulate_four_feature_data
 from ibp_lab.inference.gibbs import gibbs_sweep
 from ibp_lab.inference.split_merge import sequential_split_merge
 from ibp_lab.inference.streaming import births
+from ibp_lab.inference.streaming.bp_means import bp_means_one_pass
 from ibp_lab.models.linear_gaussian import collapsed_loglik, feature_posterior
 from ibp_lab.models.prior import log_prior
 
@@ -126,3 +130,72 @@ def test_a_decomposition_is_the_one_composed_from_the_public_functions(case):
     assert np.array_equal(found.means, means)
     if not case.startswith("noise"):
         assert found.n_features >= 2  # the comparison covered births, not only empties
+
+
+# ---------------------------------------------------------------------------------------
+# BP-means (the first start) element by element: the numbers of the array expressions
+# ---------------------------------------------------------------------------------------
+
+
+@njit(cache=False)
+def array_expression_pass(X, gamma2, n_steps, ossify):
+    """The pass of ``bp_means._one_pass`` as it was written with array expressions (one
+    temporary array per feature and step), compiled the same way: the reference."""
+    n, D = X.shape
+    features = np.zeros((n, D))
+    variance = np.zeros(n)
+    owners = np.zeros(n)
+    Z = np.zeros((n, n), np.int8)
+    K = 0
+    for i in range(n):
+        A = features[:K].copy()
+        z = owners[:K] / (i + 1)
+        residual = X[i] - z @ A
+        for _ in range(n_steps):
+            for l in range(K):
+                r = residual + z[l] * A[l]
+                z[l] = 1.0 if np.sum((r - A[l]) ** 2) < np.sum(r**2) else 0.0
+                residual = r - z[l] * A[l]
+            for l in range(K):
+                r = residual + z[l] * A[l]
+                if z[l] == 1.0:
+                    eta = variance[l] / (1.0 + variance[l])
+                    if ossify:
+                        eta /= owners[l] + 1.0
+                    A[l] = features[l] + eta * (r - features[l])
+                else:
+                    A[l] = features[l]
+                residual = r - z[l] * A[l]
+        for l in range(K):
+            if z[l] == 1.0:
+                v = variance[l]
+                variance[l] = v - v**2 / ((owners[l] + 1.0) * (1.0 + v)) if ossify \
+                    else v / (1.0 + v)
+            features[l] = A[l]
+            owners[l] += z[l]
+            Z[i, l] = np.int8(z[l])
+        if residual @ residual > gamma2:
+            features[K] = residual
+            variance[K] = 1.0
+            owners[K] = 1.0
+            Z[i, K] = 1
+            K += 1
+    return np.ascontiguousarray(Z[:, :K]), features[:K].copy()
+
+
+def test_bp_means_pass_is_the_array_expression_pass_bit_for_bit():
+    rng = np.random.default_rng(54)
+    for _ in range(60):
+        n_rows, dim = int(rng.integers(1, 90)), int(rng.integers(1, 40))
+        k = int(rng.integers(1, 6))
+        A = rng.normal(size=(k, dim)) * rng.choice([0.1, 1.0, 10.0])
+        X = (rng.random((n_rows, k)) < rng.random()) @ A \
+            + rng.choice([0.01, 0.5, 2.0]) * rng.normal(size=(n_rows, dim))
+        gamma = float(rng.choice([0.3, 1.0, 3.0])) * np.sqrt(dim) / 3
+        for ossify in (False, True):
+            for steps in (1, 3):
+                Z, F = bp_means_one_pass(X, gamma, n_steps=steps, ossify=ossify)
+                Z_ref, F_ref = array_expression_pass(np.ascontiguousarray(X), gamma**2, steps,
+                                                     ossify)
+                assert np.array_equal(Z, Z_ref) and Z.dtype == Z_ref.dtype
+                assert F.shape == F_ref.shape and F.tobytes() == F_ref.tobytes()
