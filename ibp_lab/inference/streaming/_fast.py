@@ -25,7 +25,9 @@ fast path never needs to know how; it only has to recognise one. ``record_poster
 the factor-analysis model never use it.
 
 The mathematics is not repeated here: the filtering prior is the compiled core that the
-Python path also calls (:func:`ibp_lab.inference.streaming.filtering.filtering_prior_core` and
+Python path also calls (:func:`ibp_lab.inference.streaming.filtering.filtering_prior_core`,
+called here as ``filtering_prior_with`` with a table of ``log j!``, which gives the same
+numbers for fewer calls of ``lgamma``; and
 :func:`~ibp_lab.inference.streaming.filtering.count_law`), and the local fit and the birth proposal
 are the compiled functions of ``ibp_lab.inference.streaming._linear_gaussian``. What this module
 repeats is bookkeeping: the choice of fresh slots (``StreamState.prior_with_fresh``) and
@@ -45,7 +47,7 @@ from numba import njit
 from numba.core.registry import CPUDispatcher
 
 from ibp_lab.inference.streaming import _linear_gaussian as lg
-from ibp_lab.inference.streaming.filtering import count_law, filtering_prior_core
+from ibp_lab.inference.streaming.filtering import count_law, filtering_prior_with, log_factorials
 
 __all__ = ["observe_rows", "BIRTHS_SINGLE", "BIRTHS_BUFFER"]
 
@@ -65,7 +67,7 @@ _birth_gain = (lg.birth_gain if isinstance(lg.birth_gain, CPUDispatcher)
 
 @njit(cache=True)
 def _fresh_prior(usage, log_unowned, dish, k, n, log_count, log_alpha, beta, next_dish,
-                 log_tol, fresh_block, max_fresh):
+                 log_tol, fresh_block, max_fresh, log_fact):
     """``StreamState.prior_with_fresh``: kept slots, then fresh ones while their prior
     exceeds ``tol`` (at least one), in blocks that double. Returns ``log_q``, ``log_1mq``
     (all slots examined) and the number of fresh slots kept."""
@@ -80,8 +82,8 @@ def _fresh_prior(usage, log_unowned, dish, k, n, log_count, log_alpha, beta, nex
         dishes[:k] = dish[:k]
         for j in range(n_fresh):
             dishes[k + j] = next_dish + j
-        log_q, log_1mq = filtering_prior_core(use, unowned, dishes, n, log_count, log_alpha,
-                                              beta, next_dish - 1)
+        log_q, log_1mq = filtering_prior_with(use, unowned, dishes, n, log_count, log_alpha,
+                                              beta, next_dish - 1, log_fact)
         if log_q[total - 1] <= log_tol or n_fresh >= max_fresh:
             break
         n_fresh *= 2
@@ -225,13 +227,16 @@ def observe_rows(X, start, slots, counts, params, rate_out, slots_out):
      births, threshold) = params
     N = X.shape[0]
     rate = np.nan
+    # log j! for the dish numbers the fresh slots' tails reach as a rule (the Poisson terms
+    # beyond come from lgamma, the same numbers)
+    log_fact = log_factorials(next_dish + 2 * fresh_block + 8)
     for i in range(start, N):
         o = X[i]
         n = n_seen + (i - start) + 1
         log_count = count_law(log_unowned[:k], retired_log_pmf)
         log_q, log_1mq, n_fresh = _fresh_prior(usage, log_unowned, dish, k, n, log_count,
                                                log_alpha, beta, next_dish, log_tol,
-                                               fresh_block, max_fresh)
+                                               fresh_block, max_fresh, log_fact)
         total = k + n_fresh
         post = _row_posterior(o, mu, var, usage, k, log_q, log_1mq, total, s_prior, sigma2,
                               n_steps, ossify)

@@ -207,9 +207,33 @@ def _log_sum_step(mx, s, x):
 
 
 @njit(cache=True)
+def log_factorials(size):
+    """``log j!`` for ``j = 0 .. size - 1``, each ``math.lgamma(j + 1.0)`` as the compiled
+    code computes it: a table that gives the Poisson terms the same numbers for less."""
+    table = np.empty(size)
+    for j in range(size):
+        table[j] = math.lgamma(j + 1.0)
+    return table
+
+
+@njit(cache=True, inline="always")
+def _log_factorial(j, table):
+    """``math.lgamma(j + 1.0)``, from ``table`` (:func:`log_factorials`) where it reaches."""
+    return table[j] if j < table.shape[0] else math.lgamma(j + 1.0)
+
+
+@njit(cache=True)
 def log_poisson_tails(m_max, log_rate):
+    """:func:`poisson_tails` without a table of log factorials."""
+    return poisson_tails(m_max, log_rate, np.empty(0))
+
+
+@njit(cache=True)
+def poisson_tails(m_max, log_rate, log_fact):
     """``log P(X >= m)`` and ``log P(X <= m - 1)``, ``X ~ Poisson(exp(log_rate))``, at index
-    ``m - 1`` for ``m = 1 .. m_max`` (compiled, no SciPy).
+    ``m - 1`` for ``m = 1 .. m_max`` (compiled, no SciPy). ``log_fact``: ``log j!`` for the
+    first ``j`` (:func:`log_factorials`; any length, even 0: the same numbers, for fewer
+    calls of ``lgamma``).
 
     Each pmf term ``log P(X = j) = j log_rate - rate - lgamma(j + 1)`` is computed directly,
     in logs, so the rate may be far below the smallest float (the zero-noise limit,
@@ -242,7 +266,7 @@ def log_poisson_tails(m_max, log_rate):
     rate = math.exp(log_rate)
     terms = np.empty(m_max + 1)  # log P(X = j); 0 * log_rate is 0 even for huge rates
     for j in range(m_max + 1):
-        terms[j] = (j * log_rate if j else 0.0) - rate - math.lgamma(j + 1.0)
+        terms[j] = (j * log_rate if j else 0.0) - rate - _log_factorial(j, log_fact)
     # lower tails from j = 0 up; upper tails by complement while the lower one is < 1/2
     mx, s = -np.inf, 0.0
     first_direct = m_max + 1  # the first m whose upper tail is summed directly
@@ -263,10 +287,10 @@ def log_poisson_tails(m_max, log_rate):
         if ratio < 1.0 and last + math.log(ratio) - math.log1p(-ratio) < floor:
             break
         top += 1
-        last = top * log_rate - rate - math.lgamma(top + 1.0)
+        last = top * log_rate - rate - _log_factorial(top, log_fact)
     mx, s = -np.inf, 0.0
     for j in range(top, m_max, -1):
-        mx, s = _log_sum_step(mx, s, j * log_rate - rate - math.lgamma(j + 1.0))
+        mx, s = _log_sum_step(mx, s, j * log_rate - rate - _log_factorial(j, log_fact))
     for j in range(m_max, first_direct - 1, -1):
         mx, s = _log_sum_step(mx, s, terms[j])
         log_sf[j - 1] = mx + math.log(s) if mx > -np.inf else -np.inf
@@ -417,6 +441,13 @@ def new_feature_fraction(dish, bound, log_count_pmf, log_rate_new):
     Unchecked: ``dish`` and ``bound`` int64 (``bound`` in ``[0, d - 1]``), ``log_count_pmf``
     float64, all contiguous.
     """
+    return new_feature_fraction_with(dish, bound, log_count_pmf, log_rate_new, np.empty(0))
+
+
+@njit(cache=True)
+def new_feature_fraction_with(dish, bound, log_count_pmf, log_rate_new, log_fact):
+    """:func:`new_feature_fraction` with a table of log factorials (:func:`log_factorials`,
+    any length: the same numbers)."""
     if dish.shape[0] == 0:
         return np.zeros(0), np.zeros(0)
     d_max = dish.max()
@@ -424,7 +455,7 @@ def new_feature_fraction(dish, bound, log_count_pmf, log_rate_new):
     top = min(log_count_pmf.shape[0], log_pmf.shape[0])
     log_pmf[:top] = log_count_pmf[:top]
     # index m - 1: log P(lambda >= m) and log P(lambda <= m - 1)
-    log_sf, log_cdf = log_poisson_tails(d_max, log_rate_new)
+    log_sf, log_cdf = poisson_tails(d_max, log_rate_new, log_fact)
     mode = np.argmax(log_count_pmf)  # a log-concave pmf increases up to here
     return _log_fractions(dish, bound, log_pmf, log_sf, log_cdf, mode)
 
@@ -512,8 +543,17 @@ def filtering_prior_core(usage, log_unowned, dish, n, log_count_pmf, log_alpha, 
 
     Unchecked: contiguous float64 ``usage``, ``log_unowned``, ``log_count_pmf``; int64
     ``dish``; ``last_used < 0`` stands for ``None``. The estimator's Python path and its
-    compiled fast path (``ibp_lab.inference.streaming._fast``) both call it.
+    compiled fast path (``ibp_lab.inference.streaming._fast``) both call it (the fast path
+    as :func:`filtering_prior_with`, with a table of log factorials: the same numbers).
     """
+    return filtering_prior_with(usage, log_unowned, dish, n, log_count_pmf, log_alpha, beta,
+                                last_used, np.empty(0))
+
+
+@njit(cache=True)
+def filtering_prior_with(usage, log_unowned, dish, n, log_count_pmf, log_alpha, beta,
+                         last_used, log_fact):
+    """:func:`filtering_prior_core` with a table of log factorials (:func:`log_factorials`)."""
     size = dish.shape[0]
     # beta + (n - 1), not (beta + n) - 1: for n = 1 the latter rounds a tiny beta to 0
     denominator = beta + (n - 1)
@@ -528,8 +568,8 @@ def filtering_prior_core(usage, log_unowned, dish, n, log_count_pmf, log_alpha, 
         bound = np.minimum(bound, last_used)
     log_c = np.zeros(size)  # any value <= 0 gives Pi_k c_d = 0 where Pi_k = 0
     log_1mc = np.zeros(size)
-    log_c[need], log_1mc[need] = new_feature_fraction(dish[need], bound, log_count_pmf,
-                                                      log_rate_new)
+    log_c[need], log_1mc[need] = new_feature_fraction_with(dish[need], bound, log_count_pmf,
+                                                           log_rate_new, log_fact)
     log_q = np.empty(size)
     log_1mq = np.empty(size)
     for k in range(size):
