@@ -20,10 +20,17 @@ Each chapter is opened, run (Run All, as a student would), and read back from th
   (tests/test_student_edition.py), runs too;
 - exactly one explorer per ``explorer(...)`` cell: the live widget, no precomputed copy;
 - every slider of every live explorer driven with the arrow keys (JupyterLab must not
-  take them), each move answered within :data:`MOVE_LIMIT_S`, after a reader's pause.
+  take them), each move answered within :data:`MOVE_LIMIT_S`, after a reader's pause;
+- then jumps that the explorer cannot have drawn ahead (it draws only the settings one
+  slider step from those shown): End and Home on every slider, and a click on the slider's
+  track at least two steps from every setting shown so far; over a chapter, their median
+  under :data:`JUMP_MEDIAN_LIMIT_S` and their maximum under :data:`JUMP_MAX_LIMIT_S`.
+  Each time runs from the key's (or the click's) release to the new figure on the page;
+  a quick stand-in (:data:`ibp_lab.teaching.explorers.QUICK_FRAMES`) counts as the
+  figure, and the time to the exact frame that replaces it is recorded beside it.
 
-The response times go to ``_build/screenshots/lab_explorer_times.json``, with a
-screenshot of each chapter. Cost: about the book's execution time (each chapter runs
+The response times go to ``_build/screenshots/lab_explorer_times.json`` (each with its
+``kind``: ``neighbour``, ``jump`` or ``click``), with a screenshot of each chapter. Cost: about the book's execution time (each chapter runs
 once in a kernel) plus a minute of explorer driving. ``IBP_LAB_LAB_ROOT`` points the
 tests at another checkout.
 """
@@ -56,6 +63,12 @@ SETTINGS = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overri
 MOVE_LIMIT_S = 1.0
 #: The reader's pause between moves (the live explorer draws the next settings meanwhile).
 PAUSE_S = 4.0
+#: Over a chapter, the median and the longest time of a jump to a setting not drawn ahead
+#: (the issue's limits).
+JUMP_MEDIAN_LIMIT_S = 1.0
+JUMP_MAX_LIMIT_S = 2.0
+#: The keys of a jump: to the last and to the first value of the slider.
+JUMP_KEYS = ("End", "Home")
 #: Longest a chapter may take to Run All in JupyterLab.
 RUN_ALL_LIMIT_S = 600
 #: A first Run All may take this many times the chapter's stated run time: the statement
@@ -282,42 +295,121 @@ def solution_and_explorer_problems(cells: list[dict], source: str) -> list[str]:
     return problems
 
 
+ACTIVE_CELL = ("() => Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell'))"
+               ".findIndex(c => c.classList.contains('jp-mod-active'))")
+
+
+def slider_positions(root) -> tuple[int, ...]:
+    """The index of every slider's value (noUiSlider's aria-valuenow: a SelectionSlider
+    slides over the indices of its options)."""
+    handles = root.locator(".noUi-handle")
+    return tuple(round(float(handles.nth(j).get_attribute("aria-valuenow")))
+                 for j in range(handles.count()))
+
+
+def far_from(position: tuple[int, ...], shown: set) -> bool:
+    """Two slider steps or more from every setting shown: the explorer draws ahead only
+    the settings one step from those it showed, so it cannot have drawn this one."""
+    return all(sum(abs(a - b) for a, b in zip(position, seen)) >= 2 for seen in shown)
+
+
+def timed_move(page, root, j: int, act, chapter: str, explorer: int, kind: str, label: str,
+               shown: set) -> dict:
+    """After a reader's pause, ``act()`` on slider ``j``; the time from its release to the
+    new figure, and to the exact frame if a quick stand-in came first."""
+    time.sleep(PAUSE_S)
+    image, status = root.locator("img").first, root.locator(".widget-html").first
+    readout = root.locator(".widget-readout").nth(j)
+    before_value, before_src = readout.inner_text(), image.get_attribute("src")
+    root.locator(".noUi-handle").nth(j).focus()  # focusing makes the explorer's cell active
+    active = page.evaluate(ACTIVE_CELL)
+    start = time.perf_counter()
+    act()
+    try:
+        page.wait_for_function("([img, src]) => img.src !== src",
+                               arg=[image.element_handle(), before_src], timeout=30000)
+        seconds = time.perf_counter() - start
+    except Exception:  # noqa: BLE001 (the figure never changed)
+        seconds = float("inf")
+    exact_seconds, quick_src = None, image.get_attribute("src")
+    try:  # the status line follows the figure from the kernel
+        page.wait_for_function("el => !el.innerText.includes('computing')",
+                               arg=status.element_handle(), timeout=5000)
+    except Exception:  # noqa: BLE001 (read as it is)
+        pass
+    if "exact frame follows" in status.inner_text():
+        try:
+            page.wait_for_function("([img, src]) => img.src !== src",
+                                   arg=[image.element_handle(), quick_src], timeout=30000)
+            exact_seconds = round(time.perf_counter() - start, 3)
+        except Exception:  # noqa: BLE001 (recorded as never)
+            exact_seconds = float("inf")
+    position = slider_positions(root)
+    move = {"chapter": chapter, "explorer": explorer, "slider": j, "kind": kind, "key": label,
+            "from": before_value, "to": readout.inner_text(), "seconds": round(seconds, 3),
+            "drawn_ahead_possible": not far_from(position, shown),
+            "exact_seconds": exact_seconds,
+            "keys_taken_by_lab": page.evaluate(ACTIVE_CELL) != active}
+    shown.add(position)
+    return move
+
+
+def click_target(position: tuple[int, ...], j: int, size: int, shown: set) -> int | None:
+    """A value of slider ``j`` far (two steps or more) from every setting shown, the
+    farthest from its current value; ``None`` if there is none."""
+    far = [i for i in range(size)
+           if far_from(position[:j] + (i,) + position[j + 1:], shown)]
+    return max(far, key=lambda i: abs(i - position[j])) if far else None
+
+
 def drive_explorers(page, chapter: str) -> list[dict]:
-    """Press the arrow keys on every slider; the time from the key to the new figure."""
+    """Every slider: one step each way with the arrow keys, then the jumps (End, Home, a
+    click on the track), each after a reader's pause; the time from the key to the figure."""
     moves = []
     explorers = page.locator(".ibp-live-explorer")
     for i in range(explorers.count()):
         root = explorers.nth(i)
         root.scroll_into_view_if_needed()
-        image = root.locator("img").first
         handles = root.locator(".noUi-handle")
+        shown = {slider_positions(root)}
         for j in range(handles.count()):
             for key in ("ArrowRight", "ArrowLeft"):
-                time.sleep(PAUSE_S)
-                readout = root.locator(".widget-readout").nth(j)
-                before_value = readout.inner_text()
-                before_src = image.get_attribute("src")
-                handles.nth(j).focus()  # focusing makes the explorer's cell the active one
-                active = page.evaluate("() => Array.from(document.querySelectorAll("
-                                       "'.jp-Notebook .jp-Cell')).findIndex("
-                                       "c => c.classList.contains('jp-mod-active'))")
-                start = time.perf_counter()
-                page.keyboard.press(key)
-                try:
-                    page.wait_for_function("([img, src]) => img.src !== src",
-                                           arg=[image.element_handle(), before_src],
-                                           timeout=30000)
-                    seconds = time.perf_counter() - start
-                except Exception:  # noqa: BLE001 (the figure never changed)
-                    seconds = float("inf")
-                after_active = page.evaluate("() => Array.from(document.querySelectorAll("
-                                             "'.jp-Notebook .jp-Cell')).findIndex("
-                                             "c => c.classList.contains('jp-mod-active'))")
-                moves.append({"chapter": chapter, "explorer": i, "slider": j, "key": key,
-                              "from": before_value, "to": readout.inner_text(),
-                              "seconds": round(seconds, 3),
-                              "keys_taken_by_lab": after_active != active})
+                moves.append(timed_move(page, root, j, lambda key=key: page.keyboard.press(key),
+                                        chapter, i, "neighbour", key, shown))
+        for j in range(handles.count()):
+            size = round(float(handles.nth(j).get_attribute("aria-valuemax"))) + 1
+            for key, end in zip(JUMP_KEYS, (size - 1, 0)):
+                if slider_positions(root)[j] == end:
+                    continue  # already there: the key would not move the slider
+                moves.append(timed_move(page, root, j, lambda key=key: page.keyboard.press(key),
+                                        chapter, i, "jump", key, shown))
+            target = click_target(slider_positions(root), j, size, shown)
+            if target is None:
+                continue
+            track = root.locator(".noUi-base").nth(j).bounding_box()
+            x = track["x"] + track["width"] * target / (size - 1)
+            y = track["y"] + track["height"] / 2
+            moves.append(timed_move(page, root, j, lambda x=x, y=y: page.mouse.click(x, y),
+                                    chapter, i, "click", f"click at value {target}", shown))
     return moves
+
+
+def jump_problems(moves: list[dict]) -> list[str]:
+    """The issue's limits on the jumps (End, Home, clicks) to settings not drawn ahead."""
+    times = sorted(m["seconds"] for m in moves if m["kind"] != "neighbour"
+                   and not m["drawn_ahead_possible"])
+    if not times:
+        return []
+    middle = len(times) // 2
+    median = times[middle] if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
+    problems = []
+    if median >= JUMP_MEDIAN_LIMIT_S:
+        problems.append(f"jumps to settings not drawn ahead: median {median:.2f} s, over the "
+                        f"{JUMP_MEDIAN_LIMIT_S} s limit ({times})")
+    if times[-1] >= JUMP_MAX_LIMIT_S:
+        problems.append(f"jumps to settings not drawn ahead: longest {times[-1]:.2f} s, over "
+                        f"the {JUMP_MAX_LIMIT_S} s limit ({times})")
+    return problems
 
 
 def record(moves: list[dict], chapter: str) -> None:
@@ -372,10 +464,11 @@ def test_a_chapter_run_in_jupyterlab_reads_as_the_web_page(lab_url, browser, cha
             if move["keys_taken_by_lab"] or move["from"] == move["to"]:
                 problems.append(f"explorer {move['explorer']} slider {move['slider']}: "
                                 f"{move['key']} did not move the slider (JupyterLab took it?)")
-            if move["seconds"] > MOVE_LIMIT_S:
+            if move["kind"] == "neighbour" and move["seconds"] > MOVE_LIMIT_S:
                 problems.append(f"explorer {move['explorer']} slider {move['slider']} "
                                 f"{move['from']} -> {move['to']}: {move['seconds']} s, "
                                 f"over the {MOVE_LIMIT_S} s limit")
+        problems += jump_problems(moves)
         assert not problems, f"{chapter}:\n" + "\n".join(problems)
     finally:
         page.close()
