@@ -9,8 +9,11 @@ callers.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -407,3 +410,339 @@ def check_sweeps(name: str, value) -> int:
 
 
 __all__ += ["MAX_SWEEPS", "check_sweeps"]
+
+
+# --------------------------------------------------------------------------------------
+# constraints declared once: a public door states what each argument must be, as data
+# --------------------------------------------------------------------------------------
+#
+# Each constraint below is a small frozen dataclass whose ``check(name, value)`` calls
+# the check_* function above, so a door declared with them refuses exactly what it
+# refused before, with the same words. :func:`validated` runs a door's constraints in
+# the order they are declared (the door's order of checks, which the campaign's
+# messages depend on when two arguments are bad) before the body runs at all.
+
+
+class Constraint:
+    """What one argument must be. ``check(name, value, *earlier)`` returns the checked
+    value or raises; ``earlier`` are the already-checked values of :attr:`reads`."""
+
+    #: Names of arguments (declared before this one) whose checked values ``check`` needs.
+    reads: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Positive(Constraint):
+    """A finite float > 0 (>= 0 with ``allow_zero``), at most ``upper``: :func:`check_positive`.
+
+    Examples
+    --------
+    >>> Positive().check("alpha", 2)
+    2.0
+    """
+
+    allow_zero: bool = False
+    upper: float | None = MAX_PARAMETER
+
+    def check(self, name, value):
+        return check_positive(name, value, allow_zero=self.allow_zero, upper=self.upper)
+
+
+@dataclass(frozen=True)
+class Count(Constraint):
+    """An int in ``[minimum, maximum]``: :func:`check_count`.
+
+    Examples
+    --------
+    >>> Count(minimum=1).check("n", 3)
+    3
+    """
+
+    minimum: int = 0
+    maximum: int | None = MAX_COUNT
+
+    def check(self, name, value):
+        return check_count(name, value, minimum=self.minimum, maximum=self.maximum)
+
+
+@dataclass(frozen=True)
+class Sweeps(Constraint):
+    """A number of sweeps in ``[1, MAX_SWEEPS]``: :func:`check_sweeps`."""
+
+    def check(self, name, value):
+        return check_sweeps(name, value)
+
+
+@dataclass(frozen=True)
+class InverseTemperature(Constraint):
+    """An inverse temperature in ``[0, 1]``: :func:`check_inverse_temperature`."""
+
+    def check(self, name, value):
+        return check_inverse_temperature(value, name)
+
+
+@dataclass(frozen=True)
+class Flag(Constraint):
+    """True or False: :func:`check_flag`."""
+
+    def check(self, name, value):
+        return check_flag(name, value)
+
+
+@dataclass(frozen=True)
+class Generator(Constraint):
+    """A :class:`numpy.random.Generator`: :func:`check_rng` (whose message says ``rng``)."""
+
+    def check(self, name, value):
+        return check_rng(value)
+
+
+@dataclass(frozen=True)
+class DataMatrix(Constraint):
+    """A finite 2-D float64 array with at least ``min_rows`` rows: :func:`check_data_matrix`."""
+
+    min_rows: int = 1
+
+    def check(self, name, value):
+        return check_data_matrix(name, value, min_rows=self.min_rows)
+
+
+@dataclass(frozen=True)
+class BinaryMatrix(Constraint):
+    """A 2-D ``int8`` matrix of 0/1 (:func:`check_binary_matrix`); with ``rows_of``, as many
+    rows as that (already checked) argument has.
+
+    Examples
+    --------
+    >>> BinaryMatrix().check("Z", [[1, 0]]).dtype
+    dtype('int8')
+    """
+
+    rows_of: str | None = None
+
+    @property
+    def reads(self):
+        return () if self.rows_of is None else (self.rows_of,)
+
+    def check(self, name, value, *earlier):
+        n_rows = earlier[0].shape[0] if earlier else None
+        return check_binary_matrix(name, value, n_rows=n_rows)
+
+
+@dataclass(frozen=True)
+class RealArray(Constraint):
+    """An array of real numbers as float64: :func:`check_real_array`."""
+
+    def check(self, name, value):
+        return check_real_array(name, value)
+
+
+@dataclass(frozen=True)
+class OneOf(Constraint):
+    """One of a few strings; anything else is a ``ValueError`` listing them.
+
+    Examples
+    --------
+    >>> OneOf("random", "fixed").check("scan_order", "fixed")
+    'fixed'
+    >>> OneOf("random", "fixed").check("scan_order", "cyclic")
+    Traceback (most recent call last):
+    ...
+    ValueError: scan_order must be 'random' or 'fixed', got 'cyclic'
+    """
+
+    choices: tuple
+
+    def __init__(self, *choices):
+        object.__setattr__(self, "choices", choices)
+
+    def check(self, name, value):
+        if not isinstance(value, str) or value not in self.choices:
+            allowed = " or ".join(", ".join(map(repr, self.choices)).rsplit(", ", 1))
+            raise ValueError(f"{name} must be {allowed}, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class Optional(Constraint):
+    """``None``, or what ``inner`` accepts.
+
+    Examples
+    --------
+    >>> Optional(Count()).check("seed", None) is None
+    True
+    """
+
+    inner: Constraint
+
+    @property
+    def reads(self):
+        return self.inner.reads
+
+    def check(self, name, value, *earlier):
+        return None if value is None else self.inner.check(name, value, *earlier)
+
+
+@dataclass(frozen=True)
+class Checked(Constraint):
+    """Any check function ``function(name, value)`` of the package as a constraint; with
+    ``rows_of``, called ``function(name, value, n_rows=<rows of that argument>)``.
+
+    For the wings' own checks (``check_feature_matrix``, ...) that this module cannot
+    import without a cycle.
+    """
+
+    function: Callable
+    rows_of: str | None = None
+
+    @property
+    def reads(self):
+        return () if self.rows_of is None else (self.rows_of,)
+
+    def check(self, name, value, *earlier):
+        if earlier:
+            return self.function(name, value, n_rows=earlier[0].shape[0])
+        return self.function(name, value)
+
+
+@dataclass(frozen=True)
+class Joint:
+    """A check of several arguments together, at its place in the declared order.
+
+    ``function(*values of reads)`` returns the new values of ``sets`` (one value if
+    ``sets`` names one argument, a tuple if several; nothing if ``sets`` is empty: a
+    check of a relation such as ``burn < n_sweeps``). Arguments of ``reads`` declared
+    before arrive checked; the others arrive as the caller gave them.
+
+    Examples
+    --------
+    >>> Joint(check_positive_pair, "prior", sets="prior").sets
+    ('prior',)
+    """
+
+    function: Callable
+    reads: tuple[str, ...]
+    sets: tuple[str, ...]
+
+    def __init__(self, function, *reads, sets=()):
+        object.__setattr__(self, "function", function)
+        object.__setattr__(self, "reads", reads)
+        object.__setattr__(self, "sets", (sets,) if isinstance(sets, str) else tuple(sets))
+
+
+#: The linear-Gaussian model's four hyperparameters, in the order
+#: ``_hyper.check_hyperparameters`` takes and returns them: a door declares
+#: ``Joint(check_hyperparameters, "X", *HYPERPARAMETERS, sets=HYPERPARAMETERS)``.
+HYPERPARAMETERS = ("alpha", "sigma_x", "sigma_a", "beta")
+
+
+def validated(**constraints):
+    """Decorate a public door with its argument constraints, declared once as data.
+
+    Each keyword names a parameter and gives its :class:`Constraint`, or names a
+    :class:`Joint` check of several parameters. On every call the constraints run in
+    the order declared, each argument replaced by its checked value, and only then
+    does the body run: no work happens on unchecked input. The decorated function
+    keeps its name, docstring and signature (``functools.wraps``; ``help()``,
+    ``inspect.signature`` and Sphinx see the real one), and its constraints stay
+    readable as ``function.parameter_constraints``.
+
+    The checks add no argument binding of their own: the wrapper is generated with the
+    function's own parameter list, so Python binds the call once, as it would have.
+
+    Examples
+    --------
+    >>> @validated(n=Count(minimum=1), scale=Positive())
+    ... def spread(n, *, scale=1.0):
+    ...     return n * scale
+    >>> spread(3, scale=2)
+    6.0
+    >>> spread(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: n must be an integer >= 1, got 0
+    >>> list(spread.parameter_constraints)
+    ['n', 'scale']
+    """
+    def decorate(function):
+        return _wrap(function, constraints)
+
+    return decorate
+
+
+def _wrap(function, constraints):
+    """Generate ``function``'s checked twin: the same parameter list, then one line per
+    constraint, then the call (see :func:`validated`)."""
+    signature = inspect.signature(function)
+    parameters = signature.parameters
+    namespace = {"_function": function}
+    seen: list[str] = []
+    lines = []
+    for i, (key, constraint) in enumerate(constraints.items()):
+        namespace[f"_c{i}"] = constraint
+        if isinstance(constraint, Joint):
+            _require(function, constraint.reads + constraint.sets, parameters, f"{key}'s")
+            call = f"_c{i}.function({', '.join(constraint.reads)})"
+            targets = ", ".join(constraint.sets)
+            lines.append(f"{targets} = {call}" if constraint.sets else call)
+            seen.extend(constraint.sets)
+        elif isinstance(constraint, Constraint):
+            _require(function, (key,), parameters, "constraint")
+            _require(function, constraint.reads, seen, f"{key}'s constraint reads")
+            earlier = "".join(f", {name}" for name in constraint.reads)
+            lines.append(f"{key} = _c{i}.check({key!r}, {key}{earlier})")
+            seen.append(key)
+        else:
+            raise TypeError(f"the constraint of {key} must be a Constraint or a Joint, "
+                            f"got {type(constraint).__name__}")
+    header, call = _parameter_list(signature)
+    # the code's own name, as Python's binding errors and tracebacks show it
+    name = function.__name__ if function.__name__.isidentifier() else "checked"
+    source = (f"def _make({', '.join(namespace)}):\n"
+              f"    def {name}({header}):\n"
+              + "".join(f"        {line}\n" for line in lines)
+              + f"        return _function({call})\n"
+              f"    return {name}\n")
+    scope: dict = {}
+    exec(compile(source, f"<validated {function.__qualname__}>", "exec"), scope)
+    checked = scope["_make"](**namespace)
+    checked.__kwdefaults__ = function.__kwdefaults__
+    checked.__defaults__ = function.__defaults__
+    checked = functools.wraps(function)(checked)
+    checked.parameter_constraints = dict(constraints)
+    return checked
+
+
+def _require(function, names, allowed, what):
+    """Refuse, when decorating, a constraint on a name the function does not have (or
+    one that reads an argument not yet checked)."""
+    for name in names:
+        if name not in allowed:
+            raise TypeError(f"{what} {name!r} is not a parameter of {function.__qualname__} "
+                            "declared before it")
+
+
+def _parameter_list(signature):
+    """The wrapper's parameter list, without defaults (they are set afterwards, the
+    function's own objects), and the matching call of the function."""
+    kinds = inspect.Parameter
+    header, call = [], []
+    previous = None
+    for p in signature.parameters.values():
+        if previous is kinds.POSITIONAL_ONLY and p.kind is not kinds.POSITIONAL_ONLY:
+            header.append("/")
+        if p.kind is kinds.KEYWORD_ONLY and previous not in (kinds.KEYWORD_ONLY,
+                                                             kinds.VAR_POSITIONAL):
+            header.append("*")
+        star = {kinds.VAR_POSITIONAL: "*", kinds.VAR_KEYWORD: "**"}.get(p.kind, "")
+        header.append(star + p.name)
+        call.append(f"{p.name}={p.name}" if p.kind is kinds.KEYWORD_ONLY else star + p.name)
+        previous = p.kind
+    if previous is kinds.POSITIONAL_ONLY:
+        header.append("/")
+    return ", ".join(header), ", ".join(call)
+
+
+__all__ += ["Constraint", "Positive", "Count", "Sweeps", "InverseTemperature", "Flag",
+            "Generator", "DataMatrix", "BinaryMatrix", "RealArray", "OneOf", "Optional",
+            "Checked", "Joint", "validated", "HYPERPARAMETERS"]

@@ -99,8 +99,8 @@ import numpy as np
 
 from ibp_lab import _kernel
 from ibp_lab._checks import MAX_SWEEPS  # noqa: F401  (gibbs.MAX_SWEEPS, as before)
-from ibp_lab._checks import (check_data_matrix, check_flag, check_inverse_temperature, check_rng,
-                             check_sweeps)
+from ibp_lab._checks import (HYPERPARAMETERS, Checked, DataMatrix, Flag, Generator,
+                             InverseTemperature, Joint, OneOf, Optional, Sweeps, validated)
 from ibp_lab._hyper import check_discount, check_feature_matrix, check_hyperparameters
 from ibp_lab.inference._moves import Move
 
@@ -204,6 +204,35 @@ def _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0,
 # --------------------------------------------------------------------------------------
 
 
+def _discount_for_rows(X, alpha, beta, discount):
+    """``check_discount`` for the rows of ``X`` (alpha and beta already checked)."""
+    return check_discount(X.shape[0], alpha, beta, discount)
+
+
+def _types_fit(X, n_sweeps, return_types):
+    """Refuse a class record :func:`k_plus_trace` cannot keep (too many rows or entries)."""
+    if return_types and X.shape[0] > _MAX_ROWS_FOR_TYPES:
+        raise ValueError(
+            f"return_types needs X with at most {_MAX_ROWS_FOR_TYPES} rows "
+            f"(2^N - 1 column types), got {X.shape[0]}"
+        )
+    if return_types and n_sweeps * (2 ** X.shape[0] - 1) > _MAX_TYPE_ENTRIES:
+        raise ValueError(
+            f"return_types records 2^N - 1 = {2 ** X.shape[0] - 1} counts per sweep: "
+            f"n_sweeps must be <= {_MAX_TYPE_ENTRIES // (2 ** X.shape[0] - 1)}, got {n_sweeps}"
+        )
+
+
+#: The data, the state and the four hyperparameters, checked as every sweep checks them:
+#: ``Z`` has ``X``'s rows, the hyperparameters fit ``X`` (``check_hyperparameters``).
+_HYPERPARAMETERS = Joint(check_hyperparameters, "X", *HYPERPARAMETERS, sets=HYPERPARAMETERS)
+_DISCOUNT = Joint(_discount_for_rows, "X", "alpha", "beta", "discount", sets="discount")
+_SWEEP_CONSTRAINTS = dict(X=DataMatrix(), Z=Checked(check_feature_matrix, rows_of="X"),
+                          hyperparameters=_HYPERPARAMETERS, rng=Generator())
+
+
+@validated(**_SWEEP_CONSTRAINTS, inverse_temperature=InverseTemperature(),
+           discount=_DISCOUNT)
 def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.random.Generator,
                 *, beta: float = 1.0, inverse_temperature: float = 1.0,
                 discount: float = 0.0) -> np.ndarray:
@@ -252,17 +281,12 @@ def gibbs_sweep(X, Z, alpha: float, sigma_x: float, sigma_a: float, rng: np.rand
     >>> Z.dtype, Z.shape[0], bool(Z.any(axis=0).all())
     (dtype('int8'), 20, True)
     """
-    X = check_data_matrix("X", X)
-    Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
-    alpha, sigma_x, sigma_a, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    rng = check_rng(rng)
-    inverse_temperature = check_inverse_temperature(inverse_temperature)
-    discount = check_discount(X.shape[0], alpha, beta, discount)
     Z_new, _, _ = _kernel.sweeps(X, Z, alpha, sigma_x, sigma_a, beta, 1, rng,
                           inverse_temperature=inverse_temperature, discount=discount)
     return Z_new
 
 
+@validated(**_SWEEP_CONSTRAINTS)
 def gibbs_sweep_numpy(X, Z, alpha: float, sigma_x: float, sigma_a: float,
                       rng: np.random.Generator, *, beta: float = 1.0) -> np.ndarray:
     """The same sweep as :func:`gibbs_sweep`, written plainly in NumPy for reading.
@@ -284,13 +308,21 @@ def gibbs_sweep_numpy(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     >>> bool(np.array_equal(Z_plain, Z_fast))
     True
     """
-    X = check_data_matrix("X", X)
-    Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
-    alpha, sigma_x, sigma_a, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    rng = check_rng(rng)
     return _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, beta=beta)
 
 
+@validated(
+    X=DataMatrix(),
+    n_sweeps=Sweeps(),
+    rng=Generator(),
+    hyperparameters=_HYPERPARAMETERS,
+    scan_order=OneOf("random", "fixed"),
+    return_types=Flag(),
+    inverse_temperature=InverseTemperature(),
+    discount=_DISCOUNT,
+    types_fit=Joint(_types_fit, "X", "n_sweeps", "return_types"),
+    Z0=Optional(Checked(check_feature_matrix, rows_of="X")),
+)
 def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                  sigma_a: float, beta: float = 1.0, Z0=None, scan_order: str = "random",
                  return_types: bool = False, inverse_temperature: float = 1.0,
@@ -348,27 +380,8 @@ def k_plus_trace(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     >>> bool(np.abs(freq - p_exact).max() < 0.03)
     True
     """
-    X = check_data_matrix("X", X)
-    n_sweeps = check_sweeps("n_sweeps", n_sweeps)
-    rng = check_rng(rng)
-    alpha, sigma_x, sigma_a, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    if not isinstance(scan_order, str) or scan_order not in ("random", "fixed"):
-        raise ValueError(f"scan_order must be 'random' or 'fixed', got {scan_order!r}")
-    return_types = check_flag("return_types", return_types)
-    inverse_temperature = check_inverse_temperature(inverse_temperature)
-    discount = check_discount(X.shape[0], alpha, beta, discount)
-    if return_types and X.shape[0] > _MAX_ROWS_FOR_TYPES:
-        raise ValueError(
-            f"return_types needs X with at most {_MAX_ROWS_FOR_TYPES} rows "
-            f"(2^N - 1 column types), got {X.shape[0]}"
-        )
-    if return_types and n_sweeps * (2 ** X.shape[0] - 1) > _MAX_TYPE_ENTRIES:
-        raise ValueError(
-            f"return_types records 2^N - 1 = {2 ** X.shape[0] - 1} counts per sweep: "
-            f"n_sweeps must be <= {_MAX_TYPE_ENTRIES // (2 ** X.shape[0] - 1)}, got {n_sweeps}"
-        )
-    Z0 = np.ones((X.shape[0], 1), np.int8) if Z0 is None else check_feature_matrix(
-        "Z0", Z0, n_rows=X.shape[0])
+    if Z0 is None:
+        Z0 = np.ones((X.shape[0], 1), np.int8)
     _, k_plus, types = _kernel.sweeps(X, Z0, alpha, sigma_x, sigma_a, beta, n_sweeps, rng,
                                random_scan=scan_order == "random", record_types=return_types,
                                inverse_temperature=inverse_temperature, discount=discount)
