@@ -72,7 +72,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -110,6 +109,7 @@ from ibp_lab._hyper import (
 )
 from ibp_lab._threads import single_blas_thread
 from ibp_lab.inference._moves import HyperparameterMove, Move, check_moves, move_keys
+from ibp_lab.inference._trace import Recorder, collect_runs
 from ibp_lab.inference.gibbs import GibbsSweep
 from ibp_lab.inference.split_merge import (MAX_PROPOSALS, RandomSplitMerge, SequentialSplitMerge,
                                            SingletonUpdate)
@@ -815,11 +815,10 @@ def run_chain(
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, desc="iterations")
-    start = time.process_time()
+    record.recorder.start()
     for t in iterator:
         Z, hyper, log_lik = _iteration(t, stages, chain, record, X, Z, hyper, rng)
-        record.draw(t, Z, hyper, log_lik, chain.harmonic_and_alpha_upper(hyper)[0],
-                    time.process_time() - start - record.excluded_seconds)
+        record.draw(t, Z, hyper, log_lik, chain.harmonic_and_alpha_upper(hyper)[0])
     acceptance = {}
     for stage in stages:
         acceptance.update(stage.acceptance() if hasattr(stage, "acceptance") else {})
@@ -879,61 +878,53 @@ def _refuse_runaway(t: int, k_plus: int, n_rows: int, prior_mean: float, hyper) 
 
 
 class _Record:
-    """What a chain keeps: the label-free trace, the kept ``Z``, CPU times and move stats."""
+    """What a chain keeps: a :class:`~ibp_lab.inference._trace.Recorder` of its label-free
+    trace, kept ``Z`` and CPU times, plus what only a chain has: the proposals its moves
+    accepted, their split-merge stats and the pointwise log-likelihood of kept draws."""
 
     NAMES = ("k_plus", "alpha", "sigma_x", "sigma_a", "log_likelihood", "log_joint")
 
     def __init__(self, n_sweeps: int, burn: int, thin: int, moves: tuple, *,
                  with_discount: bool = False, X: np.ndarray | None = None):
-        self.burn, self.thin, self.all_moves = burn, thin, moves
+        self.all_moves = moves
         self.moves = tuple(move for move in moves if isinstance(move, Move))  # the moves on Z
-        # X when the pointwise log-likelihood is kept; its CPU time is not the sampler's
-        self.X, self.pointwise, self.excluded_seconds = X, [], 0.0
+        self.X, self.pointwise = X, []  # X when the pointwise log-likelihood is kept
         self.keys = move_keys(self.moves)
-        self.names = self.NAMES + (("discount",) if with_discount else ())
-        self.values = {name: np.empty(n_sweeps) for name in self.names}
-        self.samples, self.sample_draws = [], []
-        self.seconds = np.empty(n_sweeps)
-        self.accepted_moves = np.zeros(n_sweeps, np.int64)
+        names = self.NAMES + (("discount",) if with_discount else ())
+        self.recorder = Recorder(n_sweeps, {name: np.int64 if name == "k_plus" else np.float64
+                                            for name in names},
+                                 {"accepted_moves": np.int64}, burn=burn, thin=thin)
         self.move_stats = {key: [] for key, move in zip(self.keys, self.moves) if move.n_proposals}
 
     def apply_moves(self, t: int, X, Z, rng, hyper, which: slice):
         """The moves on ``Z`` of the slice ``which``, in turn, keeping the split-merge stats."""
+        accepted = self.recorder.values["accepted_moves"]
         for key, move in zip(self.keys[which], self.moves[which]):
             Z, stats = move(X, Z, rng, hyper)
             if key in self.move_stats:
                 self.move_stats[key].append(stats)
-                self.accepted_moves[t] += stats["accepted_splits"] + stats["accepted_merges"]
+                accepted[t] += stats["accepted_splits"] + stats["accepted_merges"]
         return Z
 
-    def draw(self, t: int, Z, hyper, log_lik: float, h_n: float, seconds: float) -> None:
+    def draw(self, t: int, Z, hyper, log_lik: float, h_n: float) -> None:
+        self.recorder.clock(t)
         log_joint = log_lik + _log_prior_class(Z, hyper, h_n)
-        for name, value in zip(self.names, (Z.shape[1], hyper.alpha, hyper.sigma_x, hyper.sigma_a,
-                                            log_lik, log_joint, hyper.discount)):
-            self.values[name][t] = value
-        if t >= self.burn and (t - self.burn) % self.thin == 0:
-            self.samples.append(Z.copy())
-            self.sample_draws.append(t)
-            if self.X is not None:
-                started = time.process_time()
+        values = (Z.shape[1], hyper.alpha, hyper.sigma_x, hyper.sigma_a, log_lik, log_joint,
+                  hyper.discount)
+        self.recorder.draw(t, Z, **dict(zip(self.recorder.trace_names, values)))
+        if self.X is not None and self.recorder.keeps(t):
+            with self.recorder.untimed():  # seconds time the sampler alone
                 self.pointwise.append(_pointwise_terms(self.X, Z, hyper.sigma_x, hyper.sigma_a))
-                self.excluded_seconds += time.process_time() - started
-        self.seconds[t] = seconds
 
     def result(self, Z, hyper, acceptance: dict) -> ChainResult:
-        draws = {"draw": np.arange(self.seconds.size)}
-        trace = xr.Dataset(
-            {name: ("draw", values.astype(np.int64) if name == "k_plus" else values)
-             for name, values in self.values.items()},
-            coords=draws, attrs={"burn": self.burn, "thin": self.thin, "beta": hyper.beta})
-        sample_stats = xr.Dataset({"seconds": ("draw", self.seconds),
-                                   "accepted_moves": ("draw", self.accepted_moves)},
-                                  coords=draws,
-                                  attrs={"moves": ", ".join(map(repr, self.all_moves))})
-        pointwise = (np.array(self.pointwise).reshape(len(self.samples), self.X.shape[0])
+        record = self.recorder
+        trace, sample_stats = record.datasets(
+            {"burn": record.burn, "thin": record.thin, "beta": hyper.beta},
+            {"moves": ", ".join(map(repr, self.all_moves))})
+        pointwise = (np.array(self.pointwise).reshape(len(record.samples), self.X.shape[0])
                      if self.X is not None else None)
-        return ChainResult(trace, self.samples, np.array(self.sample_draws, dtype=np.int64), Z,
-                           hyper.alpha, hyper.sigma_x, hyper.sigma_a, acceptance, sample_stats,
+        return ChainResult(trace, record.samples, record.kept_draws(), Z, hyper.alpha,
+                           hyper.sigma_x, hyper.sigma_a, acceptance, sample_stats,
                            {key: combine_stats(stats) for key, stats in self.move_stats.items()},
                            pointwise)
 
@@ -1022,8 +1013,6 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
     >>> loo.loo_i.shape
     (30,)
     """
-    import arviz as az  # imported on use: arviz is slow to import
-
     n_chains = check_count("n_chains", n_chains, minimum=1, maximum=MAX_CHAINS)
     pointwise = check_flag("pointwise", pointwise)
     check_rng(rng)
@@ -1040,19 +1029,10 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
             )
     chains = [run_chain(X, n_sweeps, child, Z0=start, pointwise=pointwise, **options)
               for child, start in zip(rng.spawn(n_chains), starts)]
-    burn = chains[0].trace.attrs["burn"]
-    groups = {}
-    for group, per_chain in (("posterior", lambda c: c.trace), ("sample_stats", lambda c: c.sample_stats)):
-        kept = xr.concat([per_chain(c).sel(draw=c.sample_draws)
-                          .assign_coords(draw=np.arange(len(c.sample_draws))) for c in chains],
-                         dim="chain")
-        groups[group] = kept.assign_coords(chain=np.arange(n_chains))
-        if burn:
-            warmup = xr.concat([per_chain(c).isel(draw=slice(0, burn)) for c in chains], dim="chain")
-            groups[f"warmup_{group}"] = warmup.assign_coords(chain=np.arange(n_chains))
-    if pointwise:
-        groups.update(_log_likelihood_groups(chains, check_data_matrix("X", X)))
-    return az.InferenceData(**groups), chains
+    groups = _log_likelihood_groups(chains, check_data_matrix("X", X)) if pointwise else {}
+    idata = collect_runs([(c.trace, c.sample_stats, c.sample_draws) for c in chains],
+                         warmup=chains[0].trace.attrs["burn"], **groups)
+    return idata, chains
 
 
 def _log_likelihood_groups(chains: list[ChainResult], X: np.ndarray) -> dict:

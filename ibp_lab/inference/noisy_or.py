@@ -971,9 +971,8 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float = 1
                           hooks=_start_and_measure(X, params, W0))
     chain = _LearningChain(X, params, births, priors, W0)
     run = run_kernel(chain.sweep, X, n_sweeps, rng, params, Z0, burn, thin, "births_accepted",
-                     chain.sampler_name(), hooks=(chain.start, chain.measure))
+                     chain.sampler_name(), hooks=(chain.start, chain.measure), extra=tuple(priors))
     for name in priors:
-        run.trace[name] = ("draw", np.array(chain.values[name]))
         run.trace.attrs[f"{name}_prior"] = f"Beta{priors[name]}"
     return run
 
@@ -1004,12 +1003,11 @@ def _learned_priors(learn, priors) -> dict:
 
 class _LearningChain:
     """:func:`run_noisy_or`'s sweep and measure when births come from the data or
-    parameters are learned: the current parameters live here, the sweeps' values are kept
-    for the trace."""
+    parameters are learned: the current parameters live here; :meth:`measure` gives the
+    learned ones' values to the trace."""
 
     def __init__(self, X, params: NoisyOrParameters, births: str, priors: dict, W0=None):
         self.X, self.params, self.births, self.priors = X, params, births, priors
-        self.values = {name: [] for name in priors}
         self.start = _start_and_measure(X, params, W0)[0]
 
     def sampler_name(self) -> str:
@@ -1020,15 +1018,15 @@ class _LearningChain:
     def sweep(self, X, Z, W, _, rng):
         Z, W, accepted = _sweep(X, Z, W, self.params, rng, self.births)
         self.params = _update_parameters(X, Z, W, self.params, self.priors, rng)
-        for name in self.priors:
-            self.values[name].append(getattr(self.params, name))
         return Z, W, accepted
 
     def measure(self, Z, W):
+        """``(log_likelihood, log_joint, *learned values)`` after a sweep."""
         log_lik, log_joint = _start_and_measure(self.X, self.params)[1](Z, W)
+        learned = [getattr(self.params, name) for name in self.priors]
         return log_lik, log_joint + sum(
-            _log_beta_prior(getattr(self.params, name), prior) - betaln(*prior)
-            for name, prior in self.priors.items())
+            _log_beta_prior(value, prior) - betaln(*prior)
+            for value, prior in zip(learned, self.priors.values())), *learned
 
 
 def _checked_start(X, Z0, W0):

@@ -55,7 +55,6 @@ most of their time: they gain little). The chain is the same for any
 from __future__ import annotations
 
 import math
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -72,6 +71,7 @@ from ibp_lab._checks import (check_count, check_data_matrix, check_flag,
 from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, harmonic
 from ibp_lab._threads import single_blas_thread
 from ibp_lab.inference._moves import check_moves
+from ibp_lab.inference._trace import Recorder, collect_runs
 from ibp_lab.inference.chains import MOVES, GibbsSweep
 
 __all__ = ["TemperedResult", "run_tempered", "run_tempered_chains", "tempered_class_posterior",
@@ -493,54 +493,42 @@ def run_tempered(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     children = rng.spawn(R + 1)
     replicas = _Replicas(X, Z0, hyper, children[:R], workers, moves)
     ladder = _Ladder(_initial_ladder(R, hottest), swap_scheme, burn, tune, children[R])
-    record = _TemperedRecord(n_sweeps, R)
-    start = time.process_time()
+    record = Recorder(n_sweeps, {"k_plus": (np.int64, ("level",)),
+                                 "log_likelihood": (np.float64, ("level",)),
+                                 "log_joint": np.float64}, sizes={"level": R})
     try:
         for t in range(n_sweeps):
             replicas.sweep_all(ladder.b)
             if R > 1:
                 ladder.swap(t, replicas)
-            record.draw(t, replicas, time.process_time() - start)
+            record.clock(t)
+            record.draw(t, **_measured(replicas))
     finally:
         replicas.close()
-    return record.result(X, hyper, replicas, ladder, burn)
+    return _result(record, hyper, replicas, ladder, burn)
 
 
-class _TemperedRecord:
-    """Per round: every rung's ``K+`` and log-likelihood, and the CPU time."""
+def _measured(replicas: _Replicas) -> dict:
+    """A round's record: every rung's ``K+`` and log-likelihood, the cold chain's log joint."""
+    at = replicas.state_at
+    log_lik = replicas.log_lik[at]
+    alpha, _, _, beta = replicas.hyper
+    log_prior = _kernel.class_log_prior(replicas.states[at[0]], math.log(alpha) + math.log(beta),
+                                        alpha * harmonic(replicas.X.shape[0], beta), beta)
+    return {"k_plus": [replicas.states[s].shape[1] for s in at], "log_likelihood": log_lik,
+            "log_joint": log_lik[0] + log_prior}
 
-    def __init__(self, n_sweeps: int, n_levels: int):
-        self.k_plus = np.empty((n_sweeps, n_levels), np.int64)
-        self.log_lik = np.empty((n_sweeps, n_levels))
-        self.log_prior = np.empty(n_sweeps)
-        self.seconds = np.empty(n_sweeps)
 
-    def draw(self, t: int, replicas: _Replicas, seconds: float) -> None:
-        at = replicas.state_at
-        self.k_plus[t] = [replicas.states[s].shape[1] for s in at]
-        self.log_lik[t] = replicas.log_lik[at]
-        alpha, _, _, beta = replicas.hyper
-        self.log_prior[t] = _kernel.class_log_prior(
-            replicas.states[at[0]], math.log(alpha) + math.log(beta),
-            alpha * harmonic(replicas.X.shape[0], beta), beta)
-        self.seconds[t] = seconds
-
-    def result(self, X, hyper, replicas, ladder, burn) -> TemperedResult:
-        draws = {"draw": np.arange(self.seconds.size)}
-        trace = xr.Dataset({"k_plus": ("draw", self.k_plus[:, 0]),
-                            "log_likelihood": ("draw", self.log_lik[:, 0]),
-                            "log_joint": ("draw", self.log_lik[:, 0] + self.log_prior)},
-                           coords=draws, attrs={"burn": burn, "beta": hyper.beta})
-        levels = {**draws, "level": np.arange(self.k_plus.shape[1])}
-        replica_trace = xr.Dataset({"k_plus": (("draw", "level"), self.k_plus),
-                                    "log_likelihood": (("draw", "level"), self.log_lik)},
-                                   coords=levels)
-        acceptance, rejection = ladder.summary(self.seconds.size - burn)
-        states = [replicas.states[s] for s in replicas.state_at]
-        return TemperedResult(trace, replica_trace, states[0], states, ladder.b.copy(),
-                              acceptance, rejection, ladder.restarts,
-                              xr.Dataset({"seconds": ("draw", self.seconds)}, coords=draws,
-                                         attrs={"moves": ", ".join(map(repr, replicas.moves))}))
+def _result(record: Recorder, hyper, replicas: _Replicas, ladder: _Ladder,
+            burn: int) -> TemperedResult:
+    """The run's result: the cold chain's trace (level 0) beside every rung's."""
+    recorded, sample_stats = record.datasets(
+        stats_attrs={"moves": ", ".join(map(repr, replicas.moves))})
+    trace = recorded.isel(level=0, drop=True).assign_attrs(burn=burn, beta=hyper.beta)
+    acceptance, rejection = ladder.summary(record.sizes["draw"] - burn)
+    states = [replicas.states[s] for s in replicas.state_at]
+    return TemperedResult(trace, recorded[["k_plus", "log_likelihood"]], states[0], states,
+                          ladder.b.copy(), acceptance, rejection, ladder.restarts, sample_stats)
 
 
 # --------------------------------------------------------------------------------------
@@ -585,8 +573,6 @@ def run_tempered_chains(X, n_runs: int, n_sweeps: int, rng: np.random.Generator,
     {'chain': 2, 'draw': 200}
     >>> rhat = az.rhat(idata, var_names=["k_plus", "log_joint"])
     """
-    import arviz as az  # imported on use: arviz is slow to import
-
     n_runs = check_count("n_runs", n_runs, minimum=1, maximum=MAX_RUNS)
     rng = check_rng(rng)
     if isinstance(Z0, (list, tuple)) and len(Z0) > 0 and np.ndim(Z0[0]) == 2:
@@ -598,9 +584,6 @@ def run_tempered_chains(X, n_runs: int, n_sweeps: int, rng: np.random.Generator,
         starts = [Z0] * n_runs
     runs = [run_tempered(X, n_sweeps, child, Z0=start, **options)
             for child, start in zip(rng.spawn(n_runs), starts)]
-    groups = {}
-    for group, of in (("posterior", lambda r: r.trace), ("sample_stats", lambda r: r.sample_stats)):
-        kept = [of(r).isel(draw=slice(r.trace.attrs["burn"], None)) for r in runs]
-        kept = [k.assign_coords(draw=np.arange(k.sizes["draw"])) for k in kept]
-        groups[group] = xr.concat(kept, dim="chain").assign_coords(chain=np.arange(n_runs))
-    return az.InferenceData(**groups), runs
+    trace = runs[0].trace  # every run keeps the draws after the same warm-up
+    kept = np.arange(trace.attrs["burn"], trace.sizes["draw"])
+    return collect_runs([(run.trace, run.sample_stats, kept) for run in runs]), runs

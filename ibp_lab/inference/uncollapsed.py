@@ -47,7 +47,6 @@ samples per CPU second compare directly.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -59,6 +58,7 @@ from ibp_lab import _kernel
 from ibp_lab._checks import check_count, check_data_matrix, check_rng
 from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, harmonic, new_dish_rate
 from ibp_lab._threads import single_blas_thread
+from ibp_lab.inference._trace import Recorder
 
 __all__ = ["UncollapsedResult", "uncollapsed_sweep", "run_uncollapsed"]
 
@@ -499,41 +499,30 @@ def _gaussian_start_and_measure(X, hyper):
 
 
 def run_kernel(sweep: Callable, X, n_sweeps: int, rng, hyper, Z0, burn: int, thin: int,
-               stat_name: str, sampler: str, hooks=None) -> UncollapsedResult:
+               stat_name: str, sampler: str, hooks=None, extra: tuple = ()) -> UncollapsedResult:
     """Run ``sweep(X, Z, A, hyper, rng) -> (Z, A, count)`` from ``Z0`` and record the
     label-free trace. Arguments already checked (:func:`check_run`).
 
     ``hooks = (start, measure)``: ``start(Z0, rng)`` gives the first images and
-    ``measure(Z, A)`` the trace's ``(log_likelihood, log_joint)``; the default is the
-    linear-Gaussian model's (:func:`_gaussian_start_and_measure`).
+    ``measure(Z, A)`` the trace's ``(log_likelihood, log_joint)``, followed by the values
+    of the variables named in ``extra`` (traced after ``log_joint``, ``float64``); the
+    default is the linear-Gaussian model's (:func:`_gaussian_start_and_measure`).
     """
     start_images, measure = hooks or _gaussian_start_and_measure(X, hyper)
-    start = time.process_time()
+    names = ("log_likelihood", "log_joint", *extra)
+    record = Recorder(n_sweeps, {"k_plus": np.int64, **dict.fromkeys(names, np.float64)},
+                      {stat_name: np.int64}, burn=burn, thin=thin)
     Z = Z0
     A = start_images(Z, rng)
-    values = {name: np.empty(n_sweeps) for name in ("k_plus", "log_likelihood", "log_joint",
-                                                      "seconds", stat_name)}
-    samples, draws = [], []
     for t in range(n_sweeps):
         Z, A, count = sweep(X, Z, A, hyper, rng)
         # CPU seconds since the start, the trace's bookkeeping of earlier sweeps included
         # (as in chains.run_chain, so that the samplers' times compare)
-        seconds = time.process_time() - start
-        log_lik, log_joint = measure(Z, A)
-        for name, value in (("k_plus", Z.shape[1]), ("log_likelihood", log_lik),
-                            ("log_joint", log_joint), ("seconds", seconds), (stat_name, count)):
-            values[name][t] = value
-        if t >= burn and (t - burn) % thin == 0:
-            samples.append(Z.copy())
-            draws.append(t)
-    coords = {"draw": np.arange(n_sweeps)}
-    attrs = dict(burn=burn, thin=thin, sampler=sampler, **asdict(hyper))
-    trace = xr.Dataset({"k_plus": ("draw", values["k_plus"].astype(np.int64)),
-                        "log_likelihood": ("draw", values["log_likelihood"]),
-                        "log_joint": ("draw", values["log_joint"])}, coords=coords, attrs=attrs)
-    stats = xr.Dataset({"seconds": ("draw", values["seconds"]),
-                        stat_name: ("draw", values[stat_name].astype(np.int64))}, coords=coords)
-    return UncollapsedResult(trace, samples, np.array(draws, np.int64), Z, A, stats)
+        record.clock(t)
+        record.draw(t, Z, k_plus=Z.shape[1], **dict(zip(names, measure(Z, A))),
+                    **{stat_name: count})
+    trace, stats = record.datasets(dict(burn=burn, thin=thin, sampler=sampler, **asdict(hyper)))
+    return UncollapsedResult(trace, record.samples, record.kept_draws(), Z, A, stats)
 
 
 @single_blas_thread
