@@ -36,11 +36,15 @@ from scipy.special import gammaln
 
 from ibp_lab._checks import (
     MAX_ENTRIES,
-    check_binary_matrix,
+    BinaryMatrix,
+    Count,
+    Generator,
+    Joint,
+    Positive,
     check_count,
     check_positive,
-    check_rng,
     check_size,
+    validated,
 )
 from ibp_lab._hyper import (
     check_beta_discount,
@@ -69,6 +73,11 @@ __all__ = [
 
 #: Most rows one simulation seats: each row is a step of a Python loop.
 MAX_ROWS = 10**6
+#: beta and discount, checked together (discount first), as every door of the prior does.
+_BETA_DISCOUNT = Joint(check_beta_discount, "beta", "discount", sets=("beta", "discount"))
+
+
+@validated(alpha=Positive())  # n and beta: their order depends on discount
 def expected_num_features(alpha: float, n: int, *, beta: float = 1.0, discount: float = 0.0) -> float:
     """Expected number of non-empty columns ``E[K+]`` among ``n`` rows.
 
@@ -104,7 +113,6 @@ def expected_num_features(alpha: float, n: int, *, beta: float = 1.0, discount: 
     >>> round(expected_num_features(1.0, 10**12), 4)  # H_n = log(1e12) + Euler's gamma
     28.2082
     """
-    alpha = check_positive("alpha", alpha)
     if discount == 0.0:  # the two-parameter path, exactly as before
         n = check_count("n", n)
         return alpha * harmonic(n, check_positive("beta", beta))
@@ -113,6 +121,7 @@ def expected_num_features(alpha: float, n: int, *, beta: float = 1.0, discount: 
     return alpha * stable_harmonic(n, beta, discount)
 
 
+@validated(alpha=Positive(), n=Count(), beta_discount=_BETA_DISCOUNT)
 def new_dish_rate(alpha: float, n: int, *, beta: float = 1.0, discount: float = 0.0) -> float:
     """Poisson rate of the new dishes of the customer who arrives after ``n`` others.
 
@@ -147,12 +156,10 @@ def new_dish_rate(alpha: float, n: int, *, beta: float = 1.0, discount: float = 
     ...                 expected_num_features(2.0, 3) - expected_num_features(2.0, 2)))
     True
     """
-    alpha = check_positive("alpha", alpha)
-    n = check_count("n", n)
-    beta, discount = check_beta_discount(beta, discount)
     return float(stable_new_dish_rate(alpha, beta, discount, n))
 
 
+@validated(alpha=Positive(), n=Count(minimum=1, maximum=MAX_ENTRIES), beta_discount=_BETA_DISCOUNT)
 def expected_feature_popularity(alpha: float, n: int, *, beta: float = 1.0,
                                 discount: float = 0.0) -> np.ndarray:
     """``E[K_m]``, the expected number of features owned by exactly ``m`` of ``n`` rows.
@@ -187,9 +194,6 @@ def expected_feature_popularity(alpha: float, n: int, *, beta: float = 1.0,
     >>> bool(np.isclose(popularity.sum(), expected_num_features(2.0, 5, discount=0.3)))
     True
     """
-    alpha = check_positive("alpha", alpha)
-    n = check_count("n", n, minimum=1, maximum=MAX_ENTRIES)
-    beta, discount = check_beta_discount(beta, discount)
     m = np.arange(1, n + 1, dtype=float)
     log_choose = gammaln(n + 1.0) - gammaln(m + 1.0) - gammaln(n - m + 1.0)
     log_levy = gammaln(1.0 + beta) - gammaln(1.0 - discount) - gammaln(beta + discount)
@@ -197,6 +201,8 @@ def expected_feature_popularity(alpha: float, n: int, *, beta: float = 1.0,
                           + gammaln(n - m + beta + discount) - gammaln(n + beta))
 
 
+@validated(alpha=Positive(), n=Count(maximum=MAX_ROWS), beta_discount=_BETA_DISCOUNT,
+           rng=Generator())
 def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 1.0,
                discount: float = 0.0) -> np.ndarray:
     """Draw ``Z`` from the (two- or three-parameter) IBP by the buffet metaphor.
@@ -241,10 +247,6 @@ def sample_ibp(alpha: float, n: int, rng: np.random.Generator, *, beta: float = 
     >>> Z.shape[0], Z.dtype, bool(Z.sum(axis=0).min() > 0)
     (5, dtype('int8'), True)
     """
-    alpha = check_positive("alpha", alpha)
-    n = check_count("n", n, maximum=MAX_ROWS)
-    beta, discount = check_beta_discount(beta, discount)
-    rng = check_rng(rng)
     _check_matrix_size(alpha, n, beta, discount=discount)
     denominators = beta + np.arange(n)  # beta + i - 1 for customers i = 1..n
     # All new-dish counts can be drawn first: they do not depend on earlier choices.
@@ -281,6 +283,7 @@ def _check_matrix_size(
     )
 
 
+@validated(Z=BinaryMatrix())
 def left_ordered(Z) -> np.ndarray:
     """Sort the columns of ``Z`` into left-ordered form.
 
@@ -307,7 +310,6 @@ def left_ordered(Z) -> np.ndarray:
     array([[1, 1, 0],
            [1, 0, 1]], dtype=int8)
     """
-    Z = check_binary_matrix("Z", Z)
     if Z.shape[1] == 0:
         return Z.copy()
     # lexsort's last key is the primary one: row 0 first, larger bits first.
@@ -315,6 +317,7 @@ def left_ordered(Z) -> np.ndarray:
     return Z[:, order]
 
 
+@validated(Z=BinaryMatrix(), alpha=Positive(), beta_discount=_BETA_DISCOUNT)
 def log_prior(Z, alpha: float, *, beta: float = 1.0, discount: float = 0.0) -> float:
     """Log probability of the left-ordered equivalence class of ``Z``.
 
@@ -367,9 +370,6 @@ def log_prior(Z, alpha: float, *, beta: float = 1.0, discount: float = 0.0) -> f
     >>> bool(np.isclose(log_prior(np.ones((1, 2)), 1.5, discount=0.4), poisson(1.5).logpmf(2)))
     True
     """
-    Z = check_binary_matrix("Z", Z)
-    alpha = check_positive("alpha", alpha)
-    beta, discount = check_beta_discount(beta, discount)
     n_rows = Z.shape[0]
     if n_rows == 0:
         raise ValueError("Z must have at least one row, got 0")
@@ -384,6 +384,7 @@ def log_prior(Z, alpha: float, *, beta: float = 1.0, discount: float = 0.0) -> f
     return log_stable_class_law(m, n_rows, k_plus, log_duplicates, alpha, beta, discount)
 
 
+@validated(alpha=Positive(), n=Count(), truncation=Count(minimum=1), rng=Generator())
 def sample_stick_breaking(
     alpha: float, n: int, rng: np.random.Generator, *, truncation: int = 50
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -418,10 +419,6 @@ def sample_stick_breaking(
     >>> Z.shape, bool(np.all(np.diff(pi) <= 0))
     ((4, 6), True)
     """
-    alpha = check_positive("alpha", alpha)
-    n = check_count("n", n)
-    truncation = check_count("truncation", truncation, minimum=1)
-    rng = check_rng(rng)
     check_size("Z", float(n) * truncation, names=("n", "truncation"), hint="use fewer rows or a lower truncation")
     # log space: products of many sticks underflow long before they matter less than 1e-300.
     # A tiny alpha can draw a stick of exactly 0; its log is -inf and every later pi is 0,
@@ -432,6 +429,7 @@ def sample_stick_breaking(
     return Z, pi
 
 
+@validated(alpha=Positive())
 def expected_stick(alpha: float, k) -> np.ndarray | float:
     """Expected ``k``-th stick ``E[pi_(k)] = (alpha / (1 + alpha))^k``.
 
@@ -445,7 +443,6 @@ def expected_stick(alpha: float, k) -> np.ndarray | float:
     >>> expected_stick(1.0, 3)
     0.125
     """
-    alpha = check_positive("alpha", alpha)
     k_arr = np.asarray(k)
     if not np.issubdtype(k_arr.dtype, np.integer) or np.any(k_arr < 0):
         raise ValueError(f"k must be a non-negative integer (or array of them), got {k!r}")
@@ -453,6 +450,8 @@ def expected_stick(alpha: float, k) -> np.ndarray | float:
     return float(out) if out.ndim == 0 else out
 
 
+@validated(alpha=Positive(), n=Count(), n_features=Count(minimum=1), beta=Positive(),
+           rng=Generator())
 def sample_finite_beta_bernoulli(
     alpha: float, n: int, n_features: int, rng: np.random.Generator, *, beta: float = 1.0
 ) -> np.ndarray:
@@ -485,16 +484,13 @@ def sample_finite_beta_bernoulli(
     >>> sample_finite_beta_bernoulli(2.0, 3, 10, np.random.default_rng(0)).shape
     (3, 10)
     """
-    alpha = check_positive("alpha", alpha)
-    n = check_count("n", n)
-    n_features = check_count("n_features", n_features, minimum=1)
-    beta = check_positive("beta", beta)
-    rng = check_rng(rng)
     check_size("Z", float(n) * n_features, names=("n", "n_features"), hint="use fewer rows or fewer features")
     pi = rng.beta(alpha * beta / n_features, beta, size=n_features)
     return (rng.random((n, n_features)) < pi).astype(np.int8)
 
 
+@validated(alpha=Positive(), n=Count(minimum=1, maximum=MAX_ROWS), n_draws=Count(minimum=1),
+           beta=Positive(), rng=Generator())
 def simulate_feature_counts(
     alpha: float, n: int, n_draws: int, rng: np.random.Generator, *, beta: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -531,11 +527,6 @@ def simulate_feature_counts(
     >>> k_plus.shape, per_row.shape
     ((5,), (5, 10))
     """
-    alpha = check_positive("alpha", alpha)
-    n = check_count("n", n, minimum=1, maximum=MAX_ROWS)
-    n_draws = check_count("n_draws", n_draws, minimum=1)
-    beta = check_positive("beta", beta)
-    rng = check_rng(rng)
     # Every draw seats n customers one by one in Python: bound the rows in total too.
     check_size("the draws", float(n) * n_draws, names=("n", "n_draws"), limit=MAX_ROWS * 10,
                hint="use fewer rows or fewer draws")
@@ -549,6 +540,8 @@ def simulate_feature_counts(
     return k_plus, per_row
 
 
+@validated(alpha=Positive(), n=Count(), n_features=Count(minimum=1, maximum=MAX_ENTRIES),
+           beta=Positive())
 def finite_k_plus_pmf(alpha: float, n: int, n_features: int, *, beta: float = 1.0) -> np.ndarray:
     """Exact law of ``K+`` (non-empty columns) under the finite beta-Bernoulli model.
 
@@ -583,15 +576,12 @@ def finite_k_plus_pmf(alpha: float, n: int, n_features: int, *, beta: float = 1.
     from scipy.special import betaln
     from scipy.stats import binom
 
-    alpha = check_positive("alpha", alpha)
-    n = check_count("n", n)
-    n_features = check_count("n_features", n_features, minimum=1, maximum=MAX_ENTRIES)
-    beta = check_positive("beta", beta)
     a = alpha * beta / n_features
     q = -np.expm1(betaln(a, beta + n) - betaln(a, beta))
     return binom(n_features, q).pmf(np.arange(n_features + 1))
 
 
+@validated(alpha=Positive(), n=Count(minimum=1), tol=Positive())
 def stick_truncation_level(alpha: float, n: int, *, tol: float = 0.01) -> int:
     """Smallest truncation ``K`` whose expected number of lost ownerships is below ``tol``.
 
@@ -620,13 +610,12 @@ def stick_truncation_level(alpha: float, n: int, *, tol: float = 0.01) -> int:
     >>> stick_truncation_level(1.0, 100, tol=0.01)
     14
     """
-    alpha = check_positive("alpha", alpha)
-    n = check_count("n", n, minimum=1)
-    tol = check_positive("tol", tol)
     ratio = alpha / (1.0 + alpha)
     return max(0, int(np.ceil(np.log(tol / (n * alpha)) / np.log(ratio))))
 
 
+@validated(alpha=Positive(), n=Count(), beta_discount=_BETA_DISCOUNT,
+           n_rounds=Count(minimum=1, maximum=10**4), rng=Generator())
 def sample_two_parameter_stick_breaking(
     alpha: float, n: int, rng: np.random.Generator, *, beta: float = 1.0, n_rounds: int = 30,
     discount: float = 0.0,
@@ -679,11 +668,6 @@ def sample_two_parameter_stick_breaking(
     >>> Z.shape == (4, pi.size), bool(np.all((pi > 0) & (pi < 1)))
     (True, True)
     """
-    alpha = check_positive("alpha", alpha)
-    n = check_count("n", n)
-    beta, discount = check_beta_discount(beta, discount)
-    n_rounds = check_count("n_rounds", n_rounds, minimum=1, maximum=10**4)
-    rng = check_rng(rng)
     mean_atoms = alpha * n_rounds
     # the r breaks of a round-r atom: memory grows like alpha n_rounds^2 / 2
     check_size("the breaks", alpha * n_rounds * (n_rounds + 1) / 2.0,
@@ -726,6 +710,8 @@ def _stable_log_weights(atoms_per_round: np.ndarray, beta: float, discount: floa
     return np.log(breaks[last]) + np.add.reduceat(log_rest, starts)
 
 
+@validated(alpha=Positive(), n=Count(minimum=1), beta_discount=_BETA_DISCOUNT,
+           tol=Positive())
 def stick_rounds_needed(alpha: float, n: int, *, beta: float = 1.0, tol: float = 0.01,
                         discount: float = 0.0) -> int:
     """Fewest rounds of :func:`sample_two_parameter_stick_breaking` that lose at most ``tol``.
@@ -764,10 +750,6 @@ def stick_rounds_needed(alpha: float, n: int, *, beta: float = 1.0, tol: float =
     >>> stick_rounds_needed(2.0, 10, beta=1.0, tol=0.01, discount=0.5)  # 20 * 3 / (R + 3)
     5997
     """
-    alpha = check_positive("alpha", alpha)
-    n = check_count("n", n, minimum=1)
-    beta, discount = check_beta_discount(beta, discount)
-    tol = check_positive("tol", tol)
     if discount > 0.0:
         levels = np.arange(1, 10**4 + 1)
         log_left = np.cumsum(np.log(beta + levels * discount)
