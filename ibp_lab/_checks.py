@@ -612,7 +612,8 @@ class Joint:
     ``function(*values of reads)`` returns the new values of ``sets`` (one value if
     ``sets`` names one argument, a tuple if several; nothing if ``sets`` is empty: a
     check of a relation such as ``burn < n_sweeps``). Arguments of ``reads`` declared
-    before arrive checked; the others arrive as the caller gave them.
+    before arrive checked; the others arrive as the caller gave them. ``Rows("X")`` among
+    ``reads`` passes the number of rows of the (checked) argument ``X``.
 
     Examples
     --------
@@ -621,13 +622,27 @@ class Joint:
     """
 
     function: Callable
-    reads: tuple[str, ...]
+    reads: tuple
     sets: tuple[str, ...]
 
     def __init__(self, function, *reads, sets=()):
         object.__setattr__(self, "function", function)
         object.__setattr__(self, "reads", reads)
         object.__setattr__(self, "sets", (sets,) if isinstance(sets, str) else tuple(sets))
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Among a :class:`Joint`'s ``reads``: the number of rows of the argument ``of``."""
+
+    of: str
+
+    def __str__(self):
+        return f"{self.of}.shape[0]"
+
+
+def _read_name(read) -> str:
+    return read.of if isinstance(read, Rows) else read
 
 
 #: The linear-Gaussian model's four hyperparameters, in the order
@@ -681,8 +696,11 @@ def _wrap(function, constraints):
     for i, (key, constraint) in enumerate(constraints.items()):
         namespace[f"_c{i}"] = constraint
         if isinstance(constraint, Joint):
-            _require(function, constraint.reads + constraint.sets, parameters, f"{key}'s")
-            call = f"_c{i}.function({', '.join(constraint.reads)})"
+            reads = tuple(map(_read_name, constraint.reads))
+            _require(function, reads + constraint.sets, parameters, f"{key}'s")
+            _require(function, [read.of for read in constraint.reads if isinstance(read, Rows)],
+                     seen, f"{key}'s Rows of")
+            call = f"_c{i}.function({', '.join(map(str, constraint.reads))})"
             targets = ", ".join(constraint.sets)
             lines.append(f"{targets} = {call}" if constraint.sets else call)
             seen.extend(constraint.sets)
@@ -745,4 +763,4 @@ def _parameter_list(signature):
 
 __all__ += ["Constraint", "Positive", "Count", "Sweeps", "InverseTemperature", "Flag",
             "Generator", "DataMatrix", "BinaryMatrix", "RealArray", "OneOf", "Optional",
-            "Checked", "Joint", "validated", "HYPERPARAMETERS"]
+            "Checked", "Joint", "Rows", "validated", "HYPERPARAMETERS"]

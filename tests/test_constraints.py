@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ibp_lab._checks import (BinaryMatrix, Checked, Count, DataMatrix, Flag, Generator,
-                             InverseTemperature, Joint, OneOf, Optional, Positive, RealArray,
+                             InverseTemperature, Joint, OneOf, Optional, Positive, RealArray, Rows,
                              Sweeps, check_binary_matrix, check_count, check_data_matrix,
                              check_flag, check_inverse_temperature, check_positive,
                              check_real_array, check_rng, check_sweeps, validated)
@@ -166,3 +166,14 @@ def test_gibbs_sweep_refuses_as_before():
     with pytest.raises(ValueError, match="return_types needs X with at most 6 rows"):
         k_plus_trace(np.zeros((7, 1)), 5, rng, alpha=1.0, sigma_x=0.5, sigma_a=1.0,
                      return_types=True, Z0="junk")  # before Z0, as before
+
+
+def test_joint_reads_rows_and_sets_values():
+    @validated(X=DataMatrix(), k=Count(),
+               k_fits=Joint(lambda n_rows, k: min(k, n_rows), Rows("X"), "k", sets="k"))
+    def f(X, k):
+        return k
+
+    assert f([[1.0], [2.0]], 5) == 2
+    with pytest.raises(TypeError, match="Rows of 'X'"):
+        validated(j=Joint(len, Rows("X")), X=DataMatrix())(lambda X: X)

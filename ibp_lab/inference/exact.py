@@ -39,12 +39,14 @@ cost more extends the rule with its own units).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import poisson
 
-from ibp_lab._checks import check_binary_matrix, check_count, check_data_matrix, check_flag
+from ibp_lab._checks import (HYPERPARAMETERS, BinaryMatrix, Count, DataMatrix, Flag, Joint, Rows,
+                             validated)
 from ibp_lab._hyper import check_discount, check_hyperparameters, stable_harmonic
 from ibp_lab.inference import _enumeration
 
@@ -66,7 +68,12 @@ MAX_ROWS = _enumeration.MAX_ROWS
 #: Largest number of classes enumerated (a few seconds and some 100 MB at the limit).
 MAX_CLASSES = _enumeration.MAX_CLASSES
 
+#: The samplers' checks of the hyperparameters and the discount against the data X.
+_HYPERPARAMETERS = Joint(check_hyperparameters, "X", *HYPERPARAMETERS, sets=HYPERPARAMETERS)
+_DISCOUNT = Joint(check_discount, Rows("X"), "alpha", "beta", "discount", sets="discount")
 
+
+@validated(n_rows=Count(minimum=1, maximum=MAX_ROWS))
 def column_types(n_rows: int) -> np.ndarray:
     """All ``2^n_rows - 1`` non-zero binary columns, in left-ordered order.
 
@@ -91,10 +98,11 @@ def column_types(n_rows: int) -> np.ndarray:
     array([[1, 1, 0],
            [1, 0, 1]], dtype=int8)
     """
-    n_rows = check_count("n_rows", n_rows, minimum=1, maximum=MAX_ROWS)
     return _enumeration.column_types(n_rows).copy()
 
 
+# 2^n_rows - 1 column types: beyond ten rows the count itself becomes slow to compute
+@validated(n_rows=Count(minimum=1, maximum=10), k_max=Count())
 def count_classes(n_rows: int, k_max: int) -> int:
     """Number of equivalence classes with at most ``k_max`` non-empty columns.
 
@@ -106,12 +114,13 @@ def count_classes(n_rows: int, k_max: int) -> int:
     >>> count_classes(3, 8)
     6435
     """
-    # 2^n_rows - 1 column types: beyond ten rows the count itself becomes slow to compute
-    n_rows = check_count("n_rows", n_rows, minimum=1, maximum=10)
-    k_max = check_count("k_max", k_max)
     return _enumeration.count_classes(n_rows, k_max)
 
 
+# checked when called, not when first iterated: the refusal comes at the door
+@validated(n_rows=Count(minimum=1), k_max=Count(),
+           size=Joint(partial(_enumeration.check_enumeration, rows_from="n_rows"), "n_rows",
+                      "k_max"))
 def enumerate_classes(n_rows: int, k_max: int):
     """Yield every left-ordered class with at most ``k_max`` non-empty columns.
 
@@ -137,14 +146,12 @@ def enumerate_classes(n_rows: int, k_max: int):
     >>> sum(1 for _ in enumerate_classes(3, 8)) == count_classes(3, 8)
     True
     """
-    n_rows = check_count("n_rows", n_rows, minimum=1)
-    k_max = check_count("k_max", k_max)
-    _enumeration.check_enumeration(n_rows, k_max, rows_from="n_rows")
     types = _enumeration.column_types(n_rows)
     for combo in _enumeration.multisets(types.shape[1], k_max):
         yield types[:, list(combo)]
 
 
+@validated(Z=BinaryMatrix())
 def class_counts(Z) -> np.ndarray:
     """How many columns of each type ``Z`` has: its class, as a count vector.
 
@@ -168,7 +175,6 @@ def class_counts(Z) -> np.ndarray:
     >>> class_counts([[1, 0, 1], [0, 1, 0]])  # types 11, 10, 01
     array([0, 2, 1])
     """
-    Z = check_binary_matrix("Z", Z)
     n_rows = Z.shape[0]
     if not 1 <= n_rows <= MAX_ROWS:
         raise ValueError(f"Z must have 1 to {MAX_ROWS} rows, got {n_rows}")
@@ -239,6 +245,10 @@ class ClassPosterior:
         return float(self.probabilities[match[0]]) if match.size else 0.0
 
 
+# the samplers' door: enumeration accepts exactly the settings the samplers accept,
+# so that every sampler can be checked against it
+@validated(X=DataMatrix(), hyperparameters=_HYPERPARAMETERS, k_max=Count(), discount=_DISCOUNT,
+           size=Joint(_enumeration.check_enumeration, Rows("X"), "k_max"))
 def class_posterior(
     X, alpha: float, sigma_x: float, sigma_a: float, *, beta: float = 1.0, k_max: int = 8,
     discount: float = 0.0,
@@ -268,14 +278,7 @@ def class_posterior(
     >>> len(post.probabilities), bool(np.isclose(post.probabilities.sum(), 1.0))
     (6435, True)
     """
-    X = check_data_matrix("X", X)
-    # the samplers' door: enumeration accepts exactly the settings the samplers accept,
-    # so that every sampler can be checked against it
-    alpha, sigma_x, sigma_a, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    k_max = check_count("k_max", k_max)
     n_rows, n_dims = X.shape
-    discount = check_discount(n_rows, alpha, beta, discount)
-    _enumeration.check_enumeration(n_rows, k_max)
 
     counts, k_plus, log_prior_at_1, unique_gram, gram_index = _enumeration.class_table(
         n_rows, k_max, beta, discount)
@@ -301,6 +304,7 @@ def class_posterior(
     return ClassPosterior(counts, k_plus, log_weights, probabilities, tail_bound)
 
 
+@validated(return_tail=Flag())
 def k_plus_posterior(
     X,
     alpha: float,
@@ -349,7 +353,6 @@ def k_plus_posterior(
     >>> bool(tail < 1e-3)  # the bound is conservative: the true tail is about 1e-6
     True
     """
-    return_tail = check_flag("return_tail", return_tail)
     post = class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max,
                            discount=discount)
     p = np.bincount(post.k_plus, weights=post.probabilities, minlength=k_max + 1)

@@ -100,7 +100,7 @@ import numpy as np
 from ibp_lab import _kernel
 from ibp_lab._checks import MAX_SWEEPS  # noqa: F401  (gibbs.MAX_SWEEPS, as before)
 from ibp_lab._checks import (HYPERPARAMETERS, Checked, DataMatrix, Flag, Generator,
-                             InverseTemperature, Joint, OneOf, Optional, Sweeps, validated)
+                             InverseTemperature, Joint, OneOf, Optional, Rows, Sweeps, validated)
 from ibp_lab._hyper import check_discount, check_feature_matrix, check_hyperparameters
 from ibp_lab.inference._moves import Move
 
@@ -204,11 +204,6 @@ def _sweep_numpy(X, Z, alpha, sigma_x, sigma_a, rng, *, beta=1.0,
 # --------------------------------------------------------------------------------------
 
 
-def _discount_for_rows(X, alpha, beta, discount):
-    """``check_discount`` for the rows of ``X`` (alpha and beta already checked)."""
-    return check_discount(X.shape[0], alpha, beta, discount)
-
-
 def _types_fit(X, n_sweeps, return_types):
     """Refuse a class record :func:`k_plus_trace` cannot keep (too many rows or entries)."""
     if return_types and X.shape[0] > _MAX_ROWS_FOR_TYPES:
@@ -226,7 +221,7 @@ def _types_fit(X, n_sweeps, return_types):
 #: The data, the state and the four hyperparameters, checked as every sweep checks them:
 #: ``Z`` has ``X``'s rows, the hyperparameters fit ``X`` (``check_hyperparameters``).
 _HYPERPARAMETERS = Joint(check_hyperparameters, "X", *HYPERPARAMETERS, sets=HYPERPARAMETERS)
-_DISCOUNT = Joint(_discount_for_rows, "X", "alpha", "beta", "discount", sets="discount")
+_DISCOUNT = Joint(check_discount, Rows("X"), "alpha", "beta", "discount", sets="discount")
 _SWEEP_CONSTRAINTS = dict(X=DataMatrix(), Z=Checked(check_feature_matrix, rows_of="X"),
                           hyperparameters=_HYPERPARAMETERS, rng=Generator())
 
