@@ -66,12 +66,17 @@ from scipy.special import gammaln
 from ibp_lab._checks import (
     MAX_PARAMETER,
     MIN_PARAMETER,
+    BinaryMatrix,
+    Checked,
+    Count,
+    Flag,
+    Generator,
+    Joint,
+    Positive,
     check_binary_matrix,
     check_count,
-    check_flag,
-    check_positive,
     check_positive_pair,
-    check_rng,
+    validated,
 )
 from ibp_lab._hyper import (
     MAX_DISCOUNT,
@@ -142,6 +147,39 @@ class FeatureCounts:
                    int(Z.shape[1]), log_duplicates)
 
 
+def _feature_counts(name: str, Z) -> FeatureCounts:
+    """``Z``'s :class:`FeatureCounts`: the doors that only need the counts check ``Z`` so."""
+    return FeatureCounts.of(Z)
+
+
+_COUNTS = Checked(_feature_counts)
+
+
+def _starting_discount(beta: float, discount, update_discount: bool) -> float:
+    """The starting ``d``: in its prior's support if it moves, else any ``0 <= d < 1``."""
+    if update_discount:
+        return check_discount_in_support(discount)
+    return check_beta_discount(beta, discount)[1]
+
+
+def _check_train_test(Z_train: np.ndarray, Z_test: np.ndarray) -> None:
+    if Z_train.shape[0] == 0 or Z_test.shape[0] == 0:
+        raise ValueError("Z_train and Z_test must each have at least one row")
+    if Z_train.shape[1] != Z_test.shape[1]:
+        raise ValueError(f"Z_train and Z_test must have the same columns, got "
+                         f"{Z_train.shape[1]} and {Z_test.shape[1]}")
+
+
+def _check_draws(name: str, draws) -> xr.Dataset:
+    if not isinstance(draws, xr.Dataset) or not {"alpha", "beta", "discount"} <= set(draws):
+        raise TypeError("draws must be the xarray.Dataset of sample_hyperparameters")
+    return draws
+
+
+def _check_burn(draws: xr.Dataset, burn) -> int:
+    return check_count("burn", burn, maximum=draws.sizes["draw"] - 1)
+
+
 def _log_law(counts: FeatureCounts, alpha: float, beta: float, discount: float) -> float:
     return log_stable_class_law(counts.owners, counts.n_rows, counts.n_features,
                              counts.log_duplicates, alpha, beta, discount, weights=counts.n_with)
@@ -196,6 +234,9 @@ def _log_beta_density(a: float, b: float) -> Callable[[float], float]:
     return lambda d: (a - 1.0) * math.log(d) + (b - 1.0) * math.log1p(-d)
 
 
+@validated(Z=_COUNTS, discount=Joint(check_discount_in_support, "discount", sets="discount"),
+           rng=Generator(), alpha=Positive(), beta=Positive(),
+           discount_prior=Checked(check_positive_pair))
 def discount_step(Z, rng: np.random.Generator, *, discount: float, alpha: float,
                   beta: float = 1.0, discount_prior=(1.0, 1.0)) -> float:
     """One slice step on ``p(d | Z, alpha, beta)``, proportional to Beta prior x class law.
@@ -224,16 +265,18 @@ def discount_step(Z, rng: np.random.Generator, *, discount: float, alpha: float,
     >>> bool(0.0 < d < 1.0)
     True
     """
-    counts = FeatureCounts.of(Z)
-    discount = check_discount_in_support(discount)
-    rng = check_rng(rng)
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    log_prior = _log_beta_density(*check_positive_pair("discount_prior", discount_prior))
+    log_prior = _log_beta_density(*discount_prior)
+    counts = Z  # the constraint turned Z into its FeatureCounts
     return _slice_step(discount, lambda d: log_prior(d) + _log_law(counts, alpha, beta, d),
                        MIN_DISCOUNT, MAX_DISCOUNT, 1.0, rng)
 
 
+@validated(Z=_COUNTS, n_draws=Count(minimum=1, maximum=MAX_DRAWS), rng=Generator(),
+           update_beta=Flag(), update_discount=Flag(), beta=Positive(),
+           start=Joint(_starting_discount, "beta", "discount", "update_discount",
+                       sets="discount"),
+           alpha_prior=Checked(check_positive_pair), beta_prior=Checked(check_positive_pair),
+           discount_prior=Checked(check_positive_pair))
 def sample_hyperparameters(Z, n_draws: int, rng: np.random.Generator, *, beta: float = 1.0,
                            discount: float = 0.5, alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0),
                            discount_prior=(1.0, 1.0), update_beta: bool = True,
@@ -272,19 +315,8 @@ def sample_hyperparameters(Z, n_draws: int, rng: np.random.Generator, *, beta: f
     >>> float(draws["discount"].max())
     0.0
     """
-    counts = FeatureCounts.of(Z)
-    n_draws = check_count("n_draws", n_draws, minimum=1, maximum=MAX_DRAWS)
-    rng = check_rng(rng)
-    update_beta = check_flag("update_beta", update_beta)
-    update_discount = check_flag("update_discount", update_discount)
-    beta = check_positive("beta", beta)
-    if update_discount:
-        discount = check_discount_in_support(discount)
-    else:
-        _, discount = check_beta_discount(beta, discount)
-    priors = {name: check_positive_pair(name, value) for name, value in (
-        ("alpha_prior", alpha_prior), ("beta_prior", beta_prior),
-        ("discount_prior", discount_prior))}
+    priors = dict(alpha_prior=alpha_prior, beta_prior=beta_prior, discount_prior=discount_prior)
+    counts = Z  # the constraint turned Z into its FeatureCounts
     trace = {name: np.empty(n_draws) for name in ("alpha", "beta", "discount")}
     log_beta_prior = _gamma_log_density_of_log(*priors["beta_prior"])
     log_discount_prior = _log_beta_density(*priors["discount_prior"])
@@ -313,6 +345,10 @@ def _gamma_log_density_of_log(shape: float, rate: float) -> Callable[[float], fl
     return lambda u: shape * u - rate * math.exp(u)
 
 
+@validated(Z_train=BinaryMatrix(), Z_test=BinaryMatrix(),
+           same_columns=Joint(_check_train_test, "Z_train", "Z_test"),
+           alpha=Positive(), beta=Positive(),
+           discount=Joint(check_beta_discount, "beta", "discount", sets=("beta", "discount")))
 def heldout_log_score(Z_train, Z_test, *, alpha: float, beta: float = 1.0,
                       discount: float = 0.0) -> float:
     """``log P(Z_test | Z_train)``: each test row the buffet's next customer, in order.
@@ -343,16 +379,6 @@ def heldout_log_score(Z_train, Z_test, *, alpha: float, beta: float = 1.0,
     >>> bool(np.isclose(score, np.log(0.5) + np.log(np.exp(-1.0))))
     True
     """
-    Z_train = check_binary_matrix("Z_train", Z_train)
-    Z_test = check_binary_matrix("Z_test", Z_test)
-    if Z_train.shape[0] == 0 or Z_test.shape[0] == 0:
-        raise ValueError("Z_train and Z_test must each have at least one row")
-    if Z_train.shape[1] != Z_test.shape[1]:
-        raise ValueError(f"Z_train and Z_test must have the same columns, got "
-                         f"{Z_train.shape[1]} and {Z_test.shape[1]}")
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    _, discount = check_beta_discount(beta, discount)
     owners = Z_train.sum(axis=0).astype(np.float64)
     n_seen, total = Z_train.shape[0], 0.0
     for row in Z_test.astype(bool):
@@ -367,6 +393,7 @@ def heldout_log_score(Z_train, Z_test, *, alpha: float, beta: float = 1.0,
     return total
 
 
+@validated(Z=BinaryMatrix())
 def heaps_curve(Z) -> np.ndarray:
     """Heaps' curve: how many distinct features the first ``1, ..., N`` rows own.
 
@@ -375,7 +402,6 @@ def heaps_curve(Z) -> np.ndarray:
     >>> heaps_curve([[1, 0, 0], [1, 1, 0], [0, 0, 1]]).tolist()
     [1, 2, 3]
     """
-    Z = check_binary_matrix("Z", Z)
     if Z.shape[0] == 0:
         raise ValueError("Z must have at least one row, got 0")
     owned = Z.any(axis=0)
@@ -383,6 +409,7 @@ def heaps_curve(Z) -> np.ndarray:
     return np.cumsum(np.bincount(first, minlength=Z.shape[0]))
 
 
+@validated(Z=BinaryMatrix())
 def zipf_curve(Z) -> np.ndarray:
     """Zipf's curve: the features' numbers of owners, largest first (empty columns dropped).
 
@@ -391,7 +418,6 @@ def zipf_curve(Z) -> np.ndarray:
     >>> zipf_curve([[1, 0, 0], [1, 1, 0], [1, 0, 0]]).tolist()
     [3, 1]
     """
-    Z = check_binary_matrix("Z", Z)
     owners = Z.sum(axis=0)
     return np.sort(owners[owners > 0])[::-1]
 
@@ -415,6 +441,9 @@ class PredictiveCurves:
     parameters: np.ndarray
 
 
+@validated(draws=Checked(_check_draws), n_rows=Count(minimum=1, maximum=10**5), rng=Generator(),
+           n_simulations=Count(minimum=1, maximum=MAX_SIMULATIONS),
+           burn=Joint(_check_burn, "draws", "burn", sets="burn"))
 def predictive_curves(draws: xr.Dataset, n_rows: int, rng: np.random.Generator, *,
                       n_simulations: int = 20, burn: int = 0) -> PredictiveCurves:
     """Posterior predictive Heaps' and Zipf's curves: buffets of ``n_rows`` customers.
@@ -447,14 +476,7 @@ def predictive_curves(draws: xr.Dataset, n_rows: int, rng: np.random.Generator, 
     >>> curves.heaps.shape
     (3, 40)
     """
-    if not isinstance(draws, xr.Dataset) or not {"alpha", "beta", "discount"} <= set(draws):
-        raise TypeError("draws must be the xarray.Dataset of sample_hyperparameters")
-    n_rows = check_count("n_rows", n_rows, minimum=1, maximum=10**5)
-    rng = check_rng(rng)
-    n_simulations = check_count("n_simulations", n_simulations, minimum=1,
-                                maximum=MAX_SIMULATIONS)
     n_draws = draws.sizes["draw"]
-    burn = check_count("burn", burn, maximum=n_draws - 1)
     picks = np.linspace(burn, n_draws - 1, n_simulations).round().astype(int)
     parameters = np.column_stack([draws[name].values[picks]
                                   for name in ("alpha", "beta", "discount")])

@@ -51,7 +51,8 @@ from scipy.special import expit, gammaln, logsumexp
 from scipy.stats import poisson
 
 from ibp_lab.inference import exact
-from ibp_lab._checks import check_count, check_data_matrix, check_real_array
+from ibp_lab._checks import (HYPERPARAMETERS, Count, DataMatrix, Joint, RealArray,
+                             validated)
 from ibp_lab._hyper import check_hyperparameters, new_dish_rate
 
 __all__ = ["ScanOrderLaws", "scan_order_laws"]
@@ -111,13 +112,13 @@ class ScanOrderLaws:
             raise ValueError(f"Z has {int(key.sum())} features, more than k_max")
         return int(match[0])
 
+    @validated(law=RealArray())
     def k_plus(self, law) -> np.ndarray:
         """A law over ``states`` summed by number of features, ``(k_max + 1,)``.
 
         ``law`` holds one finite, non-negative weight per row of ``states`` (for
         example ``self.posterior`` or ``self.stationary["fixed"]``).
         """
-        law = check_real_array("law", law)
         if law.shape != (self.states.shape[0],):
             raise ValueError(f"law must hold one weight per state, shape "
                              f"({self.states.shape[0]},), got {law.shape}")
@@ -125,6 +126,11 @@ class ScanOrderLaws:
             raise ValueError("law must hold finite, non-negative weights")
         k = self.states.sum(axis=1)
         return np.bincount(k, weights=law, minlength=k.max() + 1)
+
+
+def _check_two_rows(X: np.ndarray) -> None:
+    if X.shape[0] != 2:
+        raise ValueError(f"X must have exactly 2 rows, got {X.shape[0]}")
 
 
 def _log_lik_table(X, sigma_x, sigma_a, n_max):
@@ -224,6 +230,10 @@ def _row_kernel(table, states, index, rate, beta, k_max, s_max, order, swap):
     return R, escape
 
 
+@validated(X=DataMatrix(), two_rows=Joint(_check_two_rows, "X"),
+           hyperparameters=Joint(check_hyperparameters, "X", *HYPERPARAMETERS,
+                                 sets=HYPERPARAMETERS),
+           k_max=Count(minimum=1, maximum=MAX_K))
 def scan_order_laws(X, *, alpha: float, sigma_x: float, sigma_a: float, beta: float = 1.0,
                     k_max: int = 16) -> ScanOrderLaws:
     """Exact one-sweep transition matrices and stationary laws of both scan orders.
@@ -260,11 +270,6 @@ def scan_order_laws(X, *, alpha: float, sigma_x: float, sigma_a: float, beta: fl
     >>> bool(laws.tv["random"] < 1e-10), bool(laws.tv["fixed"] > 1e-3)
     (True, True)
     """
-    X = check_data_matrix("X", X)
-    if X.shape[0] != 2:
-        raise ValueError(f"X must have exactly 2 rows, got {X.shape[0]}")
-    alpha, sigma_x, sigma_a, beta = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    k_max = check_count("k_max", k_max, minimum=1, maximum=MAX_K)
     s_max = k_max + _EXTRA_TERMS
     table = _log_lik_table(X, sigma_x, sigma_a, k_max + s_max + 1)
     table_swapped = _log_lik_table(X[::-1], sigma_x, sigma_a, k_max + s_max + 1)
