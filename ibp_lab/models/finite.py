@@ -19,23 +19,51 @@ concentration, matrices of 0 and 1); the hyperparameters are keyword-only.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from scipy.special import betaln, gammaln
 
-from ibp_lab._checks import MAX_COUNT, as_array, check_binary_matrix, check_count, check_positive
+from ibp_lab._checks import (MAX_COUNT, Checked, Count, Joint, Positive, as_array,
+                             check_binary_matrix, validated)
 from ibp_lab._hyper import new_dish_rate
 from ibp_lab.models.prior import MAX_ROWS
 
 __all__ = ["finite_log_class_probability", "log_class_probabilities", "log_history_probability"]
 
 
-def _rows_checked(Z) -> np.ndarray:
-    Z = check_binary_matrix("Z", Z)
+def _rows_checked(name: str, Z) -> np.ndarray:
+    Z = check_binary_matrix(name, Z)
     if Z.shape[0] == 0:
-        raise ValueError("Z must have at least one row, got 0")
+        raise ValueError(f"{name} must have at least one row, got 0")
     return Z
 
 
+def _check_owners(owners: np.ndarray, counts: np.ndarray, n_rows: int) -> None:
+    if owners.shape[0] != counts.shape[1]:
+        raise ValueError(f"owners must have one entry per column of counts ({counts.shape[1]}), "
+                         f"got {owners.shape[0]}")
+    if owners.size and not (owners.min() >= 1 and owners.max() <= n_rows):
+        raise ValueError(f"owners must lie between 1 and n_rows = {n_rows}, got "
+                         f"{owners.min()} to {owners.max()}")
+
+
+def _count_array(name: str, value, *, ndim: int) -> np.ndarray:
+    """``value`` as an ``int64`` array of ``ndim`` dimensions of whole numbers from 0 to
+    :data:`ibp_lab._checks.MAX_COUNT` (whole floats too, as a list of counts may hold)."""
+    arr = as_array(name, value, f"a {ndim}-D array of counts", refuse_none=True)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got {arr.ndim} dimension(s)")
+    if arr.size and not (np.all(arr >= 0) and np.all(arr <= MAX_COUNT)
+                         and np.all(arr == np.floor(arr))):
+        raise ValueError(f"{name} must hold whole numbers from 0 to {MAX_COUNT}")
+    return arr.astype(np.int64, copy=False)
+
+
+@validated(Z=Checked(_rows_checked), alpha=Positive(), beta=Positive(),
+           n_features=Count(minimum=1))
 def finite_log_class_probability(
     Z, *, alpha: float, n_features: int, beta: float = 1.0
 ) -> float:
@@ -79,10 +107,6 @@ def finite_log_class_probability(
     >>> bool(abs(finite - log_prior(Z, 1.0)) < 1e-5)
     True
     """
-    Z = _rows_checked(Z)
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    n_features = check_count("n_features", n_features, minimum=1)
     Z = Z[:, Z.any(axis=0)]
     n_rows, k_plus = Z.shape
     if n_features < k_plus:
@@ -95,6 +119,12 @@ def finite_log_class_probability(
                                           alpha=alpha, beta=beta, n_features=n_features)[0])
 
 
+# the formula sums a term per row: as many rows as the prior's samplers take
+@validated(n_rows=Count(minimum=1, maximum=MAX_ROWS),
+           counts=Checked(partial(_count_array, ndim=2)),
+           owners=Checked(partial(_count_array, ndim=1)),
+           owners_fit=Joint(_check_owners, "owners", "counts", "n_rows"),
+           alpha=Positive(), beta=Positive(), n_features=Count(minimum=1))
 def log_class_probabilities(counts, owners, n_rows: int, *, alpha: float, n_features: int,
                             beta: float = 1.0) -> np.ndarray:
     """:func:`finite_log_class_probability` of many classes at once, from their column counts.
@@ -136,19 +166,6 @@ def log_class_probabilities(counts, owners, n_rows: int, *, alpha: float, n_feat
     ...                                                         n_features=4)))
     True
     """
-    # the formula sums a term per row: as many rows as the prior's samplers take
-    n_rows = check_count("n_rows", n_rows, minimum=1, maximum=MAX_ROWS)
-    counts = _count_array("counts", counts, ndim=2)
-    owners = _count_array("owners", owners, ndim=1)
-    if owners.shape[0] != counts.shape[1]:
-        raise ValueError(f"owners must have one entry per column of counts ({counts.shape[1]}), "
-                         f"got {owners.shape[0]}")
-    if owners.size and not (owners.min() >= 1 and owners.max() <= n_rows):
-        raise ValueError(f"owners must lie between 1 and n_rows = {n_rows}, got "
-                         f"{owners.min()} to {owners.max()}")
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    n_features = check_count("n_features", n_features, minimum=1)
     # summed in floating point: counts up to MAX_COUNT would overflow int64
     widest = counts.sum(axis=1, dtype=float).max() if counts.size else 0
     if widest > n_features:
@@ -156,20 +173,6 @@ def log_class_probabilities(counts, owners, n_rows: int, *, alpha: float, n_feat
                          f"counts, got {n_features}")
     return _log_class_probabilities(counts, owners, n_rows, alpha=alpha, beta=beta,
                                     n_features=n_features)
-
-
-def _count_array(name: str, value, *, ndim: int) -> np.ndarray:
-    """``value`` as an ``int64`` array of ``ndim`` dimensions of whole numbers from 0 to
-    :data:`ibp_lab._checks.MAX_COUNT` (whole floats too, as a list of counts may hold)."""
-    arr = as_array(name, value, f"a {ndim}-D array of counts", refuse_none=True)
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got {arr.ndim} dimension(s)")
-    if arr.size and not (np.all(arr >= 0) and np.all(arr <= MAX_COUNT)
-                         and np.all(arr == np.floor(arr))):
-        raise ValueError(f"{name} must hold whole numbers from 0 to {MAX_COUNT}")
-    return arr.astype(np.int64, copy=False)
 
 
 def _log_class_probabilities(counts: np.ndarray, owners: np.ndarray, n_rows: int, *,
@@ -188,6 +191,7 @@ def _log_class_probabilities(counts: np.ndarray, owners: np.ndarray, n_rows: int
     return log_count + log_used + (n_features - k_plus) * log_empty
 
 
+@validated(Z=Checked(_rows_checked), alpha=Positive(), beta=Positive())
 def log_history_probability(Z, *, alpha: float, beta: float = 1.0) -> float:
     """Log probability that the buffet produces exactly ``Z``, columns in creation order.
 
@@ -223,9 +227,6 @@ def log_history_probability(Z, *, alpha: float, beta: float = 1.0) -> float:
     >>> round(float(ratio), 12)
     0.5
     """
-    Z = _rows_checked(Z)
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
     if not Z.any(axis=0).all():
         raise ValueError("Z must have no empty column: a history has none")
     first_owner = Z.argmax(axis=0)

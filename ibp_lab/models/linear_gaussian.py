@@ -35,13 +35,7 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from ibp_lab import _hyper, _kernel
-from ibp_lab._checks import (
-    check_binary_matrix,
-    check_count,
-    check_data_matrix,
-    check_positive,
-    check_rng,
-)
+from ibp_lab._checks import BinaryMatrix, Count, DataMatrix, Generator, Joint, Positive, validated
 
 __all__ = ["collapsed_loglik", "feature_posterior", "sample_features", "simulate", "SimulatedData",
            "simulate_factor_analysis", "SimulatedStream"]
@@ -52,20 +46,36 @@ MIN_SCALE = _hyper.MIN_SCALE
 _MAX_SIMULATED_ENTRIES = 10**8
 
 
-def _check_model_inputs(X, Z, sigma_x, sigma_a):
-    X = check_data_matrix("X", X)
-    Z = check_binary_matrix("Z", Z, n_rows=X.shape[0])
-    sigma_x = check_positive("sigma_x", sigma_x)
-    sigma_a = check_positive("sigma_a", sigma_a)
+def _check_model_fit(X, Z, sigma_x, sigma_a) -> None:
     _hyper.check_scales(X, sigma_x, sigma_a)
     if Z.shape[1] > _hyper.MAX_FEATURES:
         # M is K x K: a wide Z would ask for K^2 memory before any arithmetic
         raise ValueError(
             f"Z must have at most MAX_FEATURES = {_hyper.MAX_FEATURES} columns, got {Z.shape[1]}"
         )
-    return X, Z, sigma_x, sigma_a
 
 
+#: The model's inputs, checked alike by every function of the model.
+_MODEL_INPUTS = dict(X=DataMatrix(), Z=BinaryMatrix(rows_of="X"), sigma_x=Positive(),
+                     sigma_a=Positive(),
+                     fit=Joint(_check_model_fit, "X", "Z", "sigma_x", "sigma_a"))
+
+
+def _check_simulated_size(n: int, d: int) -> None:
+    if n * d > _MAX_SIMULATED_ENTRIES:
+        # refused before anything is drawn: n * d floats would not fit in memory
+        raise ValueError(
+            f"n * d must be <= {_MAX_SIMULATED_ENTRIES:g} entries of X, got {n} * {d} = {n * d:g}"
+        )
+
+
+#: What every simulator checks before its first draw (alpha and beta: sample_ibp's door).
+_FEATURE_DRAWS = dict(n=Count(minimum=1), d=Count(minimum=1),
+                      size=Joint(_check_simulated_size, "n", "d"), sigma_a=Positive(),
+                      rng=Generator())
+
+
+@validated(**_MODEL_INPUTS)
 def collapsed_loglik(X, Z, sigma_x: float, sigma_a: float) -> float:
     """Log-likelihood ``log p(X | Z, sigma_x, sigma_a)`` with the features integrated out.
 
@@ -105,11 +115,11 @@ def collapsed_loglik(X, Z, sigma_x: float, sigma_a: float) -> float:
     >>> round(collapsed_loglik(X, [[1], [1]], 0.7, 1.0), 4)
     -6.2608
     """
-    X, Z, sigma_x, sigma_a = _check_model_inputs(X, Z, sigma_x, sigma_a)
     Zf = Z.astype(np.float64)
     return _kernel.checked_loglik_from_stats(Zf.T @ Zf, Zf.T @ X, float(np.sum(X * X)), *X.shape, sigma_x, sigma_a)
 
 
+@validated(**_MODEL_INPUTS)
 def feature_posterior(X, Z, sigma_x: float, sigma_a: float) -> tuple[np.ndarray, np.ndarray]:
     """Posterior of the feature images ``A`` given ``Z``: mean and covariance.
 
@@ -149,7 +159,6 @@ def feature_posterior(X, Z, sigma_x: float, sigma_a: float) -> tuple[np.ndarray,
     >>> cov
     array([[0.33333333]])
     """
-    X, Z, sigma_x, sigma_a = _check_model_inputs(X, Z, sigma_x, sigma_a)
     k = Z.shape[1]
     if k == 0:
         return np.zeros((0, X.shape[1])), np.zeros((0, 0))
@@ -161,6 +170,7 @@ def feature_posterior(X, Z, sigma_x: float, sigma_a: float) -> tuple[np.ndarray,
     return mean, cov
 
 
+@validated(**_MODEL_INPUTS, rng=Generator())
 def sample_features(X, Z, rng: np.random.Generator, *, sigma_x: float,
                     sigma_a: float) -> np.ndarray:
     """One draw of the feature images ``A`` from their posterior given ``Z`` (and ``X``).
@@ -195,8 +205,7 @@ def sample_features(X, Z, rng: np.random.Generator, *, sigma_x: float,
     >>> np.round(np.mean(draws, axis=0), 1)  # feature_posterior's mean, 4/3 each
     array([[1.3, 1.3]])
     """
-    X, Z, sigma_x, sigma_a = _check_model_inputs(X, Z, sigma_x, sigma_a)
-    return _kernel.draw_posterior_features(X, Z, sigma_x, sigma_a, check_rng(rng))
+    return _kernel.draw_posterior_features(X, Z, sigma_x, sigma_a, rng)
 
 
 class SimulatedData(NamedTuple):
@@ -207,6 +216,7 @@ class SimulatedData(NamedTuple):
     A: np.ndarray  #: ``(K+, d)`` true feature images
 
 
+@validated(sigma_x=Positive(), **_FEATURE_DRAWS)
 def simulate(
     n: int,
     rng: np.random.Generator,
@@ -252,7 +262,6 @@ def simulate(
     >>> X.shape, Z.shape[0], A.shape == (Z.shape[1], 3)
     ((10, 3), 10, True)
     """
-    sigma_x = check_positive("sigma_x", sigma_x)  # every check before the first draw
     Z, A = _draw_features(n, rng, alpha=alpha, sigma_a=sigma_a, d=d, beta=beta)
     return SimulatedData(Z @ A + rng.normal(0.0, sigma_x, size=(n, d)), Z, A)
 
@@ -260,20 +269,12 @@ def simulate(
 def _draw_features(n, rng, *, alpha, sigma_a, d, beta):
     """``Z ~ IBP(alpha, beta)`` and ``A``: the first two draws of every simulator.
 
-    Checks ``n``, ``d``, ``sigma_a`` and ``rng`` (``alpha`` and ``beta`` in
-    :func:`ibp_lab.models.prior.sample_ibp`), refusing before anything is drawn.
+    ``n``, ``d``, ``sigma_a`` and ``rng`` arrive checked (the simulators' constraints
+    :data:`_FEATURE_DRAWS`); ``alpha`` and ``beta`` are checked by
+    :func:`ibp_lab.models.prior.sample_ibp`, before anything is drawn.
     """
     from ibp_lab.models.prior import sample_ibp  # imported here: prior is only needed to simulate
 
-    n = check_count("n", n, minimum=1)
-    d = check_count("d", d, minimum=1)
-    if n * d > _MAX_SIMULATED_ENTRIES:
-        # refused before anything is drawn: n * d floats would not fit in memory
-        raise ValueError(
-            f"n * d must be <= {_MAX_SIMULATED_ENTRIES:g} entries of X, got {n} * {d} = {n * d:g}"
-        )
-    sigma_a = check_positive("sigma_a", sigma_a)
-    rng = check_rng(rng)
     Z = sample_ibp(alpha, n, rng, beta=beta)
     return Z, rng.normal(0.0, sigma_a, size=(Z.shape[1], d))
 
@@ -287,6 +288,7 @@ class SimulatedStream(NamedTuple):
     W: np.ndarray  #: ``(n, K)`` weights
 
 
+@validated(sigma_x=Positive(), sigma_w=Positive(), **_FEATURE_DRAWS)
 def simulate_factor_analysis(
     n: int,
     rng: np.random.Generator,
@@ -326,8 +328,6 @@ def simulate_factor_analysis(
     >>> X.shape, Z.shape[0], A.shape[1], W.shape == Z.shape
     ((100, 5), 100, 5, True)
     """
-    sigma_x = check_positive("sigma_x", sigma_x)  # every check before the first draw
-    sigma_w = check_positive("sigma_w", sigma_w)
     Z, A = _draw_features(n, rng, alpha=alpha, sigma_a=sigma_a, d=d, beta=beta)
     W = sigma_w * rng.standard_normal(Z.shape)
     X = (Z * W) @ A + rng.normal(0.0, sigma_x, size=(n, d))
