@@ -1232,8 +1232,29 @@ def _state_version() -> int:
     return STATE_VERSION
 
 
+def _buffer_moves_junk(base):
+    """Issue 49: the moves of the birth buffer's rounds (moves on Z only; its hyperparameters
+    are fixed)."""
+    from ibp_lab.inference import chains
+    return [("None (the default round)", None, A), ("empty", [], R), ("unknown name", ["sideways"], R),
+            ("int", 3, R), ("one name", "sequential_split_merge", A), ("list of None", [None], R),
+            ("dict", {"gibbs_sweep": 1}, R), ("tuple", tuple(base), A),
+            ("singletons and random split-merge", [chains.SingletonUpdate(),
+                                                   chains.RandomSplitMerge(n_proposals=2)], A),
+            ("one hyperparameter move", chains.AlphaUpdate(), R),
+            ("a hyperparameter move among them", [chains.GibbsSweep(), chains.ScaleUpdate("sigma_x")], R),
+            ("classes, not objects", [chains.GibbsSweep, chains.SingletonUpdate], R),
+            ("array of moves", np.array([chains.GibbsSweep()], dtype=object), R)]
+
+
+def _stream_fit_moves(buffer_moves, births, X):
+    from ibp_lab.inference.streaming import RecursiveIBP
+    return RecursiveIBP(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0, rng=fresh_rng(), buffer_size=4,
+                        births=births, buffer_moves=buffer_moves).fit(X)
+
+
 def specs_streaming():
-    from ibp_lab.inference import streaming as m
+    from ibp_lab.inference import chains, streaming as m
     from ibp_lab.inference.streaming import RecursiveIBP
 
     X = data()
@@ -1283,6 +1304,13 @@ def specs_streaming():
     return [
         Spec("streaming.RecursiveIBP.fit", _stream_fit, base, kinds, _fitted_check, extremes=fit_extremes,
              time_limit=20),
+        # issue 49: the birth buffer's moves
+        Spec("streaming.RecursiveIBP.buffer_moves", _stream_fit_moves,
+             dict(buffer_moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2)],
+                  births="buffer", X=X),
+             dict(buffer_moves=_buffer_moves_junk), _fitted_check, time_limit=20,
+             extremes=[("with births single", dict(births="single"), R),
+                       ("None with births single", dict(births="single", buffer_moves=None), A)]),
         Spec("streaming.RecursiveIBP.partial_fit", lambda X: _fitted().partial_fit(X), dict(X=X[:2]),
              dict(X=nx), _fitted_check),
         Spec("streaming.RecursiveIBP.bp_means_limit",
@@ -2482,6 +2510,7 @@ def specs_late():
 def specs_births():
     """The buffer's birth rule and the streaming chapter's recovery study (issue 18)."""
     from ibp_lab.evaluation import recovery
+    from ibp_lab.inference import chains
     from ibp_lab.inference.streaming import births
 
     R2 = np.array([[1.0, 0.0], [1.1, 0.1], [0.9, -0.1], [0.0, 1.0]])
@@ -2520,6 +2549,12 @@ def specs_births():
                        # out of the joint decomposition's reach: bounded time (it took minutes)
                        ("values 1e3", dict(residuals=np.full((2, 5), 1e3)), A),
                        ("one outlier x1000", dict(residuals=np.r_[R2, 1e3 * R2[:1]]), A)]),
+        # issue 49: the rounds' moves
+        Spec("streaming.births.decompose_buffer.moves",
+             lambda moves: births.decompose_buffer(R2, fresh_rng(), alpha=1.0, sigma_x=0.5,
+                                                   sigma_a=1.0, pilot=False, moves=moves),
+             dict(moves=[chains.GibbsSweep(), chains.SequentialSplitMerge(n_proposals=2)]),
+             dict(moves=_buffer_moves_junk), found_check, time_limit=30),
         Spec("streaming.births.feature_reach", births.feature_reach, dict(n_rows=100, alpha=1.0),
              dict(n_rows=C, alpha=P), lambda out: None if isinstance(out, int) and out >= 0 else
              f"expected a count, got {out!r}",

@@ -14,6 +14,11 @@ collapsed sampler (:mod:`ibp_lab.inference.streaming.births`, which calls ``ibp_
 (:func:`_check_buffer_sampler`), in the estimator's words: a stream that passes the door
 never meets them in the middle of a buffer.
 
+``buffer_moves`` (the moves of one round of the buffer's search, :func:`check_buffer_moves`)
+is a setting of the stream but not of its checkpoints: a state stores numbers, not move
+objects, so it is not among :data:`SETTING_KEYS` (a stream with moves of its own is not
+checkpointed; :meth:`~ibp_lab.inference.streaming.RecursiveIBP.get_state`).
+
 Kept apart from the checkpoint code so that ``_limits`` (the bounds on memory and work),
 ``_stream`` (the running state) and ``_state`` (checkpoints) share it without importing
 one another in a circle.
@@ -28,9 +33,10 @@ import numpy as np
 
 from ibp_lab._checks import MAX_PARAMETER, check_count, check_flag, check_positive
 from ibp_lab._hyper import MAX_EXPECTED_FEATURES, MIN_NOISE_RATIO, harmonic
+from ibp_lab.inference._moves import HyperparameterMove, Move, check_moves
 
 __all__ = ["BIRTHS", "MAX_BUFFER", "MAX_STEPS", "MODELS", "SETTING_KEYS", "Settings",
-           "check_settings"]
+           "check_buffer_moves", "check_settings"]
 
 #: Largest birth buffer (rows); its memory is ``buffer_size * D`` numbers.
 MAX_BUFFER = 10_000
@@ -60,6 +66,9 @@ class Settings:
     record_posteriors: bool
     births: str
     buffer_size: int
+    #: The moves of one round of the buffer's search (:func:`check_buffer_moves`); ``None``
+    #: the default round. Not stored in a state (module docstring).
+    buffer_moves: tuple | None = None
 
     @property
     def alpha(self) -> float:
@@ -67,13 +76,14 @@ class Settings:
         return float(np.exp(self.log_alpha))
 
 
-#: The settings a state stores, in the order of :class:`Settings`.
-SETTING_KEYS = tuple(Settings.__dataclass_fields__)
+#: The settings a state stores, in the order of :class:`Settings` (not ``buffer_moves``:
+#: move objects are not numbers a checkpoint can hold).
+SETTING_KEYS = tuple(name for name in Settings.__dataclass_fields__ if name != "buffer_moves")
 
 
 def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, n_steps, tol,
                    ossify, keep_history, record_posteriors, births=None,
-                   buffer_size=100) -> Settings:
+                   buffer_size=100, buffer_moves=None) -> Settings:
     """The one door of the estimator's parameters: :meth:`RecursiveIBP.fit`, ``partial_fit``
     and a restored state (:func:`ibp_lab.inference.streaming._state.validate_state`) all come through it.
 
@@ -83,7 +93,9 @@ def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, 
     ``None`` chooses ``"buffer"`` for the linear-Gaussian model and ``"single"`` for factor
     analysis, whose weights the buffer's collapsed sampler does not model (so
     ``"buffer"`` with factor analysis is refused). With ``births="buffer"`` the limits of
-    the buffer's sampler are checked too (module docstring).
+    the buffer's sampler are checked too (module docstring). ``buffer_moves`` passes
+    :func:`check_buffer_moves` and is refused with ``births="single"``, which has no
+    buffer to search.
 
     Examples
     --------
@@ -126,9 +138,62 @@ def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, 
         record_posteriors=check_flag("record_posteriors", record_posteriors),
         births=births,
         buffer_size=check_count("buffer_size", buffer_size, minimum=2, maximum=MAX_BUFFER),
+        buffer_moves=check_buffer_moves(buffer_moves),
     )
+    if settings.buffer_moves is not None and births != "buffer":
+        raise ValueError(f"buffer_moves is for births='buffer' (the moves of the buffer's "
+                         f"search), got births={births!r}, which has no buffer; leave "
+                         "buffer_moves=None or use births='buffer'")
     _check_buffer_sampler(settings)
     return settings
+
+
+def check_buffer_moves(moves, name: str = "buffer_moves") -> tuple | None:
+    """The door of the buffer's moves: ``None`` (the default round) or a tuple of moves on
+    ``Z``.
+
+    ``moves`` is ``None``, a move on ``Z`` (:class:`ibp_lab.inference._moves.Move`:
+    ``GibbsSweep()``, ``SequentialSplitMerge(n_proposals=2)``, ...), the name of one in
+    the runners' registry (:data:`ibp_lab.inference.chains.MOVES`; a name gives the
+    move's defaults) or a non-empty list of them, as :func:`ibp_lab.inference.chains.run_chain`'s
+    ``moves``. Moves on the hyperparameters are refused: the buffer's are fixed (``alpha_B``,
+    ``sigma_x``, ``sigma_a``, ``beta = 1``), as in replica exchange and SMC. Every refusal is
+    a ``ValueError`` naming ``name``.
+
+    Examples
+    --------
+    >>> from ibp_lab.inference.gibbs import GibbsSweep
+    >>> check_buffer_moves([GibbsSweep(), "sequential_split_merge"])
+    (GibbsSweep(), SequentialSplitMerge(n_proposals=10))
+    >>> check_buffer_moves(None) is None
+    True
+    """
+    if moves is None:
+        return None
+    # the runners' registry, imported here: ibp_lab.inference.chains loads xarray, which a
+    # stream with the default moves never needs
+    from ibp_lab.inference.chains import MOVES
+
+    kinds = f"moves on Z (GibbsSweep, SequentialSplitMerge, ...) or their names {sorted(MOVES)}"
+    listed = [moves] if isinstance(moves, (Move, HyperparameterMove, str)) else moves
+    if not isinstance(listed, (list, tuple)) or len(listed) == 0:
+        raise ValueError(f"{name} must be None or a non-empty list of {kinds}, got {moves!r}")
+    for position, move in enumerate(listed):
+        where = name if listed is not moves else f"{name}[{position}]"
+        if isinstance(move, HyperparameterMove):
+            raise ValueError(f"{name} must hold moves on Z (GibbsSweep, SequentialSplitMerge, "
+                             f"...), got {move!r}: the buffer's hyperparameters are fixed "
+                             "(alpha_B, sigma_x, sigma_a, beta = 1)")
+        if isinstance(move, str) and move not in MOVES:
+            raise ValueError(f"{where} must be one of the move names {sorted(MOVES)}, got "
+                             f"{move!r}")
+        if isinstance(move, type):
+            raise ValueError(f"{where} must be a move, got the class {move.__name__}: pass "
+                             f"{move.__name__}(...) instead")
+        if not isinstance(move, (Move, str)):
+            raise ValueError(f"{where} must be one of the {kinds}, got "
+                             f"{type(move).__name__}")
+    return check_moves(listed, MOVES)  # names to moves, as the runners resolve them
 
 
 def _check_births(births, model: str) -> str:

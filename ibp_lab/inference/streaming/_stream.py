@@ -417,7 +417,8 @@ class StreamState:
         alpha = births.buffer_alpha(rows, log_alpha=settings.log_alpha, beta=settings.beta)
         found = births.decompose_buffer(residuals, np.random.default_rng(self.n_seen),
                                         alpha=alpha, sigma_x=settings.sigma_x,
-                                        sigma_a=settings.sigma_a, pilot=pilot)
+                                        sigma_a=settings.sigma_a, pilot=pilot,
+                                        moves=settings.buffer_moves)
         if found.n_features:
             self.add_features(found, rows)
 

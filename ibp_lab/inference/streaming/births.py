@@ -20,10 +20,10 @@ holds ``buffer_size`` residuals (or the stream ends,
 *jointly* as a small linear-Gaussian IBP: collapsed Gibbs sweeps (``ibp_lab.inference.gibbs``), every
 ``SPLIT_MERGE_EVERY`` of them followed by sequential split-merge proposals
 (``ibp_lab.inference.split_merge``), ``SWEEPS`` sweeps from each of ``RESTARTS`` starts, keeping the
-state of highest log joint (see *The search* below). Features owned by at least
-``MIN_OWNERS`` buffered rows are born, with the Gaussian posterior of their images given
-the buffer (``ibp_lab.models.linear_gaussian.feature_posterior``); the buffer is emptied. Memory
-stays bounded: ``buffer_size * D`` numbers.
+state of highest log joint (see *The search* below; ``moves=`` sets other rounds). Features
+owned by at least ``MIN_OWNERS`` buffered rows are born, with the Gaussian posterior of their
+images given the buffer (``ibp_lab.models.linear_gaussian.feature_posterior``); the buffer is
+emptied. Memory stays bounded: ``buffer_size * D`` numbers.
 
 A buffer of noise (late in a long stream a fraction ``ADMIT_LEVEL`` of well-explained rows
 is admitted) would cost the full sampler for nothing. So a *pilot* comes first: up to
@@ -76,6 +76,23 @@ in 10 of 10 of the chapter's data sets at 100, 1,000 and 10,000 images. The sche
 every third, and this one) recovered 36 to 39 of 40 each, differences within the binomial
 noise of 40 data sets; this one is the cheapest that also kept the chapter's 10 of 10.
 
+Rounds of moves. Each start runs ``SWEEPS // SPLIT_MERGE_EVERY`` rounds; a round is a list
+of moves on ``Z`` applied in turn (``moves=`` of :func:`decompose_buffer`,
+``buffer_moves=`` of the estimator), the moves of :func:`ibp_lab.inference.chains.run_chain`
+(``move(X, Z, rng, hyper) -> (Z, stats)``, :mod:`ibp_lab.inference._moves`) called on the
+buffer's residuals at the buffer's hyperparameters (``alpha_B``, ``sigma_x``, ``sigma_a``,
+``beta = 1``; moves on the hyperparameters are refused, as replica exchange and SMC refuse
+them). The default round is ``SPLIT_MERGE_EVERY`` Gibbs sweeps then
+``SPLIT_MERGE_PROPOSALS`` sequential split-merge proposals, the schedule above, and gives
+the same draws as the list ``[GibbsSweep()] * SPLIT_MERGE_EVERY +
+[SequentialSplitMerge(n_proposals=SPLIT_MERGE_PROPOSALS)]``. A decomposition makes some 120
+calls of moves, so the package's own sweeps and sequential split-merge (those two classes,
+in the default round or in a list) run on the inputs checked once per buffer, without the
+doors and constants each call of the public moves recomputes; other moves are called as the
+runners call them. The BP-means start, the choice of the best start and the pilot (Gibbs
+sweeps, whatever the rounds) stay as they are: a round without a move that creates
+features (split-merge only) starts from BP-means' features or from none.
+
 The estimator seeds the sampler's generator with the index of the observation at which the
 buffer is decomposed, so that fitting stays deterministic and a stream resumed from a
 checkpoint gives the same features as one never interrupted.
@@ -100,11 +117,15 @@ from ibp_lab._checks import (
     check_real_array,
     check_rng,
 )
-from ibp_lab._hyper import harmonic, log_stable_class_law, stable_new_dish_rate
+from ibp_lab._hyper import (Hyperparameters, harmonic, log_stable_class_law,
+                            stable_new_dish_rate)
 from ibp_lab.models.linear_gaussian import feature_posterior
 from ibp_lab.models.prior import log_prior
+from ibp_lab.inference.gibbs import GibbsSweep
+from ibp_lab.inference.split_merge import SequentialSplitMerge
 from ibp_lab.inference.split_merge._metropolis import check_move_inputs
 from ibp_lab.inference.split_merge._sequential import sequential_moves
+from ibp_lab.inference.streaming._settings import check_buffer_moves
 from ibp_lab.inference.streaming.bp_means import bp_means_one_pass
 
 __all__ = ["ADMIT_LEVEL", "RESTARTS", "SWEEPS", "SPLIT_MERGE_EVERY", "SPLIT_MERGE_PROPOSALS",
@@ -252,7 +273,7 @@ class BufferBirths:
 
 
 def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma_x: float,
-                     sigma_a: float, pilot: bool = True) -> BufferBirths:
+                     sigma_a: float, pilot: bool = True, moves=None) -> BufferBirths:
     """Explain buffered residuals jointly; return the features at least two rows own, and
     one feature for each row out of the joint decomposition's reach (module docstring).
 
@@ -272,6 +293,15 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
     pilot : bool, optional
         Run the pilot first and return no births if it finds no shared feature (module
         docstring).
+    moves : Move, str or list of them, optional
+        One round of the search (module docstring): moves on ``Z`` applied in turn at the
+        buffer's hyperparameters (``alpha``, ``sigma_x``, ``sigma_a``, ``beta = 1``), as
+        :func:`ibp_lab.inference.chains.run_chain` takes them (objects such as
+        ``GibbsSweep()`` and ``SequentialSplitMerge(n_proposals=2)``, or their names);
+        moves on the hyperparameters are refused. ``None`` (the default): the round of
+        ``SPLIT_MERGE_EVERY`` Gibbs sweeps then ``SPLIT_MERGE_PROPOSALS`` sequential
+        split-merge proposals, that is ``[GibbsSweep()] * SPLIT_MERGE_EVERY +
+        [SequentialSplitMerge(n_proposals=SPLIT_MERGE_PROPOSALS)]``, draw for draw.
 
     Returns
     -------
@@ -290,6 +320,14 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
     >>> found.n_features, bool(np.allclose(np.sort(found.means.round(0), axis=0),
     ...                                    np.sort(A, axis=0)))
     (2, True)
+
+    Rounds of other moves: one Gibbs sweep and a singleton update each.
+
+    >>> from ibp_lab.inference.gibbs import GibbsSweep
+    >>> from ibp_lab.inference.split_merge import SingletonUpdate
+    >>> decompose_buffer(R, np.random.default_rng(30), alpha=1.0, sigma_x=0.1, sigma_a=1.0,
+    ...                  moves=[GibbsSweep(), SingletonUpdate()]).n_features
+    2
     """
     residuals = check_data_matrix("residuals", residuals)
     rng = check_rng(rng)
@@ -297,6 +335,7 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
     sigma_x = check_positive("sigma_x", sigma_x)
     sigma_a = check_positive("sigma_a", sigma_a)
     pilot = check_flag("pilot", pilot)
+    moves = check_buffer_moves(moves, "moves")
     with np.errstate(over="ignore"):
         scaled = float(np.sum((residuals / sigma_x) ** 2))
     if not np.isfinite(scaled):
@@ -307,7 +346,7 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
         return BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
     alone = implied_features(residuals, sigma_x=sigma_x, sigma_a=sigma_a) \
         > feature_reach(n_rows, alpha=alpha)
-    joint = _joint_births(residuals[~alone], rng, alpha, sigma_x, sigma_a, pilot)
+    joint = _joint_births(residuals[~alone], rng, alpha, sigma_x, sigma_a, pilot, moves)
     if not alone.any():
         return joint
     owners = np.zeros((n_rows, joint.n_features + int(alone.sum())))
@@ -319,8 +358,9 @@ def decompose_buffer(residuals, rng: np.random.Generator, *, alpha: float, sigma
                         np.r_[joint.variances, np.diag(single_cov)], owners)
 
 
-def _joint_births(residuals, rng, alpha, sigma_x, sigma_a, pilot) -> BufferBirths:
-    """The joint decomposition of residuals within reach (module docstring)."""
+def _joint_births(residuals, rng, alpha, sigma_x, sigma_a, pilot, moves) -> BufferBirths:
+    """The joint decomposition of residuals within reach (module docstring); ``moves``
+    checked (``None``: the default round)."""
     n_rows, dim = residuals.shape
     empty = BufferBirths(np.zeros((0, dim)), np.zeros(0), np.zeros((n_rows, 0)))
     if n_rows < MIN_OWNERS:
@@ -336,12 +376,14 @@ def _joint_births(residuals, rng, alpha, sigma_x, sigma_a, pilot) -> BufferBirth
                                        sigma_a, sweeps):
         return empty
     sum_sq = float(np.sum(residuals * residuals))
+    steps = _round_steps(moves, residuals, Hyperparameters(alpha, sigma_x, sigma_a, 1.0),
+                         target, sweeps)
     for start in range(RESTARTS):
         Z = _bp_means_start(residuals, sigma_x) if start == 0 else np.zeros((n_rows, 0))
+        Z = np.ascontiguousarray(Z, dtype=np.int8)  # what the moves on Z take
         for _ in range(SWEEPS // SPLIT_MERGE_EVERY):
-            Z = sweeps(Z, SPLIT_MERGE_EVERY, rng)
-            if Z.shape[1]:
-                Z, _ = sequential_moves(target, Z, rng, SPLIT_MERGE_PROPOSALS)
+            for step in steps:
+                Z = step(Z, rng)
         joint = _log_joint(residuals, Z, sum_sq, alpha, sigma_x, sigma_a)
         if joint > best:
             best, best_z = joint, Z
@@ -350,6 +392,52 @@ def _joint_births(residuals, rng, alpha, sigma_x, sigma_a, pilot) -> BufferBirth
         return empty
     means, cov = feature_posterior(residuals, owners, sigma_x, sigma_a)
     return BufferBirths(np.asarray(means, dtype=np.float64), np.diag(cov).copy(), owners)
+
+
+def _round_steps(moves, residuals, hyper, target, sweeps) -> tuple:
+    """One round of the search as steps ``step(Z, rng) -> Z`` (``Z`` ``int8``, no empty
+    column), from the checked ``moves`` (``None``: the default round).
+
+    The package's own Gibbs sweeps and sequential split-merge (their exact classes) run
+    on the decomposition's checked inputs, as the default round does: consecutive
+    ``GibbsSweep()`` as one call of ``sweeps`` (the same draws as one sweep per call) and
+    ``SequentialSplitMerge`` with the buffer's ``target``. Any other move is called as
+    the runners call it.
+    """
+    if moves is None:
+        return (_sweeps_step(sweeps, SPLIT_MERGE_EVERY),
+                _split_merge_step(target, SPLIT_MERGE_PROPOSALS))
+    steps, n_sweeps = [], 0
+    for move in moves:
+        if type(move) is GibbsSweep:
+            n_sweeps += 1
+            continue
+        if n_sweeps:
+            steps.append(_sweeps_step(sweeps, n_sweeps))
+            n_sweeps = 0
+        if type(move) is SequentialSplitMerge:
+            steps.append(_split_merge_step(target, move.n_proposals))
+        else:
+            steps.append(_move_step(move, residuals, hyper))
+    if n_sweeps:
+        steps.append(_sweeps_step(sweeps, n_sweeps))
+    return tuple(steps)
+
+
+def _sweeps_step(sweeps, n_sweeps):
+    return lambda Z, rng: sweeps(Z, n_sweeps, rng)
+
+
+def _split_merge_step(target, n_proposals):
+    # no proposal can be formed without a feature (and none draws a number): skip the call
+    return lambda Z, rng: sequential_moves(target, Z, rng, n_proposals)[0] if Z.shape[1] else Z
+
+
+def _move_step(move, residuals, hyper):
+    def step(Z, rng):
+        Z = np.asarray(move(residuals, Z, rng, hyper)[0])  # at b = 1, as run_chain calls it
+        return np.ascontiguousarray(Z[:, Z.any(axis=0)], dtype=np.int8)
+    return step
 
 
 def _bp_means_start(residuals, sigma_x) -> np.ndarray:

@@ -17,7 +17,8 @@ One pass over the data; each observation is seen once and then discarded. For ob
      sampler explains them jointly and the features that at least two of them own are
      born (:mod:`ibp_lab.inference.streaming.births`). Several observations must agree before a
      feature exists, so features that one observation happens to show together are
-     rarely born fused;
+     rarely born fused. The sampler's rounds are Gibbs sweeps and sequential split-merge
+     proposals; ``buffer_moves`` replaces them by any moves on ``Z``;
    - ``"single"`` (the original rule; the only one for factor analysis, and the one of the
      zero-noise limit): the first fresh slot switched on and fitted to what the other
      features leave unexplained in this observation; the proposal is kept only if it
@@ -208,6 +209,17 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     buffer_size : int, optional
         Residuals gathered before the buffer is decomposed, in [2, 10000]; the buffer
         holds ``buffer_size * D`` numbers.
+    buffer_moves : Move, str or list of them, or None, optional
+        The moves of one round of the buffer's search (``moves`` of
+        :func:`ibp_lab.inference.streaming.births.decompose_buffer`), applied in turn at
+        the buffer's hyperparameters: moves on ``Z`` such as
+        ``[GibbsSweep(), SingletonUpdate()]`` (:mod:`ibp_lab.inference.chains`) or their
+        names; moves on the hyperparameters are refused, and so is any value with
+        ``births="single"``, which has no buffer. ``None`` (the default): Gibbs sweeps and
+        sequential split-merge proposals (module docstring of
+        :mod:`~ibp_lab.inference.streaming.births`). Every buffer uses them, the last one
+        of :meth:`flush` included. Moves are objects, not numbers: a stream with
+        ``buffer_moves`` is not checkpointed (:meth:`get_state` refuses it).
 
     Attributes
     ----------
@@ -280,6 +292,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         log_alpha: float | None = None,
         births: str | None = None,
         buffer_size: int = 100,
+        buffer_moves=None,
     ) -> None:
         self.alpha = alpha
         self.beta = beta
@@ -296,6 +309,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         self.log_alpha = log_alpha
         self.births = births
         self.buffer_size = buffer_size
+        self.buffer_moves = buffer_moves
 
     # ------------------------------------------------------------------------------------
     # parameters: one door, and the stream they started
@@ -308,7 +322,7 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
             sigma_a=self.sigma_a, sigma_w=self.sigma_w, model=self.model,
             n_steps=self.n_steps, tol=self.tol, ossify=self.ossify,
             keep_history=self.keep_history, record_posteriors=self.record_posteriors,
-            births=self.births, buffer_size=self.buffer_size,
+            births=self.births, buffer_size=self.buffer_size, buffer_moves=self.buffer_moves,
         )
 
     def _parameter_key(self) -> tuple:
@@ -765,7 +779,17 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
         ``set_state`` on a new object, or :meth:`save` then :meth:`load`, resumes with
         results identical to an uninterrupted run. Before any fit, the state of an empty
         stream with these parameters.
+
+        A stream with ``buffer_moves`` is refused (a ``ValueError``): a state holds
+        numbers, not move objects, and a stream resumed without its moves would decompose
+        its next buffers otherwise than the uninterrupted one.
         """
+        settings = self._settings if hasattr(self, "_settings") else self._checked_settings()
+        if settings.buffer_moves is not None:
+            raise ValueError(
+                "get_state (and save) cannot record buffer_moves: a checkpoint holds numbers, "
+                "not move objects, and a stream resumed without its moves would not continue "
+                "as this one; checkpoint streams with buffer_moves=None")
         if hasattr(self, "_settings"):
             return _state.capture(self)
         empty = type(self)(**self.get_params())
@@ -872,4 +896,4 @@ def _same_parameters(now: tuple, then: tuple) -> bool:
 #: The constructor's parameters, in order.
 _PARAMETERS = ("alpha", "beta", "sigma_x", "sigma_a", "model", "n_steps", "rng", "tol",
                "sigma_w", "ossify", "keep_history", "record_posteriors", "log_alpha",
-               "births", "buffer_size")
+               "births", "buffer_size", "buffer_moves")
