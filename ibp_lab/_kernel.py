@@ -33,6 +33,9 @@ Feature posterior
     - ``row_out(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y)
       -> (q, rr, extra)``: take row ``i`` out; ``q = z P z`` over the shared
       features, ``extra = n_singletons * sa2``. ``w``, ``y`` are scratch.
+    - ``row_out_listing(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y, on)
+      -> (q, rr, extra)``: the same, with an ``int64`` scratch ``on`` (``>= K``) for
+      the row's shared features (the sweep lends ``order``: no allocation per row).
     - ``row_in(i, Zb, K, D, Minv, Abar, m, zf, Pz, resid)``: put row ``i`` back.
     - ``grow(Zb, Minv, Abar, m, zf, w, Pz, order, needed)`` -> the buffers with
       at least ``needed`` columns; ``drop_columns(Zb, K, keep, Minv, Abar, m, zf,
@@ -47,12 +50,22 @@ Single flips
     - ``flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip,
       inverse_temperature=1.0)``: log-odds of flipping one entry; works
       elementwise on arrays via ``.py_func``.
+    - ``flip_log_odds_from(var_now, fit_now, rr_flip, q_flip, extra, sx2, D,
+      prior_flip, inverse_temperature=1.0)``: the same from ``var_now = sx2 (1 + q) +
+      extra`` and ``fit_now = rr / var_now`` (formed once per accepted flip).
     - ``flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q) -> (rr_flip,
       q_flip)``; ``accept_flip(k, sign, K, D, Minv, Abar, Pz, resid)``.
+    - ``flipped(rr, q, sign, a_dot, a_sq, pz_k, p_kk) -> (rr_flip, q_flip)``: the
+      formula of ``flip_changes`` from its dot products.
+    - ``flip_dots(order, start, stop, D, Abar, resid, dots, squares)``: those dot
+      products, ``Abar_k.resid`` and ``||Abar_k||^2``, for ``k = order[start:stop]``.
     - ``shuffle(order, n, rng)``: Fisher-Yates on ``order[:n]`` (``n - 1`` uniforms).
     - ``flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid,
       rr, q, extra, sx2, log_odds_prior, inverse_temperature=1.0) -> (rr, q)``:
       one Gibbs update of each listed feature, one uniform each.
+    - ``flip_shared_buffered(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz,
+      resid, rr, q, extra, sx2, log_odds_prior, dots, squares,
+      inverse_temperature=1.0) -> (rr, q)``: the same with scratch (``>= n_shared``).
 New dishes
     - ``new_dish_rate(alpha, beta, n_others)``: ``alpha beta / (beta + n_others)``.
     - ``new_dish_log_weights(rate, v0, sa2, rr, D, inverse_temperature=1.0)``:
@@ -62,6 +75,7 @@ New dishes
     - ``sample_new_dishes(u, rate, v0, sa2, rr, D, buf, inverse_temperature=1.0)
       -> (s, buf)``: the number of new dishes from one uniform ``u``.
 The whole row
+    - ``at_least(buf, n)``: ``buf``, or a fresh one if it is shorter than ``n``.
     - ``update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
       sx2, sa2, r, log_odds_prior, rate, random_scan, buf, inverse_temperature=1.0)
       -> (Zb, K, Minv, Abar, m, zf, w, Pz, order, buf)``.
@@ -193,21 +207,29 @@ def _row_out_from_scratch(i, X, Zb, K, r, Minv, Abar, m, zf, Pz):
 
 @njit(cache=True, inline="always")
 def _downdate(x, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y):
-    """The singleton-aware rank-one downdate of :func:`row_out`; returns nothing."""
+    """The singleton-aware rank-one downdate of :func:`row_out`; returns nothing.
+
+    ``rho * w[a]`` is formed once per feature, as ``rho * w[a] * x[d]`` and
+    ``rho * w[a] / denom`` would (left to right), so every entry gets the same bits.
+    """
     for d in range(D):
         y[d] = 0.0  # z^T Y
     for a in range(K):
         if m[a] > 0.0:
+            rho_w = rho * w[a]
             for d in range(D):
-                Abar[a, d] -= rho * w[a] * x[d]
-                if zf[a] != 0.0:
+                Abar[a, d] -= rho_w * x[d]
+            if zf[a] != 0.0:
+                for d in range(D):
                     y[d] += Abar[a, d]
     for a in range(K):
         if m[a] > 0.0:
             coef = rho * w[a] / denom
+            # all b, singletons included: there w[b] = 0 adds a zero, and the
+            # singletons' rows and columns are overwritten below anyway; without
+            # the test the loop vectorises
             for b in range(K):
-                if m[b] > 0.0:
-                    Minv[a, b] += coef * w[b]
+                Minv[a, b] += coef * w[b]
             for d in range(D):
                 Abar[a, d] += coef * y[d]  # posterior mean without row i
             Pz[a] = w[a] / denom  # (P z)_a = (P_ss z)_a
@@ -219,6 +241,45 @@ def _downdate(x, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y):
             for d in range(D):
                 Abar[a, d] = 0.0
             Pz[a] = 1.0 / r
+
+
+@njit(cache=True, inline="always")
+def _take_row_counts(i, Zb, K, m, zf, on):
+    """``zf = z_i``, ``m -= z_i``; list row ``i``'s shared features in ``on``.
+
+    Returns ``(n_on, n_own)``: how many shared features row ``i`` has (in ``on[:n_on]``,
+    increasing) and how many columns no other row owns.
+    """
+    n_own = 0
+    n_on = 0
+    for a in range(K):
+        zf[a] = Zb[i, a]
+        m[a] -= zf[a]  # owners other than row i
+        if m[a] == 0.0:
+            n_own += 1
+        if zf[a] != 0.0 and m[a] > 0.0:
+            on[n_on] = a
+            n_on += 1
+    return n_on, n_own
+
+
+@njit(cache=True, inline="always")
+def _residual(x, D, Abar, on, n_on, resid):
+    """``resid = x_i - sum of Abar[a]`` over the listed features, in increasing ``a``; ``||resid||^2``.
+
+    Per pixel the same subtractions in the same order as a loop over all features
+    that skips the others, so the same bits; feature by feature, the loop vectorises.
+    """
+    for d in range(D):
+        resid[d] = x[d]
+    for p in range(n_on):
+        a = on[p]
+        for d in range(D):
+            resid[d] -= Abar[a, d]
+    rr = 0.0
+    for d in range(D):
+        rr += resid[d] * resid[d]
+    return rr
 
 
 @njit(cache=True, inline="always")
@@ -247,38 +308,40 @@ def row_out(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y):
     ``MIN_DOWNDATE_DENOMINATOR`` (nearly dependent columns without row ``i``),
     everything is recomputed from scratch instead.
     """
+    return row_out_listing(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y,
+                           np.empty(K, np.int64))
+
+
+@njit(cache=True, inline="always")
+def row_out_listing(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y, on):
+    """:func:`row_out`, with an ``int64`` scratch ``on`` (at least ``K`` long) for the list
+    of row ``i``'s shared features: the sweep lends its ``order`` buffer, so no row allocates.
+
+    The sums run over that list instead of testing every feature; they add the same
+    terms in the same order (a skipped term is a product with ``zf[a] = 0``, an exact
+    zero), so the results are those of the loops over all features, bit for bit.
+    """
     D = X.shape[1]
     x = X[i]
-    n_own = 0
-    for a in range(K):
-        zf[a] = Zb[i, a]
-        m[a] -= zf[a]  # owners other than row i
-        if m[a] == 0.0:
-            n_own += 1
+    n_on, n_own = _take_row_counts(i, Zb, K, m, zf, on)
     rho = r / (n_own + r)
-    zw = 0.0
     for a in range(K):
         acc = 0.0
         if m[a] > 0.0:
-            for b in range(K):
-                if zf[b] != 0.0 and m[b] > 0.0:
-                    acc += Minv[a, b]
+            for p in range(n_on):
+                acc += Minv[a, on[p]]
         w[a] = acc  # w, zero on the singletons
-        zw += zf[a] * acc
+    zw = 0.0
+    for p in range(n_on):
+        zw += w[on[p]]
     denom = 1.0 - rho * zw
     if denom < MIN_DOWNDATE_DENOMINATOR:
         q = _row_out_from_scratch(i, X, Zb, K, r, Minv, Abar, m, zf, Pz)
     else:
         _downdate(x, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y)
         q = zw / denom  # z P z^T over the shared features only
-    rr = 0.0
-    for d in range(D):
-        acc = x[d]
-        for a in range(K):
-            if zf[a] != 0.0 and m[a] > 0.0:
-                acc -= Abar[a, d]
-        resid[d] = acc  # x_i minus its predictive mean given the other rows
-        rr += acc * acc
+    # x_i minus its predictive mean given the other rows
+    rr = _residual(x, D, Abar, on, n_on, resid)
     # each singleton adds 1 / r to z P z^T, that is sigma_a^2 to the predictive variance
     return q, rr, n_own * sa2
 
@@ -475,6 +538,28 @@ def flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D, prior_flip, inverse_tem
 
 
 @njit(cache=True, inline="always")
+def flip_log_odds_from(var_now, fit_now, rr_flip, q_flip, extra, sx2, D, prior_flip,
+                       inverse_temperature=1.0):
+    """:func:`flip_log_odds` from the current row's variance and ``fit_now = rr / var_now``.
+
+    Those two stay put from flip to flip until one is accepted, so the sweep forms
+    them once per accepted flip; the same operations, so the same bits (the formula
+    is written twice so that ``flip_log_odds.py_func`` stays plain NumPy; the tests
+    check that the two agree bit for bit).
+    """
+    var_flip = sx2 * (1.0 + q_flip) + extra
+    return (inverse_temperature * (-(0.5 * D) * np.log(var_flip / var_now)
+                                   - 0.5 * (rr_flip / var_flip - fit_now))
+            + prior_flip)
+
+
+@njit(cache=True, inline="always")
+def flipped(rr, q, sign, a_dot, a_sq, pz_k, p_kk):
+    """``(rr_flip, q_flip)`` from ``a_dot = Abar_k.resid``, ``a_sq = ||Abar_k||^2``, ``(P z)_k``, ``P_kk``."""
+    return rr - 2.0 * sign * a_dot + a_sq, q + 2.0 * sign * pz_k + p_kk
+
+
+@njit(cache=True, inline="always")
 def flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q):
     """``(rr_flip, q_flip)`` after flipping entry ``k`` (``sign = +1`` on, ``-1`` off).
 
@@ -486,7 +571,45 @@ def flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q):
     for d in range(D):
         a_dot += Abar[k, d] * resid[d]
         a_sq += Abar[k, d] * Abar[k, d]
-    return rr - 2.0 * sign * a_dot + a_sq, q + 2.0 * sign * Pz[k] + Minv[k, k]
+    return flipped(rr, q, sign, a_dot, a_sq, Pz[k], Minv[k, k])
+
+
+@njit(cache=True, inline="always")
+def flip_dots(order, start, stop, D, Abar, resid, dots, squares):
+    """``dots[j] = Abar_k.resid``, ``squares[j] = ||Abar_k||^2`` for ``k = order[j]``, ``start <= j < stop``.
+
+    Each sum runs over ``d`` in order, as in :func:`flip_changes` (the same bits);
+    four features at a time, so that eight independent sums keep the processor
+    busy instead of waiting on one chain of additions.
+    """
+    j = start
+    while j + 4 <= stop:
+        k0, k1, k2, k3 = order[j], order[j + 1], order[j + 2], order[j + 3]
+        dot0 = dot1 = dot2 = dot3 = 0.0
+        sq0 = sq1 = sq2 = sq3 = 0.0
+        for d in range(D):
+            e = resid[d]
+            a0, a1, a2, a3 = Abar[k0, d], Abar[k1, d], Abar[k2, d], Abar[k3, d]
+            dot0 += a0 * e
+            dot1 += a1 * e
+            dot2 += a2 * e
+            dot3 += a3 * e
+            sq0 += a0 * a0
+            sq1 += a1 * a1
+            sq2 += a2 * a2
+            sq3 += a3 * a3
+        dots[j], dots[j + 1], dots[j + 2], dots[j + 3] = dot0, dot1, dot2, dot3
+        squares[j], squares[j + 1], squares[j + 2], squares[j + 3] = sq0, sq1, sq2, sq3
+        j += 4
+    for j in range(j, stop):
+        k = order[j]
+        dot = 0.0
+        sq = 0.0
+        for d in range(D):
+            dot += Abar[k, d] * resid[d]
+            sq += Abar[k, d] * Abar[k, d]
+        dots[j] = dot
+        squares[j] = sq
 
 
 @njit(cache=True, inline="always")
@@ -517,17 +640,38 @@ def flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr, q,
     ``1 / (1 + exp(-log_odds))``: a Gibbs update written as a flip, so that the
     chain draws the same numbers whichever value the entry has.
     """
+    return flip_shared_buffered(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr,
+                                q, extra, sx2, log_odds_prior, np.empty(n_shared),
+                                np.empty(n_shared), inverse_temperature)
+
+
+@njit(cache=True, inline="always")
+def flip_shared_buffered(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr, q,
+                         extra, sx2, log_odds_prior, dots, squares, inverse_temperature=1.0):
+    """:func:`flip_shared` with scratch ``dots``, ``squares`` (at least ``n_shared`` long).
+
+    The ``O(D)`` sums of :func:`flip_changes` for all the listed features at once
+    (:func:`flip_dots`); ``Abar`` does not move during the flips and ``resid`` only
+    when one is accepted (rarely), so the dot products are recomputed only then,
+    for the features still to come. The same sums, so the same bits.
+    """
+    flip_dots(order, 0, n_shared, D, Abar, resid, dots, squares)
+    var_now = sx2 * (1.0 + q) + extra
+    fit_now = rr / var_now
     for j in range(n_shared):
         k = order[j]
         sign = 1.0 - 2.0 * zf[k]  # +1 switches feature k on, -1 off
-        rr_flip, q_flip = flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q)
-        log_odds = flip_log_odds(rr, rr_flip, q, q_flip, extra, sx2, D,
-                                 sign * log_odds_prior[int(m[k])], inverse_temperature)
+        rr_flip, q_flip = flipped(rr, q, sign, dots[j], squares[j], Pz[k], Minv[k, k])
+        log_odds = flip_log_odds_from(var_now, fit_now, rr_flip, q_flip, extra, sx2, D,
+                                      sign * log_odds_prior[int(m[k])], inverse_temperature)
         if rng.random() < 1.0 / (1.0 + math.exp(-log_odds)):
             zf[k] = 1.0 - zf[k]
             accept_flip(k, sign, K, D, Minv, Abar, Pz, resid)
             rr = rr_flip
             q = q_flip
+            var_now = sx2 * (1.0 + q) + extra
+            fit_now = rr / var_now
+            flip_dots(order, j + 1, n_shared, D, Abar, resid, dots, squares)
     return rr, q
 
 
@@ -628,6 +772,12 @@ def sample_new_dishes(u, rate, v0, sa2, rr, D, buf, inverse_temperature=1.0):
 
 
 @njit(cache=True, inline="always")
+def at_least(buf, n):
+    """``buf``, or a fresh buffer twice ``n`` long if ``buf`` is shorter than ``n``."""
+    return buf if buf.shape[0] >= n else np.empty(2 * n)
+
+
+@njit(cache=True, inline="always")
 def _list_shared(K, m, order):
     """Write the shared features (``m > 0``) into ``order``; return ``(n_shared, n_single)``."""
     n_shared = 0
@@ -648,12 +798,17 @@ def update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
     terms of the flips and of the new dishes are scaled by ``inverse_temperature``.
     """
     D = X.shape[1]
-    q, rr, extra = row_out(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y)
+    # order is free until the shared features are listed: it holds row i's list meanwhile
+    q, rr, extra = row_out_listing(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y,
+                                   order)
     n_shared, n_single = _list_shared(K, m, order)
     if random_scan:
         shuffle(order, n_shared, rng)
-    rr, q = flip_shared(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid, rr, q,
-                        extra, sx2, log_odds_prior, inverse_temperature)
+    # w is free once the row is out, buf until the new dishes: the flips' scratch
+    buf = at_least(buf, n_shared)
+    rr, q = flip_shared_buffered(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid,
+                                 rr, q, extra, sx2, log_odds_prior, w, buf,
+                                 inverse_temperature)
     # q holds the shared features only; each new dish adds sa2 to the predictive variance
     n_new, buf = sample_new_dishes(rng.random(), rate, sx2 * (1.0 + q), sa2, rr, D, buf,
                                    inverse_temperature)
