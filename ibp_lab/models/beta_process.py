@@ -45,7 +45,8 @@ import numpy as np
 from scipy import integrate
 from scipy.special import betainc, betaincinv, gammaln
 
-from ibp_lab._checks import MAX_ENTRIES, check_count, check_positive, check_real_array, check_rng, check_size
+from ibp_lab._checks import (MAX_ENTRIES, Checked, Count, Generator, Joint, Positive,
+                             check_positive, check_real_array, check_size, validated)
 from ibp_lab._hyper import check_beta_discount
 
 __all__ = [
@@ -93,21 +94,41 @@ class BetaProcessAtoms:
     discount: float
 
 
-def _check(alpha, beta, discount, threshold=None):
-    alpha = check_positive("alpha", alpha)
-    beta, discount = check_beta_discount(beta, discount)
-    if threshold is None:
-        return alpha, beta, discount
-    threshold = check_positive("threshold", threshold)
+def _check_threshold(name: str, threshold) -> float:
+    threshold = check_positive(name, threshold)
     if threshold >= 1.0:
-        raise ValueError(f"threshold must be < 1 (atom weights lie in (0, 1)), got {threshold}")
-    return alpha, beta, discount, threshold
+        raise ValueError(f"{name} must be < 1 (atom weights lie in (0, 1)), got {threshold}")
+    return threshold
+
+
+#: The process's parameters, checked as every door checks them: alpha, then beta and the
+#: discount together (the discount first).
+_PROCESS = dict(alpha=Positive(),
+                beta_discount=Joint(check_beta_discount, "beta", "discount",
+                                    sets=("beta", "discount")))
+#: ... and a threshold in (0, 1), checked after them.
+_PROCESS_ABOVE = dict(_PROCESS, threshold=Checked(_check_threshold))
+
+
+def _check_tol(tol: float, n: int, alpha: float) -> None:
+    if tol >= n * alpha:
+        raise ValueError(f"tol must be < n * alpha = {n * alpha:g} (all ownerships), got {tol:g}")
+
+
+def _check_weights(name: str, weights) -> np.ndarray:
+    weights = check_real_array(name, weights)
+    if weights.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {weights.shape}")
+    if not np.all((weights >= 0) & (weights <= 1)):  # also refuses NaN
+        raise ValueError(f"{name} must lie in [0, 1]")
+    return weights
 
 
 def _log_levy_constant(alpha: float, beta: float, discount: float) -> float:
     return float(np.log(alpha) + gammaln(1.0 + beta) - gammaln(1.0 - discount) - gammaln(beta + discount))
 
 
+@validated(**_PROCESS)
 def levy_constant(*, alpha: float, beta: float = 1.0, discount: float = 0.0) -> float:
     """``c = alpha Gamma(1 + beta) / (Gamma(1 - d) Gamma(beta + d))``, the Levy measure's constant.
 
@@ -118,7 +139,6 @@ def levy_constant(*, alpha: float, beta: float = 1.0, discount: float = 0.0) -> 
     >>> levy_constant(alpha=2.0, beta=3.0)
     6.0
     """
-    alpha, beta, discount = _check(alpha, beta, discount)
     return float(np.exp(_log_levy_constant(alpha, beta, discount)))
 
 
@@ -150,6 +170,7 @@ def _piece_integrals(threshold: float, b: float, d: float) -> tuple[float, float
     return h, lower, upper
 
 
+@validated(**_PROCESS_ABOVE)
 def expected_atoms_above(threshold: float, *, alpha: float, beta: float = 1.0,
                          discount: float = 0.0) -> float:
     """Expected number of atoms with weight at least ``threshold``: ``int_eps^1 nu(pi) d pi``.
@@ -172,11 +193,11 @@ def expected_atoms_above(threshold: float, *, alpha: float, beta: float = 1.0,
     >>> bool(np.isclose(expected_atoms_above(0.01, alpha=2.0), 2.0 * np.log(100.0)))
     True
     """
-    alpha, beta, discount, threshold = _check(alpha, beta, discount, threshold)
     _, lower, upper = _piece_integrals(threshold, beta + discount, discount)
     return float(np.exp(_log_levy_constant(alpha, beta, discount)) * (lower + upper))
 
 
+@validated(**_PROCESS_ABOVE)
 def expected_mass_below(threshold: float, *, alpha: float, beta: float = 1.0,
                         discount: float = 0.0) -> float:
     """Expected total weight of the atoms below ``threshold``: ``alpha I_eps(1 - d, beta + d)``.
@@ -190,10 +211,11 @@ def expected_mass_below(threshold: float, *, alpha: float, beta: float = 1.0,
     >>> round(expected_mass_below(0.01, alpha=2.0), 6)  # d = 0, beta = 1: alpha eps
     0.02
     """
-    alpha, beta, discount, threshold = _check(alpha, beta, discount, threshold)
     return float(alpha * betainc(1.0 - discount, beta + discount, threshold))
 
 
+@validated(n=Count(minimum=1), **_PROCESS, tol=Positive(),
+           tol_below=Joint(_check_tol, "tol", "n", "alpha"))
 def threshold_for_rows(n: int, *, alpha: float, beta: float = 1.0, discount: float = 0.0,
                        tol: float = 1e-3) -> float:
     """The largest threshold whose left-out atoms cost ``n`` rows at most ``tol`` ownerships.
@@ -221,11 +243,6 @@ def threshold_for_rows(n: int, *, alpha: float, beta: float = 1.0, discount: flo
     >>> round(threshold_for_rows(10, alpha=2.0, tol=0.01), 6)  # alpha eps n = tol
     0.0005
     """
-    n = check_count("n", n, minimum=1)
-    alpha, beta, discount = _check(alpha, beta, discount)
-    tol = check_positive("tol", tol)
-    if tol >= n * alpha:
-        raise ValueError(f"tol must be < n * alpha = {n * alpha:g} (all ownerships), got {tol:g}")
     return float(betaincinv(1.0 - discount, beta + discount, tol / (n * alpha)))
 
 
@@ -266,6 +283,7 @@ def _enough(draws: np.ndarray, size: int) -> np.ndarray:
     return draws[:size]
 
 
+@validated(**_PROCESS_ABOVE, rng=Generator())
 def sample_beta_process(threshold: float, rng: np.random.Generator, *, alpha: float,
                         beta: float = 1.0, discount: float = 0.0) -> BetaProcessAtoms:
     """Draw the atoms of a (stable) beta process whose weights are at least ``threshold``.
@@ -304,8 +322,6 @@ def sample_beta_process(threshold: float, rng: np.random.Generator, *, alpha: fl
     >>> bool(np.all(np.diff(atoms.weights) <= 0) and atoms.weights.min() >= 1e-3)
     True
     """
-    alpha, beta, discount, threshold = _check(alpha, beta, discount, threshold)
-    rng = check_rng(rng)
     b = beta + discount
     h, lower, upper = _piece_integrals(threshold, b, discount)
     c = float(np.exp(_log_levy_constant(alpha, beta, discount)))
@@ -324,6 +340,7 @@ def sample_beta_process(threshold: float, rng: np.random.Generator, *, alpha: fl
                             alpha, beta, discount)
 
 
+@validated(weights=Checked(_check_weights), n=Count(), rng=Generator())
 def bernoulli_process_rows(weights, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` rows of a Bernoulli process: row ``i`` owns atom ``k`` with probability ``weights[k]``.
 
@@ -348,13 +365,6 @@ def bernoulli_process_rows(weights, n: int, rng: np.random.Generator) -> np.ndar
     >>> bernoulli_process_rows([1.0, 0.0], 3, np.random.default_rng(0)).tolist()
     [[1, 0], [1, 0], [1, 0]]
     """
-    weights = check_real_array("weights", weights)
-    if weights.ndim != 1:
-        raise ValueError(f"weights must be 1-D, got shape {weights.shape}")
-    if not np.all((weights >= 0) & (weights <= 1)):  # also refuses NaN
-        raise ValueError("weights must lie in [0, 1]")
-    n = check_count("n", n)
-    rng = check_rng(rng)
     check_size("Z", float(n) * weights.size, names=("n", "weights"), limit=MAX_ENTRIES,
                hint="use fewer rows or fewer atoms")
     return (rng.random((n, weights.size)) < weights).astype(np.int8)

@@ -51,11 +51,18 @@ from scipy import special, stats
 
 from ibp_lab._checks import (
     MAX_ENTRIES,
+    Checked,
+    Count,
+    Generator,
+    Joint,
+    Optional,
+    Positive,
+    RealArray,
     check_count,
     check_positive,
     check_real_array,
-    check_rng,
     check_size,
+    validated,
 )
 from ibp_lab._hyper import harmonic, new_dish_rate
 from ibp_lab.models.prior import expected_num_features
@@ -102,6 +109,7 @@ _LOG_TINY = 745.0
 # --------------------------------------------------------------------------------------
 
 
+@validated(n=Count(minimum=1), alpha=Positive(), beta=Positive(), tail=Positive(upper=0.5))
 def columns_needed(alpha: float, beta: float, n: int, *, tail: float = 1e-12) -> int:
     """Return how many dish columns cover the first ``n`` customers but for a tiny tail.
 
@@ -128,8 +136,7 @@ def columns_needed(alpha: float, beta: float, n: int, *, tail: float = 1e-12) ->
     >>> columns_needed(2.0, 1.0, 1, tail=1e-3)  # P(Poisson(2) > 8) <= 1e-3 < P(Poisson(2) > 7)
     8
     """
-    rate = expected_num_features(alpha, check_count("n", n, minimum=1), beta=beta)
-    tail = check_positive("tail", tail, upper=0.5)
+    rate = expected_num_features(alpha, n, beta=beta)
     return max(1, int(stats.poisson.isf(tail, rate)))
 
 
@@ -214,6 +221,10 @@ def _row_work(rate_before: float, rate_new: float, k_max: int) -> float:
     return width_before * width_new + _COLUMN_COST * k_max + _ROW_OVERHEAD
 
 
+#: A Poisson rate: a float >= 0.
+_RATE = Positive(allow_zero=True)
+
+
 def _check_work(what: str, work: float, names: tuple[str, ...] = ()) -> None:
     """Refuse a call whose multiply-adds exceed :data:`MAX_WORK`, naming the arguments ``names``."""
     check_size(what, work, names=names, limit=MAX_WORK,
@@ -273,6 +284,7 @@ def _new_dish_probabilities(rate_before: float, rate_new: float, k_max: int) -> 
     return out
 
 
+@validated(rate_before=_RATE, rate_new=_RATE, k_max=Count(minimum=1, maximum=MAX_ENTRIES))
 def new_dish_probabilities(rate_before: float, rate_new: float, k_max: int) -> np.ndarray:
     """Return the probability that dish ``k`` is created by the current customer.
 
@@ -313,9 +325,6 @@ def new_dish_probabilities(rate_before: float, rate_new: float, k_max: int) -> n
     >>> float(naive), bool(new_dish_probabilities(5.0, 1.0, 40)[39] > 1e-20)
     (0.0, True)
     """
-    rate_before = check_positive("rate_before", rate_before, allow_zero=True)
-    rate_new = check_positive("rate_new", rate_new, allow_zero=True)
-    k_max = check_count("k_max", k_max, minimum=1, maximum=MAX_ENTRIES)
     _check_work("new_dish_probabilities", _row_work(rate_before, rate_new, k_max),
                 ("rate_before", "rate_new", "k_max"))
     return _new_dish_probabilities(rate_before, rate_new, k_max)
@@ -336,6 +345,27 @@ def _next_row(
     return row, rate_before + rate_new
 
 
+def _check_running_sum(running_sum: np.ndarray, n: int) -> np.ndarray:
+    if running_sum.ndim != 1:
+        raise ValueError(f"running_sum must be 1-D (one entry per dish), got {running_sum.ndim}-D")
+    if running_sum.size and not (
+        np.all(np.isfinite(running_sum)) and running_sum.min() >= 0 and running_sum.max() <= n - 1
+    ):
+        raise ValueError(f"running_sum entries must be in [0, n - 1] = [0, {n - 1}]")
+    return running_sum
+
+
+def _check_k_max_covers(k_max, running_sum: np.ndarray) -> int:
+    """``k_max`` (default: the dishes of ``running_sum``), at least those dishes."""
+    if k_max is None:
+        k_max = max(running_sum.size, 1)
+    return check_count("k_max", k_max, minimum=max(running_sum.size, 1), maximum=MAX_ENTRIES)
+
+
+@validated(n=Count(minimum=1), rate_before=_RATE, alpha=Positive(), beta=Positive(),
+           running_sum=RealArray(),
+           running_sum_fits=Joint(_check_running_sum, "running_sum", "n", sets="running_sum"),
+           k_max=Joint(_check_k_max_covers, "k_max", "running_sum", sets="k_max"))
 def next_row_prior(
     running_sum,
     n: int,
@@ -392,20 +422,6 @@ def next_row_prior(
     >>> rate2 == 2.0 + 2.0 * 1.5 / 2.5
     True
     """
-    n = check_count("n", n, minimum=1)
-    rate_before = check_positive("rate_before", rate_before, allow_zero=True)
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    running_sum = check_real_array("running_sum", running_sum)
-    if running_sum.ndim != 1:
-        raise ValueError(f"running_sum must be 1-D (one entry per dish), got {running_sum.ndim}-D")
-    if running_sum.size and not (
-        np.all(np.isfinite(running_sum)) and running_sum.min() >= 0 and running_sum.max() <= n - 1
-    ):
-        raise ValueError(f"running_sum entries must be in [0, n - 1] = [0, {n - 1}]")
-    if k_max is None:
-        k_max = max(running_sum.size, 1)
-    k_max = check_count("k_max", k_max, minimum=max(running_sum.size, 1), maximum=MAX_ENTRIES)
     _check_work("next_row_prior", _row_work(rate_before, new_dish_rate(alpha, beta, n - 1), k_max),
                 ("rate_before", "alpha", "k_max"))
     return _next_row(running_sum, n, rate_before, alpha, beta, k_max)
@@ -458,15 +474,12 @@ class RecursiveMarginals:
     True
     """
 
+    @validated(alpha=Positive(), beta=Positive(),
+               k_max=Optional(Count(minimum=1, maximum=MAX_ENTRIES)), tail=Positive(upper=0.5))
     def __init__(
         self, alpha: float, beta: float, k_max: int | None = None, *, tail: float = 1e-12
     ) -> None:
-        self.alpha = check_positive("alpha", alpha)
-        self.beta = check_positive("beta", beta)
-        self.k_max = (
-            None if k_max is None else check_count("k_max", k_max, minimum=1, maximum=MAX_ENTRIES)
-        )
-        self.tail = check_positive("tail", tail, upper=0.5)
+        self.alpha, self.beta, self.k_max, self.tail = alpha, beta, k_max, tail
         self.n_seen = 0
         self.rate = 0.0
         self.running_sum = np.zeros(0 if self.k_max is None else self.k_max)
@@ -571,6 +584,7 @@ def iter_marginals(
 # --------------------------------------------------------------------------------------
 
 
+@validated(alpha=Positive(), beta=Positive(), n=Count(minimum=1), k_max=Count(minimum=1))
 def marginals(alpha: float, beta: float, n: int, k_max: int) -> np.ndarray:
     """Return the Recursive IBP marginals ``p(z_ik = 1 | alpha, beta)`` for the first customers.
 
@@ -615,10 +629,6 @@ def marginals(alpha: float, beta: float, n: int, k_max: int) -> np.ndarray:
     >>> round(float(marginals(2.0, 1.0, 3, 60)[2].sum()), 10)  # alpha dishes per customer
     2.0
     """
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    n = check_count("n", n, minimum=1)
-    k_max = check_count("k_max", k_max, minimum=1)
     _check_table(n, k_max)
     # Rates only grow along the rows, so the last row's Poisson law bounds every row's work.
     _check_work("marginals", n * _row_work(alpha * harmonic(n, beta), alpha, k_max),
@@ -656,6 +666,8 @@ def _simulate_counts(
     return totals
 
 
+@validated(alpha=Positive(), beta=Positive(), n=Count(minimum=1), k_max=Count(minimum=1),
+           n_samples=Count(minimum=1), rng=Generator())
 def monte_carlo_marginals(
     alpha: float,
     beta: float,
@@ -703,12 +715,6 @@ def monte_carlo_marginals(
     >>> bool(np.all(np.abs(estimate - exact) < 5 * np.sqrt(exact * (1 - exact) / 20_000)))
     True
     """
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    n = check_count("n", n, minimum=1)
-    k_max = check_count("k_max", k_max, minimum=1)
-    n_samples = check_count("n_samples", n_samples, minimum=1)
-    rng = check_rng(rng)
     _check_table(n, k_max)
     _check_work("monte_carlo_marginals", _mc_work(n, k_max, n_samples), ("n", "k_max", "n_samples"))
     block = max(1, _MC_BLOCK // k_max)
@@ -730,6 +736,38 @@ class Agreement(NamedTuple):
     ok: bool  #: both within their limits
 
 
+def _check_probability_tables(exact: np.ndarray, estimate: np.ndarray):
+    """``exact`` and ``estimate`` flattened, once both are tables of probabilities alike."""
+    # A vector of entries or a table of marginals (rows x dishes); more axes is a mistake,
+    # for instance a stack of tables passed where one was meant.
+    for name, values in (("exact", exact), ("estimate", estimate)):
+        if values.ndim not in (1, 2):
+            raise ValueError(
+                f"{name} must be 1-D or 2-D (entries, or rows x dishes), got {values.ndim}-D"
+            )
+    if exact.shape != estimate.shape:
+        raise ValueError(
+            f"exact and estimate must have the same shape, got {exact.shape} and {estimate.shape}"
+        )
+    exact, estimate = exact.ravel(), estimate.ravel()
+    if exact.size == 0:
+        raise ValueError("exact and estimate must hold at least one entry, got none")
+    for name, values in (("exact", exact), ("estimate", estimate)):
+        if not np.all((values >= 0) & (values <= 1)):  # also refuses NaN
+            raise ValueError(f"{name} must hold probabilities in [0, 1]")
+    return exact, estimate
+
+
+def _check_family_level_below_one(family_level: float) -> None:
+    if family_level >= 1.0:
+        raise ValueError(f"family_level must be < 1, got {family_level}")
+
+
+@validated(exact=RealArray(), estimate=RealArray(),
+           tables=Joint(_check_probability_tables, "exact", "estimate", sets=("exact", "estimate")),
+           n_samples=Count(minimum=1), family_level=Positive(upper=1.0),
+           min_variance=Positive(allow_zero=True, upper=None),
+           family_level_below_one=Joint(_check_family_level_below_one, "family_level"))
 def monte_carlo_agreement(
     exact, estimate, n_samples: int, *, family_level: float = 1e-3, min_variance: float = 50.0
 ) -> Agreement:
@@ -769,30 +807,6 @@ def monte_carlo_agreement(
     >>> report.ok, report.n_entries, round(report.z_limit, 2)
     (True, 200, 4.56)
     """
-    exact = check_real_array("exact", exact)
-    estimate = check_real_array("estimate", estimate)
-    # A vector of entries or a table of marginals (rows x dishes); more axes is a mistake,
-    # for instance a stack of tables passed where one was meant.
-    for name, values in (("exact", exact), ("estimate", estimate)):
-        if values.ndim not in (1, 2):
-            raise ValueError(
-                f"{name} must be 1-D or 2-D (entries, or rows x dishes), got {values.ndim}-D"
-            )
-    if exact.shape != estimate.shape:
-        raise ValueError(
-            f"exact and estimate must have the same shape, got {exact.shape} and {estimate.shape}"
-        )
-    exact, estimate = exact.ravel(), estimate.ravel()
-    if exact.size == 0:
-        raise ValueError("exact and estimate must hold at least one entry, got none")
-    for name, values in (("exact", exact), ("estimate", estimate)):
-        if not np.all((values >= 0) & (values <= 1)):  # also refuses NaN
-            raise ValueError(f"{name} must hold probabilities in [0, 1]")
-    n_samples = check_count("n_samples", n_samples, minimum=1)
-    family_level = check_positive("family_level", family_level, upper=1.0)
-    min_variance = check_positive("min_variance", min_variance, allow_zero=True, upper=None)
-    if family_level >= 1.0:
-        raise ValueError(f"family_level must be < 1, got {family_level}")
     m = exact.size
     variance = exact * (1 - exact)
     normal = n_samples * variance >= min_variance
@@ -812,6 +826,19 @@ def monte_carlo_agreement(
     )
 
 
+def _check_sample_sizes(name: str, sample_sizes) -> list[int]:
+    if isinstance(sample_sizes, (str, bytes)) or not hasattr(sample_sizes, "__iter__"):
+        raise TypeError(
+            f"{name} must be a sequence of integers, got {type(sample_sizes).__name__}"
+        )
+    sizes = [check_count(name, size, minimum=1) for size in sample_sizes]
+    if not sizes:
+        raise ValueError(f"{name} must hold at least one sample size, got none")
+    return sizes
+
+
+@validated(sample_sizes=Checked(_check_sample_sizes), rng=Generator(), alpha=Positive(),
+           beta=Positive(), n=Count(minimum=1), k_max=Count(minimum=1))
 def monte_carlo_mse(
     alpha: float,
     beta: float,
@@ -851,18 +878,7 @@ def monte_carlo_mse(
     >>> mse.shape, bool(mse[1] < mse[0])
     ((2,), True)
     """
-    if isinstance(sample_sizes, (str, bytes)) or not hasattr(sample_sizes, "__iter__"):
-        raise TypeError(
-            f"sample_sizes must be a sequence of integers, got {type(sample_sizes).__name__}"
-        )
-    sizes = [check_count("sample_sizes", size, minimum=1) for size in sample_sizes]
-    if not sizes:
-        raise ValueError("sample_sizes must hold at least one sample size, got none")
-    rng = check_rng(rng)
-    alpha = check_positive("alpha", alpha)
-    beta = check_positive("beta", beta)
-    n = check_count("n", n, minimum=1)
-    k_max = check_count("k_max", k_max, minimum=1)
+    sizes = sample_sizes  # a list of ints, by its constraint
     # Refuse up front, naming this function's arguments, rather than after the exact table
     # and some of the runs (whose own refusal would name n_samples, not an argument here).
     _check_table(n, k_max)
