@@ -18,17 +18,50 @@ from __future__ import annotations
 import numpy as np
 
 from ibp_lab._checks import (
+    Checked,
+    DataMatrix,
+    Generator,
+    Joint,
+    Positive,
     check_binary_matrix,
-    check_data_matrix,
     check_positive,
     check_real_array,
-    check_rng,
     check_size,
+    validated,
 )
 
 __all__ = ["replicate_digits", "ink_statistics"]
 
 
+def _check_samples(samples, X: np.ndarray) -> list[tuple]:
+    """Every draw ``(Z, sigma_x, sigma_a, ...)`` checked against ``X``, before any is used."""
+    if isinstance(samples, (str, bytes)) or not hasattr(samples, "__len__"):
+        raise TypeError(
+            f"samples must be a sequence of draws (Z, sigma_x, sigma_a), got {type(samples).__name__}"
+        )
+    if len(samples) == 0:
+        raise ValueError("samples must hold at least one posterior draw (Z, sigma_x, sigma_a)")
+    check_size("the replicated data", float(len(samples)) * X.size, hint="use fewer draws")
+    checked = []
+    for s, draw in enumerate(samples):
+        if isinstance(draw, (str, bytes)) or not hasattr(draw, "__len__") or len(draw) < 3:
+            raise ValueError(f"samples[{s}] must be a tuple (Z, sigma_x, sigma_a, ...), got {draw!r:.60}")
+        checked.append((check_binary_matrix("Z", draw[0], n_rows=X.shape[0]),
+                        check_positive("sigma_x", draw[1]), check_positive("sigma_a", draw[2])))
+    return checked
+
+
+def _check_ink(name: str, ink) -> np.ndarray:
+    ink = check_real_array(name, ink)
+    if ink.ndim < 2 or ink.shape[-2] == 0 or ink.shape[-1] == 0 or ink.size == 0:
+        raise ValueError(f"{name} must be an array of shape (..., N, D) with N, D >= 1, got {ink.shape}")
+    if not np.all(np.isfinite(ink)):
+        raise ValueError(f"{name} must be finite (no NaN or infinite values)")
+    return ink
+
+
+@validated(X=DataMatrix(), rng=Generator(),
+           samples=Joint(_check_samples, "samples", "X", sets="samples"))
 def replicate_digits(X, samples, rng: np.random.Generator) -> np.ndarray:
     """Replicated data sets from posterior draws of the linear-Gaussian IBP model.
 
@@ -58,22 +91,8 @@ def replicate_digits(X, samples, rng: np.random.Generator) -> np.ndarray:
     """
     from ibp_lab.models.linear_gaussian import feature_posterior
 
-    X = check_data_matrix("X", X)
-    rng = check_rng(rng)
-    if isinstance(samples, (str, bytes)) or not hasattr(samples, "__len__"):
-        raise TypeError(
-            f"samples must be a sequence of draws (Z, sigma_x, sigma_a), got {type(samples).__name__}"
-        )
-    if len(samples) == 0:
-        raise ValueError("samples must hold at least one posterior draw (Z, sigma_x, sigma_a)")
-    check_size("the replicated data", float(len(samples)) * X.size, hint="use fewer draws")
     replicates = np.empty((len(samples),) + X.shape)
-    for s, draw in enumerate(samples):
-        if isinstance(draw, (str, bytes)) or not hasattr(draw, "__len__") or len(draw) < 3:
-            raise ValueError(f"samples[{s}] must be a tuple (Z, sigma_x, sigma_a, ...), got {draw!r:.60}")
-        Z = check_binary_matrix("Z", draw[0], n_rows=X.shape[0])
-        sigma_x = check_positive("sigma_x", draw[1])
-        sigma_a = check_positive("sigma_a", draw[2])
+    for s, (Z, sigma_x, sigma_a) in enumerate(samples):
         mean, cov = feature_posterior(X, Z, sigma_x, sigma_a)
         K = mean.shape[0]
         if K:
@@ -87,6 +106,7 @@ def replicate_digits(X, samples, rng: np.random.Generator) -> np.ndarray:
     return replicates
 
 
+@validated(ink=Checked(_check_ink), blank_below=Positive())
 def ink_statistics(ink, *, blank_below: float = 0.5 / 16) -> dict:
     """Statistics of ink on paper that a Gaussian model need not reproduce.
 
@@ -111,12 +131,6 @@ def ink_statistics(ink, *, blank_below: float = 0.5 / 16) -> dict:
     >>> float(stats["share_blank"]), float(stats["share_negative"])
     (0.5, 0.25)
     """
-    ink = check_real_array("ink", ink)
-    if ink.ndim < 2 or ink.shape[-2] == 0 or ink.shape[-1] == 0 or ink.size == 0:
-        raise ValueError(f"ink must be an array of shape (..., N, D) with N, D >= 1, got {ink.shape}")
-    if not np.all(np.isfinite(ink)):
-        raise ValueError("ink must be finite (no NaN or infinite values)")
-    blank_below = check_positive("blank_below", blank_below)
     blank = ink < blank_below
     return {
         "share_blank": blank.mean(axis=(-2, -1)),

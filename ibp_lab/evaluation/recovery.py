@@ -30,7 +30,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ibp_lab._checks import MAX_ENTRIES, check_count, check_positive, check_real_array
+from ibp_lab._checks import (MAX_ENTRIES, Checked, Count, Positive, check_real_array,
+                             validated)
 from ibp_lab.datasets import simulate_four_feature_data
 from ibp_lab.inference.gibbs import MAX_SWEEPS, gibbs_sweep
 from ibp_lab.models.linear_gaussian import feature_posterior
@@ -47,6 +48,15 @@ RECOVERY_CORRELATION = 0.9
 N_TRUE = 4
 
 
+def _check_correlations(name: str, correlations) -> np.ndarray:
+    correlations = check_real_array(name, correlations)
+    if correlations.shape != (N_TRUE,) or not np.all(np.abs(correlations) <= 1.0):
+        raise ValueError(f"{name} must hold {N_TRUE} correlations in [-1, 1], one per "
+                         f"true feature, got {correlations!r}")
+    return correlations
+
+
+@validated(correlations=Checked(_check_correlations), n_features=Positive(allow_zero=True))
 def is_recovered(correlations, n_features: float) -> bool:
     """All four features found (correlation > 0.9) and ``n_features`` within one of 4.
 
@@ -59,11 +69,6 @@ def is_recovered(correlations, n_features: float) -> bool:
     >>> is_recovered([0.99, 0.95, 0.97, 0.93], 5.2)  # too many features
     False
     """
-    correlations = check_real_array("correlations", correlations)
-    if correlations.shape != (N_TRUE,) or not np.all(np.abs(correlations) <= 1.0):
-        raise ValueError(f"correlations must hold {N_TRUE} correlations in [-1, 1], one per "
-                         f"true feature, got {correlations!r}")
-    n_features = check_positive("n_features", n_features, allow_zero=True)
     return bool(np.all(correlations > RECOVERY_CORRELATION)
                 and abs(n_features - N_TRUE) <= 1)
 
@@ -90,23 +95,33 @@ def _gibbs(X, seed, settings):
 _RUNNERS = {"single": _stream("single"), "buffer": _stream("buffer"), "gibbs": _gibbs}
 
 
-def _check_list(name: str, values, check) -> list:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise TypeError(f"{name} must be a sequence, got {type(values).__name__}")
-    values = [check(value) for value in values]
-    if not values:
-        raise ValueError(f"{name} must not be empty")
-    if len(set(values)) < len(values):
-        raise ValueError(f"{name} must not repeat a value, got {values}")
-    return values
+def _distinct(element) -> Checked:
+    """A non-empty sequence without repeats, each value as the constraint ``element`` checks it."""
+    def check_list(name: str, values) -> list:
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise TypeError(f"{name} must be a sequence, got {type(values).__name__}")
+        values = [element.check(name, value) for value in values]
+        if not values:
+            raise ValueError(f"{name} must not be empty")
+        if len(set(values)) < len(values):
+            raise ValueError(f"{name} must not repeat a value, got {values}")
+        return values
+
+    return Checked(check_list)
 
 
-def _check_method(method) -> str:
+def _check_method(name: str, method) -> str:
     if method not in METHODS:
-        raise ValueError(f"methods must be among {METHODS}, got {method!r}")
+        raise ValueError(f"{name} must be among {METHODS}, got {method!r}")
     return method
 
 
+# each data set is n x 36 pixels (the datasets' bound on an array's entries)
+@validated(n_values=_distinct(Count(minimum=1, maximum=MAX_ENTRIES // 36)),
+           seeds=_distinct(Count(maximum=None)), methods=_distinct(Checked(_check_method)),
+           alpha=Positive(), sigma_x=Positive(), sigma_a=Positive(),
+           n_sweeps=Count(minimum=1, maximum=MAX_SWEEPS), buffer_size=Count(minimum=2),
+           p_on=Positive(upper=1.0))
 def recovery_study(n_values, seeds, *, methods=METHODS, alpha: float = 1.0,
                    sigma_x: float = 0.5, sigma_a: float = 1.0, p_on: float = 0.5,
                    n_sweeps: int = 200, buffer_size: int = 100):
@@ -148,18 +163,8 @@ def recovery_study(n_values, seeds, *, methods=METHODS, alpha: float = 1.0,
     """
     import pandas as pd
 
-    # each data set is n x 36 pixels (the datasets' bound on an array's entries)
-    n_values = _check_list("n_values", n_values, lambda n: check_count(
-        "n_values", n, minimum=1, maximum=MAX_ENTRIES // 36))
-    seeds = _check_list("seeds", seeds, lambda s: check_count("seeds", s, maximum=None))
-    methods = _check_list("methods", methods, _check_method)
-    settings = {"alpha": check_positive("alpha", alpha),
-                "sigma_x": check_positive("sigma_x", sigma_x),
-                "sigma_a": check_positive("sigma_a", sigma_a),
-                "n_sweeps": check_count("n_sweeps", n_sweeps, minimum=1,
-                                        maximum=MAX_SWEEPS),
-                "buffer_size": check_count("buffer_size", buffer_size, minimum=2)}
-    p_on = check_positive("p_on", p_on, upper=1.0)
+    settings = dict(alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, n_sweeps=n_sweeps,
+                    buffer_size=buffer_size)
     rows = []
     for n in n_values:
         for seed in seeds:

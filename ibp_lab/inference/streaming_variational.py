@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ibp_lab._checks import check_count, check_data_matrix, check_positive, check_rng, check_size
+from ibp_lab._checks import (Checked, Count, DataMatrix, Generator, Joint, Positive, check_size,
+                             validated)
 from ibp_lab._hyper import MAX_FEATURES, check_hyperparameters
 from ibp_lab.inference._mean_field import (
     ROUNDING,
@@ -62,6 +63,12 @@ __all__ = ["StreamResult", "stream_variational"]
 
 #: Expected count of the last column above which the infinite variant opens another.
 _OPEN_AT = 0.5
+
+
+def _check_new_columns(result: "StreamResult", X_new: np.ndarray) -> None:
+    if X_new.shape[1] != result.features.shape[1]:
+        raise ValueError(f"X_new must have {result.features.shape[1]} columns, got "
+                         f"{X_new.shape[1]}")
 
 
 @dataclass
@@ -117,6 +124,7 @@ class StreamResult:
         return self.elbo() + beyond_truncation(self.tau, self._problem.alpha,
                                                self._problem.shape[0])
 
+    @validated(n_draws=Count(minimum=1), rng=Generator())
     def predictive_draws(self, n_draws: int, rng: np.random.Generator):
         """The arguments of :func:`ibp_lab.inference.heldout.finite_feature_heldout` for ``q``.
 
@@ -129,14 +137,13 @@ class StreamResult:
         probabilities, features, feature_variances : numpy.ndarray
             ``(n_draws, K)``, ``(n_draws, K, D)`` and ``(n_draws, K)``.
         """
-        n_draws = check_count("n_draws", n_draws, minimum=1)
-        rng = check_rng(rng)
         check_size("the draws", float(n_draws) * self.tau.shape[0], names="n_draws")
         probabilities = sample_probabilities(self.tau, self.family, n_draws, rng)
         shape = (n_draws,)
         return (probabilities, np.broadcast_to(self.features, shape + self.features.shape),
                 np.broadcast_to(self.feature_variances, shape + self.feature_variances.shape))
 
+    @validated(X_new=DataMatrix(), columns=Joint(_check_new_columns, "self", "X_new"))
     def transform(self, X_new) -> np.ndarray:
         """``q(z = 1)`` of new rows, the global factors held fixed (nothing is learned).
 
@@ -145,10 +152,6 @@ class StreamResult:
         numpy.ndarray
             ``(m, K)``.
         """
-        X_new = check_data_matrix("X_new", X_new)
-        if X_new.shape[1] != self.features.shape[1]:
-            raise ValueError(f"X_new must have {self.features.shape[1]} columns, got "
-                             f"{X_new.shape[1]}")
         return rows_fit(X_new, self._state(), self._problem)
 
     def _state(self) -> State:
@@ -200,22 +203,32 @@ def _step(X_b: np.ndarray, base: Base, whole: Problem, max_iter: int, tol: float
     return state, bound
 
 
-def _check_stream(X, alpha, sigma_x, sigma_a, family, n_features, batch_size, max_iter, tol,
-                  rng):
-    X = check_data_matrix("X", X)
-    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a)
+def _one_parameter_hyperparameters(X, alpha, sigma_x, sigma_a):
+    """``check_hyperparameters`` at ``beta = 1``: the checked alpha, sigma_x and sigma_a."""
+    return tuple(check_hyperparameters(X, alpha, sigma_x, sigma_a))[:3]
+
+
+def _check_family(name: str, family) -> str:
     if not isinstance(family, str) or family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
-    n_features = check_count("n_features", n_features, minimum=1, maximum=MAX_FEATURES)
-    batch_size = check_count("batch_size", batch_size, minimum=1, maximum=10**7)
-    max_iter = check_count("max_iter", max_iter, minimum=1, maximum=10**6)
-    tol = check_positive("tol", tol, allow_zero=True)
+        raise ValueError(f"{name} must be one of {FAMILIES}, got {family!r}")
+    return family
+
+
+def _check_q_size(X: np.ndarray, n_features: int) -> None:
     check_size("q(Z) and the residuals", float(X.shape[0]) * (n_features + X.shape[1]),
                names=("X", "n_features"))
-    problem = Problem(X, hyper.alpha, hyper.sigma_x**2, hyper.sigma_a**2, n_features, family)
-    return problem, batch_size, max_iter, tol, check_rng(rng)
 
 
+@validated(X=DataMatrix(),
+           hyperparameters=Joint(_one_parameter_hyperparameters, "X", "alpha", "sigma_x",
+                                 "sigma_a", sets=("alpha", "sigma_x", "sigma_a")),
+           family=Checked(_check_family),
+           n_features=Count(minimum=1, maximum=MAX_FEATURES),
+           batch_size=Count(minimum=1, maximum=10**7),
+           max_iter=Count(minimum=1, maximum=10**6),
+           tol=Positive(allow_zero=True),
+           size=Joint(_check_q_size, "X", "n_features"),
+           rng=Generator())
 def stream_variational(X, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                        sigma_a: float, family: str = "stick_breaking", n_features: int = 20,
                        batch_size: int = 10, max_iter: int = 100,
@@ -256,8 +269,7 @@ def stream_variational(X, rng: np.random.Generator, *, alpha: float, sigma_x: fl
     >>> bool(res.n_columns[-1] <= 8)  # the infinite variant opens columns as rows use them
     True
     """
-    problem, batch_size, max_iter, tol, rng = _check_stream(
-        X, alpha, sigma_x, sigma_a, family, n_features, batch_size, max_iter, tol, rng)
+    problem = Problem(X, alpha, sigma_x**2, sigma_a**2, n_features, family)
     start = time.process_time()
     grows = family == "stick_breaking"
     base = _prior_columns(problem, 1 if grows else problem.n_features)

@@ -44,12 +44,16 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ibp_lab._checks import (
+    Count,
+    DataMatrix,
+    Joint,
     NotFittedError,
+    Rows,
     check_count,
-    check_data_matrix,
     check_positive,
     check_rng,
     check_size,
+    validated,
 )
 from ibp_lab._estimator import DEFAULT_RNG, estimator_generator, estimator_rows
 from ibp_lab._hyper import MAX_FEATURES, check_hyperparameters
@@ -460,6 +464,17 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
 # --------------------------------------------------------------------------------------
 
 
+def _one_parameter_hyperparameters(X, alpha, sigma_x, sigma_a):
+    """``check_hyperparameters`` at ``beta = 1``: the checked alpha, sigma_x and sigma_a."""
+    return tuple(check_hyperparameters(X, alpha, sigma_x, sigma_a))[:3]
+
+
+@validated(X=DataMatrix(),
+           hyperparameters=Joint(_one_parameter_hyperparameters, "X", "alpha", "sigma_x",
+                                 "sigma_a", sets=("alpha", "sigma_x", "sigma_a")),
+           n_features=Count(minimum=1, maximum=8),
+           # the rows and the number of classes, named
+           size=Joint(check_enumeration, Rows("X"), "n_features"))
 def finite_log_evidence(X, *, alpha: float, sigma_x: float, sigma_a: float,
                         n_features: int) -> float:
     """``log p(X)`` under the finite beta-Bernoulli model with ``K`` columns, by enumeration.
@@ -496,16 +511,12 @@ def finite_log_evidence(X, *, alpha: float, sigma_x: float, sigma_a: float,
     ...                                     n_features=1), direct))
     True
     """
-    X = check_data_matrix("X", X)
-    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a)
-    n_features = check_count("n_features", n_features, minimum=1, maximum=8)
     n_rows = X.shape[0]
-    check_enumeration(n_rows, n_features)  # rows and the number of classes, named
     # every class at once (the enumeration's table), not one Python call per class: the
     # 490,314 classes of four rows and K = 8 take a second, not minutes
     counts, _, _, grams, gram_index = class_table(n_rows, n_features, 1.0)
     owners = column_types(n_rows).sum(axis=0)
-    log_prior = log_class_probabilities(counts, owners, n_rows, alpha=hyper.alpha, beta=1.0,
+    log_prior = log_class_probabilities(counts, owners, n_rows, alpha=alpha, beta=1.0,
                                         n_features=n_features)
-    log_lik = gaussian_loglik(X, grams, hyper.sigma_x, hyper.sigma_a)[gram_index]
+    log_lik = gaussian_loglik(X, grams, sigma_x, sigma_a)[gram_index]
     return float(logsumexp(log_prior + log_lik))
