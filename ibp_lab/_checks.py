@@ -664,6 +664,8 @@ def validated(**constraints):
 
     The checks add no argument binding of their own: the wrapper is generated with the
     function's own parameter list, so Python binds the call once, as it would have.
+    The wrapper is one frame between the caller and the body: a warning the body
+    raises for its caller takes ``stacklevel=3``.
 
     Examples
     --------
@@ -721,7 +723,9 @@ def _wrap(function, constraints):
               + "".join(f"        {line}\n" for line in lines)
               + f"        return _function({call})\n"
               f"    return {name}\n")
-    scope: dict = {}
+    # the wrapper's frame belongs to the function's module, for code that tells the
+    # package's frames from the caller's by module name
+    scope: dict = {"__name__": function.__module__}
     exec(compile(source, f"<validated {function.__qualname__}>", "exec"), scope)
     checked = scope["_make"](**namespace)
     checked.__kwdefaults__ = function.__kwdefaults__

@@ -177,3 +177,26 @@ def test_joint_reads_rows_and_sets_values():
     assert f([[1.0], [2.0]], 5) == 2
     with pytest.raises(TypeError, match="Rows of 'X'"):
         validated(j=Joint(len, Rows("X")), X=DataMatrix())(lambda X: X)
+
+
+def test_a_warning_at_stacklevel_3_points_at_the_caller():
+    import warnings
+
+    @validated(x=Count())
+    def door(x):
+        warnings.warn("careful", RuntimeWarning, stacklevel=3)  # past the wrapper
+        return x
+
+    with pytest.warns(RuntimeWarning) as record:
+        door(1)
+    assert record[0].filename == __file__
+
+
+def test_the_wrapper_frame_belongs_to_the_function_module():
+    import sys
+
+    @validated(x=Count())
+    def door(x):
+        return sys._getframe(1).f_globals["__name__"]
+
+    assert door(1) == __name__

@@ -48,13 +48,18 @@ import numpy as np
 
 from ibp_lab._checks import (
     MAX_COUNT,
+    Checked,
+    Count,
+    Generator,
+    Joint,
+    Positive,
     check_binary_matrix,
     check_count,
     check_data_matrix,
     check_flag,
     check_positive,
     check_real_array,
-    check_rng,
+    validated,
 )
 
 __all__ = [
@@ -135,6 +140,9 @@ def _check_probabilities(name: str, p) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 # free of labels by construction
 # --------------------------------------------------------------------------------------
+
+
+_PROBABILITIES = Checked(_check_probabilities)
 
 
 def co_ownership(samples) -> np.ndarray:
@@ -390,6 +398,7 @@ def _check_counts(name: str, values) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+@validated(k_plus=Checked(_check_counts), k_max=Count(maximum=_MAX_K_BINS))
 def k_plus_frequencies(k_plus, k_max: int) -> np.ndarray:
     """Relative frequencies of ``K+ = 0, 1, ..., k_max`` in a trace.
 
@@ -402,11 +411,10 @@ def k_plus_frequencies(k_plus, k_max: int) -> np.ndarray:
     >>> k_plus_frequencies([0, 1, 1, 5], 3)
     array([0.25, 0.5 , 0.  , 0.25])
     """
-    k = _check_counts("k_plus", k_plus)
-    k_max = check_count("k_max", k_max, maximum=_MAX_K_BINS)
-    return np.bincount(np.minimum(k, k_max), minlength=k_max + 1) / k.size
+    return np.bincount(np.minimum(k_plus, k_max), minlength=k_max + 1) / k_plus.size
 
 
+@validated(pmf=_PROBABILITIES)
 def count_law_moments(pmf) -> tuple[float, float]:
     """Mean and standard deviation of a law on ``0, 1, 2, ...`` given as its pmf.
 
@@ -433,13 +441,13 @@ def count_law_moments(pmf) -> tuple[float, float]:
     ...
     ValueError: pmf must sum to 1, got 0.75
     """
-    pmf = _check_probabilities("pmf", pmf)
     values = np.arange(pmf.size, dtype=np.float64)
     mean = float(values @ pmf)
     variance = float(((values - mean) ** 2) @ pmf)  # centred: no cancellation
     return mean, math.sqrt(variance)
 
 
+@validated(p=_PROBABILITIES, q=_PROBABILITIES)
 def total_variation(p, q) -> float:
     """Total-variation distance ``0.5 sum |p - q|`` between two distributions on 0, 1, ....
 
@@ -450,13 +458,27 @@ def total_variation(p, q) -> float:
     >>> total_variation([0.5, 0.5], [0.25, 0.5, 0.25])
     0.25
     """
-    p = _check_probabilities("p", p)
-    q = _check_probabilities("q", q)
     size = max(p.size, q.size)
     p, q = np.pad(p, (0, size - p.size)), np.pad(q, (0, size - q.size))
     return float(0.5 * np.abs(p - q).sum())
 
 
+def _check_at_least_one(n_eff: float) -> None:
+    if n_eff < 1:
+        raise ValueError(f"n_eff must be >= 1, got {n_eff}")
+
+
+def _check_noise_size(n_rep: int, p: np.ndarray) -> None:
+    if n_rep * p.size > _MAX_NOISE_ENTRIES:
+        raise ValueError(
+            f"n_rep * len(p) must be <= {_MAX_NOISE_ENTRIES:g} (the histograms are held in "
+            f"memory), got {n_rep} * {p.size}"
+        )
+
+
+@validated(p=_PROBABILITIES, n_eff=Positive(upper=1e12),
+           n_eff_at_least_one=Joint(_check_at_least_one, "n_eff"), rng=Generator(),
+           n_rep=Count(minimum=1, maximum=10**7), size=Joint(_check_noise_size, "n_rep", "p"))
 def total_variation_noise(
     p, n_eff: float, rng: np.random.Generator, *, n_rep: int = 10_000
 ) -> np.ndarray:
@@ -491,17 +513,6 @@ def total_variation_noise(
     >>> bool(0.002 < tv.mean() < 0.006)  # E|Bin(n, 1/2)/n - 1/2| = sqrt(2 / pi) / (2 sqrt(n))
     True
     """
-    p = _check_probabilities("p", p)
-    n_eff = check_positive("n_eff", n_eff, upper=1e12)
-    if n_eff < 1:
-        raise ValueError(f"n_eff must be >= 1, got {n_eff}")
-    rng = check_rng(rng)
-    n_rep = check_count("n_rep", n_rep, minimum=1, maximum=10**7)
-    if n_rep * p.size > _MAX_NOISE_ENTRIES:
-        raise ValueError(
-            f"n_rep * len(p) must be <= {_MAX_NOISE_ENTRIES:g} (the histograms are held in "
-            f"memory), got {n_rep} * {p.size}"
-        )
     n = int(n_eff)
     counts = rng.multinomial(n, p / p.sum(), size=n_rep)
     return 0.5 * np.abs(counts / n - p).sum(axis=1)

@@ -44,18 +44,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from functools import partial
+
 import numpy as np
 from scipy.special import logsumexp
 
 from ibp_lab._checks import (
     MAX_PARAMETER,
     MIN_PARAMETER,
+    Checked,
+    Count,
+    DataMatrix,
+    Generator,
+    Joint,
+    Optional,
     check_count,
     check_data_matrix,
     check_positive,
     check_real_array,
-    check_rng,
     check_size,
+    validated,
 )
 from ibp_lab._hyper import MAX_FEATURES, check_feature_matrix, check_hyperparameters, check_scales
 
@@ -351,6 +359,74 @@ def _isotropic_logpdf(residual_sq: np.ndarray, variance: np.ndarray, n_dims: int
 DRAW_WEIGHTS = ("equal", "observed")
 
 
+def _check_finite_model(X, probabilities, features, sigma_x, feature_variances):
+    """Validate the draws of :func:`finite_feature_heldout`; returns them as float arrays."""
+    probs = check_real_array("probabilities", probabilities)
+    if probs.ndim == 1:
+        probs = probs[None]
+    if probs.ndim != 2 or probs.shape[0] == 0 or probs.shape[1] == 0:
+        raise ValueError(
+            "probabilities must be a 2-D (draws, features) array with at least one draw and "
+            f"one feature, got shape {probs.shape}")
+    S, K = probs.shape
+    A = check_real_array("features", features)
+    # (S, K, D) exactly: a 2-D array is ambiguous (one draw's K x D images, or S x D
+    # images of one feature), so it is refused rather than guessed
+    if A.ndim != 3:
+        raise ValueError(
+            f"features must be a 3-D (draws, features, pixels) array of shape ({S}, {K}, "
+            f"{X.shape[1]}), got {A.ndim} dimension(s)")
+    if A.shape != (S, K, X.shape[1]):
+        raise ValueError(f"features must have shape ({S}, {K}, {X.shape[1]}), got {A.shape}")
+    if K > MAX_PATTERN_FEATURES:
+        raise ValueError(f"at most {MAX_PATTERN_FEATURES} features can be summed over exactly "
+                         f"(2^K patterns), got K = {K}")
+    if S * X.shape[0] * 2**K > _MAX_PATTERN_TERMS:
+        raise ValueError(
+            f"draws x digits x 2^K = {S} x {X.shape[0]} x {2**K} terms is more than "
+            f"{_MAX_PATTERN_TERMS:g}; use fewer draws, digits or features"
+        )
+    if not np.all((probs >= 0) & (probs <= 1)):
+        raise ValueError("probabilities must lie in [0, 1]")
+    if isinstance(sigma_x, (bool, np.bool_)) or getattr(sigma_x, "dtype", None) == bool:
+        raise TypeError("sigma_x must be a number or an array of numbers, not a bool")
+    sx = check_real_array("sigma_x", sigma_x)
+    if sx.ndim > 1 or sx.size not in (1, S):
+        raise ValueError(f"sigma_x must be one number or one per draw ({S}), got shape {sx.shape}")
+    sx = np.broadcast_to(sx.ravel(), (S,))
+    for s, value in enumerate(sx):
+        check_positive("sigma_x" if sx.size == 1 else f"sigma_x[{s}]", float(value))
+    var_k = np.zeros((S, K)) if feature_variances is None else check_real_array(
+        "feature_variances", feature_variances)
+    if var_k.shape != (S, K) or np.any(var_k < 0) or not np.all(np.isfinite(var_k)) \
+            or np.any(var_k > MAX_PARAMETER**2):
+        raise ValueError(f"feature_variances must be a finite (S, K) = ({S}, {K}) array in "
+                         f"[0, {MAX_PARAMETER**2:g}]")
+    if not np.all(np.isfinite(A)):
+        raise ValueError("features must be finite")
+    # every residual x - z A is at most max|x| + sum_k |A_k| per pixel; with the smallest
+    # variance sigma_x^2 that bounds the quadratic forms, which must not overflow
+    with np.errstate(over="ignore"):
+        reach = float(np.abs(X).max()) + float(np.abs(A).sum(axis=1).max())
+    if not reach / float(sx.min()) <= np.sqrt(_MAX_SCALED_RESIDUAL / X.shape[1]):
+        raise ValueError(
+            f"the data or features are too large for sigma_x = {float(sx.min()):g}: the "
+            "squared residuals over sigma_x^2 overflow; rescale the data and features"
+        )
+    return probs, A, sx, var_k
+
+
+def _check_draw_weights(name: str, draw_weights) -> str:
+    if not isinstance(draw_weights, str) or draw_weights not in DRAW_WEIGHTS:
+        raise ValueError(f"{name} must be one of {DRAW_WEIGHTS}, got {draw_weights!r}")
+    return draw_weights
+
+
+@validated(split=Joint(_check_split, "X", "observed", "hidden", sets=("X", "observed", "hidden")),
+           model=Joint(_check_finite_model, "X", "probabilities", "features", "sigma_x",
+                       "feature_variances",
+                       sets=("probabilities", "features", "sigma_x", "feature_variances")),
+           draw_weights=Checked(_check_draw_weights))
 def finite_feature_heldout(
     X, observed, hidden, probabilities, features, *, sigma_x, feature_variances=None,
     draw_weights: str = "equal",
@@ -426,11 +502,7 @@ def finite_feature_heldout(
     >>> np.round(r.mean, 2).ravel().tolist()
     [0.88, 0.12]
     """
-    X, observed, hidden = _check_split(X, observed, hidden)
-    probs, A, sx, var_k = _check_finite_model(X, probabilities, features, sigma_x,
-                                              feature_variances)
-    if not isinstance(draw_weights, str) or draw_weights not in DRAW_WEIGHTS:
-        raise ValueError(f"draw_weights must be one of {DRAW_WEIGHTS}, got {draw_weights!r}")
+    probs, A, sx, var_k = probabilities, features, sigma_x, feature_variances
     log_obs, log_joint, means = _pattern_sums(X, observed, hidden, probs, A, sx, var_k)
     if draw_weights == "equal":
         return HeldoutResult(_log_mean_exp(log_joint - log_obs), means.mean(axis=0))
@@ -608,63 +680,46 @@ def finite_factor_logpdf(X, probabilities, features, *, sigma_x, sigma_w,
     return logsumexp(np.array(terms), axis=0)
 
 
-def _check_finite_model(X, probabilities, features, sigma_x, feature_variances):
-    """Validate the draws of :func:`finite_feature_heldout`; returns them as float arrays."""
-    probs = check_real_array("probabilities", probabilities)
-    if probs.ndim == 1:
-        probs = probs[None]
-    if probs.ndim != 2 or probs.shape[0] == 0 or probs.shape[1] == 0:
-        raise ValueError(
-            "probabilities must be a 2-D (draws, features) array with at least one draw and "
-            f"one feature, got shape {probs.shape}")
-    S, K = probs.shape
-    A = check_real_array("features", features)
-    # (S, K, D) exactly: a 2-D array is ambiguous (one draw's K x D images, or S x D
-    # images of one feature), so it is refused rather than guessed
-    if A.ndim != 3:
-        raise ValueError(
-            f"features must be a 3-D (draws, features, pixels) array of shape ({S}, {K}, "
-            f"{X.shape[1]}), got {A.ndim} dimension(s)")
-    if A.shape != (S, K, X.shape[1]):
-        raise ValueError(f"features must have shape ({S}, {K}, {X.shape[1]}), got {A.shape}")
-    if K > MAX_PATTERN_FEATURES:
-        raise ValueError(f"at most {MAX_PATTERN_FEATURES} features can be summed over exactly "
-                         f"(2^K patterns), got K = {K}")
-    if S * X.shape[0] * 2**K > _MAX_PATTERN_TERMS:
-        raise ValueError(
-            f"draws x digits x 2^K = {S} x {X.shape[0]} x {2**K} terms is more than "
-            f"{_MAX_PATTERN_TERMS:g}; use fewer draws, digits or features"
-        )
-    if not np.all((probs >= 0) & (probs <= 1)):
-        raise ValueError("probabilities must lie in [0, 1]")
-    if isinstance(sigma_x, (bool, np.bool_)) or getattr(sigma_x, "dtype", None) == bool:
-        raise TypeError("sigma_x must be a number or an array of numbers, not a bool")
-    sx = check_real_array("sigma_x", sigma_x)
-    if sx.ndim > 1 or sx.size not in (1, S):
-        raise ValueError(f"sigma_x must be one number or one per draw ({S}), got shape {sx.shape}")
-    sx = np.broadcast_to(sx.ravel(), (S,))
-    for s, value in enumerate(sx):
-        check_positive("sigma_x" if sx.size == 1 else f"sigma_x[{s}]", float(value))
-    var_k = np.zeros((S, K)) if feature_variances is None else check_real_array(
-        "feature_variances", feature_variances)
-    if var_k.shape != (S, K) or np.any(var_k < 0) or not np.all(np.isfinite(var_k)) \
-            or np.any(var_k > MAX_PARAMETER**2):
-        raise ValueError(f"feature_variances must be a finite (S, K) = ({S}, {K}) array in "
-                         f"[0, {MAX_PARAMETER**2:g}]")
-    if not np.all(np.isfinite(A)):
-        raise ValueError("features must be finite")
-    # every residual x - z A is at most max|x| + sum_k |A_k| per pixel; with the smallest
-    # variance sigma_x^2 that bounds the quadratic forms, which must not overflow
-    with np.errstate(over="ignore"):
-        reach = float(np.abs(X).max()) + float(np.abs(A).sum(axis=1).max())
-    if not reach / float(sx.min()) <= np.sqrt(_MAX_SCALED_RESIDUAL / X.shape[1]):
-        raise ValueError(
-            f"the data or features are too large for sigma_x = {float(sx.min()):g}: the "
-            "squared residuals over sigma_x^2 overflow; rescale the data and features"
-        )
-    return probs, A, sx, var_k
+def _check_gibbs_draws(X_train, samples, beta):
+    """Every posterior draw through the samplers' door; returns ``[(Z, Hyperparameters)]``."""
+    if isinstance(samples, (str, bytes, dict)) or not hasattr(samples, "__len__") \
+            or not hasattr(samples, "__iter__"):
+        raise TypeError("samples must be a list of posterior draws (Z, sigma_x, sigma_a, alpha)")
+    if len(samples) == 0:
+        raise ValueError("samples must hold at least one posterior draw (Z, sigma_x, sigma_a, alpha)")
+    draws = []
+    for s, draw in enumerate(samples):
+        if not isinstance(draw, (tuple, list)) or len(draw) != 4:
+            raise ValueError(f"samples[{s}] must be a tuple (Z, sigma_x, sigma_a, alpha)")
+        Z, sigma_x, sigma_a, alpha = draw
+        Z = check_feature_matrix(f"samples[{s}] Z", Z, n_rows=X_train.shape[0])
+        # the samplers' door: a draw is scored only at settings a sampler could produce
+        hyper = check_hyperparameters(X_train, alpha, sigma_x, sigma_a, beta, name="X_train")
+        draws.append((Z, hyper))
+    return draws
 
 
+def _check_test_digits(X_test: np.ndarray, X_train: np.ndarray, draws) -> None:
+    """``X_test`` has ``X_train``'s pixels and fits every draw's scales."""
+    if X_test.shape[1] != X_train.shape[1]:
+        raise ValueError(f"X_test must have {X_train.shape[1]} columns like X_train, got {X_test.shape[1]}")
+    for _, hyper in draws:
+        check_scales(X_test, hyper.sigma_x, hyper.sigma_a, name="X_test")
+
+
+def _check_burn(n_sweeps: int, burn) -> int:
+    return check_count("burn", burn, maximum=n_sweeps - 1)
+
+
+@validated(X_train=DataMatrix(),
+           # the samplers' door comes first: [(Z, Hyperparameters)] for the draws
+           samples=Joint(_check_gibbs_draws, "X_train", "samples", "beta", sets="samples"),
+           split=Joint(partial(_check_split, name="X_test"), "X_test", "observed", "hidden",
+                       sets=("X_test", "observed", "hidden")),
+           test_fits=Joint(_check_test_digits, "X_test", "X_train", "samples"),
+           rng=Generator(), n_sweeps=Count(minimum=1),
+           burn=Joint(_check_burn, "n_sweeps", "burn", sets="burn"),
+           max_new=Optional(Count(maximum=MAX_FEATURES)))
 def ibp_gibbs_heldout(
     X_train,
     samples,
@@ -739,18 +794,7 @@ def ibp_gibbs_heldout(
     """
     from ibp_lab.models.linear_gaussian import feature_posterior
 
-    X_train = check_data_matrix("X_train", X_train)
-    draws = _check_gibbs_draws(X_train, samples, beta)  # the samplers' door comes first
-    X_test, observed, hidden = _check_split(X_test, observed, hidden, name="X_test")
-    if X_test.shape[1] != X_train.shape[1]:
-        raise ValueError(f"X_test must have {X_train.shape[1]} columns like X_train, got {X_test.shape[1]}")
-    for _, hyper in draws:
-        check_scales(X_test, hyper.sigma_x, hyper.sigma_a, name="X_test")
-    rng = check_rng(rng)
-    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1)
-    burn = check_count("burn", burn, maximum=n_sweeps - 1)
-    if max_new is not None:
-        max_new = check_count("max_new", max_new, maximum=MAX_FEATURES)
+    draws = samples  # [(Z, Hyperparameters)], by the constraint
     # float product: the estimate itself must not overflow
     check_size(
         f"the kept log densities (draws x kept sweeps x digits = {len(draws)} x "
@@ -776,7 +820,7 @@ def ibp_gibbs_heldout(
         warnings.warn(
             f"max_new = {max_new} cut off up to {largest_cut:.3g} of the law of a test digit's "
             "number of new dishes: the score is biased; raise max_new or leave it None",
-            RuntimeWarning, stacklevel=2)
+            RuntimeWarning, stacklevel=3)  # past the @validated wrapper, at the caller
     log_terms = np.array(log_terms)
     return HeldoutResult(_log_mean_exp(log_terms), mean / log_terms.shape[0])
 
@@ -876,25 +920,6 @@ class _TestDigitChain:
             largest_cut = max(largest_cut, 1.0 - kept[-1] / w.sum())
             self.k_new[i] = min(int(np.searchsorted(kept, u * kept[-1], side="right")), max_new)
         return largest_cut
-
-
-def _check_gibbs_draws(X_train, samples, beta):
-    """Every posterior draw through the samplers' door; returns ``[(Z, Hyperparameters)]``."""
-    if isinstance(samples, (str, bytes, dict)) or not hasattr(samples, "__len__") \
-            or not hasattr(samples, "__iter__"):
-        raise TypeError("samples must be a list of posterior draws (Z, sigma_x, sigma_a, alpha)")
-    if len(samples) == 0:
-        raise ValueError("samples must hold at least one posterior draw (Z, sigma_x, sigma_a, alpha)")
-    draws = []
-    for s, draw in enumerate(samples):
-        if not isinstance(draw, (tuple, list)) or len(draw) != 4:
-            raise ValueError(f"samples[{s}] must be a tuple (Z, sigma_x, sigma_a, alpha)")
-        Z, sigma_x, sigma_a, alpha = draw
-        Z = check_feature_matrix(f"samples[{s}] Z", Z, n_rows=X_train.shape[0])
-        # the samplers' door: a draw is scored only at settings a sampler could produce
-        hyper = check_hyperparameters(X_train, alpha, sigma_x, sigma_a, beta, name="X_train")
-        draws.append((Z, hyper))
-    return draws
 
 
 def compare_heldout(results: dict, X_hidden, *, reference: str) -> list[dict]:

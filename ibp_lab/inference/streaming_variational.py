@@ -195,7 +195,8 @@ def _step(X_b: np.ndarray, base: Base, whole: Problem, max_iter: int, tol: float
         new = elbo(state, problem)
         if new < bound - ROUNDING * (1.0 + abs(bound)):
             warnings.warn(f"a streaming step's bound fell by {bound - new:.3g} nats: the "
-                          "step stopped there", RuntimeWarning, stacklevel=3)
+                          "step stopped there", RuntimeWarning,
+                          stacklevel=4)  # _step, the door, its @validated wrapper, the caller
             break
         done, bound = new - bound < tol, new
         if done:
