@@ -13,6 +13,14 @@ NumPy, recomputing the feature posterior for every row; from the same seed it
 gives the same chain, which is checked here too. Prints milliseconds per sweep,
 the ratio, and the per-sweep time of the compiled chain on a 3 x 2 problem.
 
+The compiled kernel alone (issue 54: the sweep halved toward its floor): CPU
+milliseconds per sweep of :func:`ibp_lab.inference.gibbs.k_plus_trace` from the same
+state, many sweeps in one call, so that the public door's checks (paid once per call
+of :func:`~ibp_lab.inference.gibbs.gibbs_sweep`) drop out; median of ``--repeats``
+interleaved runs. With ``--baseline-kernel PATH`` (a copy of an older
+``ibp_lab/_kernel.py``) the same runs alternate with that kernel's ``sweeps``, the
+ratio new / old is printed and both chains are checked to be the same, draw for draw.
+
 Then the chain runner against its sweeps (issue 54: ``run_chain`` should cost what its
 moves cost): CPU milliseconds per iteration of :func:`ibp_lab.inference.chains.run_chain`
 with plain Gibbs sweeps, at fixed hyperparameters and with the default alpha and sigma_a
@@ -29,6 +37,8 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -61,6 +71,50 @@ def cpu_ms_per_iteration(run, n_iterations) -> float:
 def load_average() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
+
+
+def load_kernel_copy(path):
+    """A copy of ``ibp_lab/_kernel.py`` (an older version, say) as a module of its own.
+
+    Named after its file and registered in ``sys.modules``: numba's cache of the copy
+    finds its module again by that name.
+    """
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def kernel_against_baseline(X, Z_start, alpha, sigma_x, sigma_a, n_sweeps, repeats,
+                            baseline_path=None) -> None:
+    """CPU time per sweep of the compiled kernel alone, and of an older copy if given."""
+    def current(rng):
+        return gibbs.k_plus_trace(X, n_sweeps, rng, alpha=alpha, sigma_x=sigma_x,
+                                  sigma_a=sigma_a, Z0=Z_start)
+
+    runs = {"compiled kernel (k_plus_trace)": current}
+    if baseline_path is not None:
+        baseline = load_kernel_copy(baseline_path)
+        runs["baseline kernel (its sweeps)"] = lambda rng: baseline.sweeps(
+            X, Z_start, alpha, sigma_x, sigma_a, 1.0, n_sweeps, rng)[1]
+        same = np.array_equal(current(np.random.default_rng(5)),
+                              runs["baseline kernel (its sweeps)"](np.random.default_rng(5)))
+    times = {name: [] for name in runs}
+    for _ in range(repeats):  # interleaved: a change of load hits every run alike
+        for name, run in runs.items():
+            start = time.process_time()
+            run(np.random.default_rng(7))
+            times[name].append(1e3 * (time.process_time() - start) / n_sweeps)
+    medians = {name: float(np.median(values)) for name, values in times.items()}
+    print(f"\nthe compiled kernel alone (CPU time, median of {repeats} interleaved runs of "
+          f"{n_sweeps} sweeps in one call; {load_average()}):")
+    for name, median in medians.items():
+        print(f"  {name:38s} {median:7.3f} ms per sweep")
+    if baseline_path is not None:
+        ratio = medians["compiled kernel (k_plus_trace)"] / medians["baseline kernel (its sweeps)"]
+        print(f"  new / baseline: {ratio:.3f}; the same K+ trace from the same seed: {same}")
 
 
 def chain_against_sweeps(X, Z_start, alpha, sigma_x, sigma_a, n_sweeps, repeats) -> None:
@@ -100,6 +154,10 @@ def main() -> None:
     parser.add_argument("--chain-sweeps", type=int, default=200,
                         help="iterations per timed run of run_chain and of the plain sweep")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved runs of each")
+    parser.add_argument("--kernel-sweeps", type=int, default=300,
+                        help="sweeps per timed call of the compiled kernel alone")
+    parser.add_argument("--baseline-kernel", default=None,
+                        help="path to a copy of an older ibp_lab/_kernel.py to time against")
     args = parser.parse_args()
 
     X = load_digits()
@@ -126,8 +184,8 @@ def main() -> None:
     print(f"K+ at the start of timing: {Z_start.shape[1]}; after: package {Z_end.shape[1]}, "
           f"reference {Z_ref.shape[1]}")
     print(f"first call (numba compile or cache load): {first_call:.2f} s")
-    print(f"package sweep (numba):          {1e3 * t_package:8.2f} ms per sweep "
-          f"({args.sweeps} sweeps)")
+    print(f"package sweep (gibbs_sweep):    {1e3 * t_package:8.2f} ms per sweep "
+          f"({args.sweeps} calls of one sweep, the door's checks included)")
     print(f"gibbs_sweep_numpy (plain):      {1e3 * t_reference:8.2f} ms per sweep "
           f"({args.reference_sweeps} sweeps); same chain from the same seed: {same}")
     print(f"speed-up: {t_reference / t_package:.1f}x  ({load_average()})")
@@ -140,6 +198,8 @@ def main() -> None:
     t_tiny = (time.perf_counter() - start) / n_tiny
     print(f"3 x 2 data, k_plus_trace:       {1e6 * t_tiny:8.2f} us per sweep ({n_tiny} sweeps)")
 
+    kernel_against_baseline(X, Z_start, *hyper, args.kernel_sweeps, args.repeats,
+                            args.baseline_kernel)
     chain_against_sweeps(X, Z_start, *hyper, args.chain_sweeps, args.repeats)
 
 

@@ -43,6 +43,8 @@ Feature posterior
     - ``resize_columns(i, Zb, K, n_new, r, D, random_scan, Minv, Abar, m, zf, w,
       Pz, order) -> (Zb, K, Minv, Abar, m, zf, w, Pz, order)``: keep or drop row
       ``i``'s singletons and append new ones so that it owns ``n_new``.
+    - ``append_singletons_in_place(Zb, K, n_add, r, D, Minv, Abar, m, zf, Pz) -> K``:
+      ``append_singletons`` into buffers that have the room.
 Single flips
     - ``prior_log_odds(m, n_others, beta)``: ``log m - log((n_others - m) + beta)``.
     - ``prior_log_odds_table(n_rows, beta)``: that for ``m = 1 .. n_rows - 1``
@@ -79,6 +81,13 @@ The whole row
     - ``update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
       sx2, sa2, r, log_odds_prior, rate, random_scan, buf, inverse_temperature=1.0)
       -> (Zb, K, Minv, Abar, m, zf, w, Pz, order, buf)``.
+    - its two halves, as the sweep's loop calls them (so that buffers are passed back
+      only when they grow): ``draw_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order,
+      resid, y, rng, sx2, sa2, r, log_odds_prior, rate, random_scan, buf,
+      inverse_temperature=1.0) -> (n_new, n_single)`` (every random number of the
+      row; ``buf`` holds ``MAX_FEATURES + 1``), then :func:`grow` to ``K - n_single +
+      n_new`` columns, then ``place_row(i, Zb, K, n_new, n_single, r, D, random_scan,
+      Minv, Abar, m, zf, Pz, resid) -> K`` (columns, row in).
 Target density (split-merge, traces)
     - ``loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a)``:
       ``log p(X | Z)`` from ``Z^T Z``, ``Z^T X`` and ``||X||^2`` (NaN if ``M`` is
@@ -206,32 +215,40 @@ def _row_out_from_scratch(i, X, Zb, K, r, Minv, Abar, m, zf, Pz):
 
 
 @njit(cache=True, inline="always")
-def _downdate(x, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y):
-    """The singleton-aware rank-one downdate of :func:`row_out`; returns nothing.
+def _downdate(X, i, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y):
+    """The singleton-aware rank-one downdate of :func:`row_out` (``x = X[i]``); returns nothing.
 
-    ``rho * w[a]`` is formed once per feature, as ``rho * w[a] * x[d]`` and
-    ``rho * w[a] / denom`` would (left to right), so every entry gets the same bits.
+    ``Abar_-i = Y + rho w (z^T Y) / denom`` with ``Y = Abar_s - rho w x``: row ``i``'s
+    own shared features first (``z^T Y`` sums their ``Y``, in increasing order), then
+    every shared feature; for the others both steps go in one pass, ``(Abar - rho w x)
+    + coef y`` rounded twice as before. ``rho * w[a]`` is formed once per feature, as
+    ``rho * w[a] * x[d]`` and ``rho * w[a] / denom`` would (left to right). The same
+    operations on every entry, so the same bits.
     """
     for d in range(D):
         y[d] = 0.0  # z^T Y
     for a in range(K):
-        if m[a] > 0.0:
+        if m[a] > 0.0 and zf[a] != 0.0:
             rho_w = rho * w[a]
             for d in range(D):
-                Abar[a, d] -= rho_w * x[d]
-            if zf[a] != 0.0:
-                for d in range(D):
-                    y[d] += Abar[a, d]
+                Abar[a, d] -= rho_w * X[i, d]
+            for d in range(D):
+                y[d] += Abar[a, d]
     for a in range(K):
         if m[a] > 0.0:
-            coef = rho * w[a] / denom
+            rho_w = rho * w[a]
+            coef = rho_w / denom
             # all b, singletons included: there w[b] = 0 adds a zero, and the
             # singletons' rows and columns are overwritten below anyway; without
             # the test the loop vectorises
             for b in range(K):
                 Minv[a, b] += coef * w[b]
-            for d in range(D):
-                Abar[a, d] += coef * y[d]  # posterior mean without row i
+            if zf[a] != 0.0:  # posterior mean without row i
+                for d in range(D):
+                    Abar[a, d] += coef * y[d]
+            else:
+                for d in range(D):
+                    Abar[a, d] = (Abar[a, d] - rho_w * X[i, d]) + coef * y[d]
             Pz[a] = w[a] / denom  # (P z)_a = (P_ss z)_a
         else:  # a singleton of row i: its exact values without row i
             for b in range(K):
@@ -264,14 +281,14 @@ def _take_row_counts(i, Zb, K, m, zf, on):
 
 
 @njit(cache=True, inline="always")
-def _residual(x, D, Abar, on, n_on, resid):
-    """``resid = x_i - sum of Abar[a]`` over the listed features, in increasing ``a``; ``||resid||^2``.
+def _residual(X, i, D, Abar, on, n_on, resid):
+    """``resid = x_i - sum of Abar[a]`` (``x_i = X[i]``) over the listed features, in increasing ``a``; ``||resid||^2``.
 
     Per pixel the same subtractions in the same order as a loop over all features
     that skips the others, so the same bits; feature by feature, the loop vectorises.
     """
     for d in range(D):
-        resid[d] = x[d]
+        resid[d] = X[i, d]
     for p in range(n_on):
         a = on[p]
         for d in range(D):
@@ -321,8 +338,7 @@ def row_out_listing(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y, on)
     terms in the same order (a skipped term is a product with ``zf[a] = 0``, an exact
     zero), so the results are those of the loops over all features, bit for bit.
     """
-    D = X.shape[1]
-    x = X[i]
+    D = X.shape[1]  # X[i] is indexed, not sliced: a view would cost reference counting
     n_on, n_own = _take_row_counts(i, Zb, K, m, zf, on)
     rho = r / (n_own + r)
     for a in range(K):
@@ -338,10 +354,10 @@ def row_out_listing(i, X, Zb, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y, on)
     if denom < MIN_DOWNDATE_DENOMINATOR:
         q = _row_out_from_scratch(i, X, Zb, K, r, Minv, Abar, m, zf, Pz)
     else:
-        _downdate(x, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y)
+        _downdate(X, i, K, D, r, rho, denom, Minv, Abar, m, zf, w, Pz, y)
         q = zw / denom  # z P z^T over the shared features only
     # x_i minus its predictive mean given the other rows
-    rr = _residual(x, D, Abar, on, n_on, resid)
+    rr = _residual(X, i, D, Abar, on, n_on, resid)
     # each singleton adds 1 / r to z P z^T, that is sigma_a^2 to the predictive variance
     return q, rr, n_own * sa2
 
@@ -453,6 +469,13 @@ def append_singletons(Zb, K, n_add, r, D, Minv, Abar, m, zf, w, Pz, order):
     (buffers may grow).
     """
     Zb, Minv, Abar, m, zf, w, Pz, order = grow(Zb, Minv, Abar, m, zf, w, Pz, order, K + n_add)
+    K = append_singletons_in_place(Zb, K, n_add, r, D, Minv, Abar, m, zf, Pz)
+    return Zb, K, Minv, Abar, m, zf, w, Pz, order
+
+
+@njit(cache=True, inline="always")
+def append_singletons_in_place(Zb, K, n_add, r, D, Minv, Abar, m, zf, Pz):
+    """:func:`append_singletons` into buffers with room for ``K + n_add`` columns; new ``K``."""
     for _ in range(n_add):
         Zb[:, K] = 0
         for b in range(K + 1):
@@ -465,7 +488,7 @@ def append_singletons(Zb, K, n_add, r, D, Minv, Abar, m, zf, w, Pz, order):
         zf[K] = 1.0
         Pz[K] = 1.0 / r
         K += 1
-    return Zb, K, Minv, Abar, m, zf, w, Pz, order
+    return K
 
 
 @njit(cache=True)
@@ -796,6 +819,28 @@ def update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
     Random numbers, in order: ``n_shared - 1`` for the shuffle (random scan),
     one per shared feature, one for the number of new dishes. The likelihood
     terms of the flips and of the new dishes are scaled by ``inverse_temperature``.
+    The composition of :func:`draw_row`, :func:`grow` and :func:`place_row`.
+    """
+    buf = at_least(buf, MAX_FEATURES + 1)
+    n_new, n_single = draw_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
+                               sx2, sa2, r, log_odds_prior, rate, random_scan, buf,
+                               inverse_temperature)
+    Zb, Minv, Abar, m, zf, w, Pz, order = grow(Zb, Minv, Abar, m, zf, w, Pz, order,
+                                               K - n_single + n_new)
+    K = place_row(i, Zb, K, n_new, n_single, r, X.shape[1], random_scan, Minv, Abar, m, zf,
+                  Pz, resid)
+    return Zb, K, Minv, Abar, m, zf, w, Pz, order, buf
+
+
+@njit(cache=True)
+def draw_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
+             sx2, sa2, r, log_odds_prior, rate, random_scan, buf, inverse_temperature=1.0):
+    """The draws of :func:`update_row`: row out, shared flips, the number of new dishes.
+
+    Returns ``(n_new, n_single)``: row ``i`` (out) is to own ``n_new`` singletons and
+    owns ``n_single`` now. ``buf`` must hold ``MAX_FEATURES + 1`` numbers (so it never
+    grows: the sweep's loop then passes only scalars back, no buffers to count
+    references of). All the row's random numbers are drawn here.
     """
     D = X.shape[1]
     # order is free until the shared features are listed: it holds row i's list meanwhile
@@ -805,25 +850,31 @@ def update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
     if random_scan:
         shuffle(order, n_shared, rng)
     # w is free once the row is out, buf until the new dishes: the flips' scratch
-    buf = at_least(buf, n_shared)
     rr, q = flip_shared_buffered(rng, order, n_shared, zf, m, K, D, Minv, Abar, Pz, resid,
                                  rr, q, extra, sx2, log_odds_prior, w, buf,
                                  inverse_temperature)
     # q holds the shared features only; each new dish adds sa2 to the predictive variance
-    n_new, buf = sample_new_dishes(rng.random(), rate, sx2 * (1.0 + q), sa2, rr, D, buf,
-                                   inverse_temperature)
+    n_new, _ = sample_new_dishes(rng.random(), rate, sx2 * (1.0 + q), sa2, rr, D, buf,
+                                 inverse_temperature)
     if K - n_single + n_new > MAX_FEATURES:
         raise ValueError(TOO_MANY_FEATURES)
-    # resize the columns (resize_columns, inlined here: returning the buffers costs
-    # reference counting on every row, which is most of a sweep's time on tiny data)
+    return n_new, n_single
+
+
+@njit(cache=True)
+def place_row(i, Zb, K, n_new, n_single, r, D, random_scan, Minv, Abar, m, zf, Pz, resid):
+    """Row ``i``'s columns (:func:`resize_columns`) and the row back in (:func:`row_in`).
+
+    The buffers must have room for ``K - n_single + n_new`` columns (:func:`grow`).
+    Returns the new ``K``.
+    """
     n_keep = n_kept_singletons(n_new, n_single, random_scan)
     if n_single > n_keep:
         K = drop_singletons(Zb, K, n_keep, Minv, Abar, m, zf, Pz)
     if n_new > n_keep:
-        Zb, K, Minv, Abar, m, zf, w, Pz, order = append_singletons(
-            Zb, K, n_new - n_keep, r, D, Minv, Abar, m, zf, w, Pz, order)
+        K = append_singletons_in_place(Zb, K, n_new - n_keep, r, D, Minv, Abar, m, zf, Pz)
     row_in(i, Zb, K, D, Minv, Abar, m, zf, Pz, resid)
-    return Zb, K, Minv, Abar, m, zf, w, Pz, order, buf
+    return K
 
 
 # --------------------------------------------------------------------------------------
@@ -987,7 +1038,10 @@ def run_sweeps(X, Zb, K, rate, log_odds_prior, sigma_x, sigma_a, n_sweeps, rng, 
     log-odds of owning a feature that ``m`` other rows own.
 
     Each sweep refreshes ``M^-1`` from scratch (so rounding cannot accumulate)
-    and then updates the rows in order with :func:`update_row`.
+    and then updates the rows in order with :func:`update_row`, called as its halves
+    :func:`draw_row` and :func:`place_row` (the buffers come back only when they grow;
+    both stay separate functions: inlined here, LLVM no longer vectorises their loops,
+    since the buffers they index may be rebound by :func:`grow`).
     ``nogil``: the replicas of :mod:`ibp_lab.inference.tempering` may run it in threads
     (each with its own generator and buffers).
     """
@@ -995,7 +1049,7 @@ def run_sweeps(X, Zb, K, rate, log_odds_prior, sigma_x, sigma_a, n_sweeps, rng, 
     sx2 = sigma_x * sigma_x
     sa2 = sigma_a * sigma_a
     r = sx2 / sa2
-    buf = np.empty(64)
+    buf = np.empty(MAX_FEATURES + 1)  # never grows: the new dishes stop at MAX_FEATURES
     cap = Zb.shape[1]
     Minv = np.zeros((cap, cap))
     Abar = np.zeros((cap, D))
@@ -1009,11 +1063,15 @@ def run_sweeps(X, Zb, K, rate, log_odds_prior, sigma_x, sigma_a, n_sweeps, rng, 
     record_types = type_trace.shape[0] > 0
     for t in range(n_sweeps):
         refresh(X, Zb, K, r, Minv, Abar, m)
-        for i in range(N):
-            Zb, K, Minv, Abar, m, zf, w, Pz, order, buf = update_row(
-                i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
-                sx2, sa2, r, log_odds_prior, rate, random_scan, buf, inverse_temperature,
-            )
+        for i in range(N):  # update_row, with the buffers passed back only when they grow
+            n_new, n_single = draw_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid,
+                                       y, rng, sx2, sa2, r, log_odds_prior, rate,
+                                       random_scan, buf, inverse_temperature)
+            if K - n_single + n_new > Zb.shape[1]:
+                Zb, Minv, Abar, m, zf, w, Pz, order = grow(Zb, Minv, Abar, m, zf, w, Pz, order,
+                                                           K - n_single + n_new)
+            K = place_row(i, Zb, K, n_new, n_single, r, D, random_scan, Minv, Abar, m, zf, Pz,
+                          resid)
         k_trace[t] = K
         if record_types:
             record_class(Zb, K, N, type_trace[t])
