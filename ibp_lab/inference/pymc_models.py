@@ -53,12 +53,17 @@ from collections.abc import Mapping
 
 from ibp_lab._checks import (
     MAX_PARAMETER,
+    Checked,
+    DataMatrix,
+    Joint,
+    Positive,
     check_count,
     check_data_matrix,
     check_flag,
     check_positive,
     check_real_array,
     check_rng,
+    validated,
 )
 from ibp_lab._threads import single_blas_thread
 
@@ -111,6 +116,21 @@ def _check_n_features(n_features) -> int:
     return n_features
 
 
+def _check_n_features_named(name: str, n_features) -> int:
+    """:func:`_check_n_features` as a constraint (its messages say ``n_features``)."""
+    return _check_n_features(n_features)
+
+
+def _check_sigma_x_named(name: str, sigma_x) -> float | None:
+    return _check_sigma_x_option(sigma_x)
+
+
+def _check_reach_at_option(X: np.ndarray, sigma_x: float | None) -> None:
+    # with a free sigma_X, the data must at least be resolvable at sigma_X = 1
+    _check_reach(X, None, 1.0 if sigma_x is None else sigma_x)
+
+
+@validated(n_features=Checked(_check_n_features_named))
 def pattern_matrix(n_features: int) -> np.ndarray:
     """Every binary vector of length ``n_features``, one per row.
 
@@ -133,7 +153,6 @@ def pattern_matrix(n_features: int) -> np.ndarray:
            [1, 0],
            [1, 1]], dtype=int8)
     """
-    n_features = _check_n_features(n_features)
     shifts = np.arange(n_features - 1, -1, -1)
     return ((np.arange(2**n_features)[:, None] >> shifts) & 1).astype(np.int8)
 
@@ -159,6 +178,11 @@ def _check_reach(X: np.ndarray, A: np.ndarray | None, sigma_x: float) -> None:
         )
 
 
+@validated(X=DataMatrix(), n_features=Checked(_check_n_features_named),
+           sigma_x=Checked(_check_sigma_x_named),
+           reach=Joint(_check_reach_at_option, "X", "sigma_x"),
+           alpha_shape=Positive(), alpha_rate=Positive(), sigma_a_scale=Positive(),
+           sigma_x_scale=Positive())
 def build_model(
     X,
     n_features: int,
@@ -203,15 +227,6 @@ def build_model(
     >>> sorted(rv.name for rv in model.free_RVs)
     ['A', 'alpha', 'sigma_A', 'v']
     """
-    X = check_data_matrix("X", X)
-    n_features = _check_n_features(n_features)
-    sigma_x = _check_sigma_x_option(sigma_x)
-    # with a free sigma_X, the data must at least be resolvable at sigma_X = 1
-    _check_reach(X, None, 1.0 if sigma_x is None else sigma_x)
-    alpha_shape = check_positive("alpha_shape", alpha_shape)
-    alpha_rate = check_positive("alpha_rate", alpha_rate)
-    sigma_a_scale = check_positive("sigma_a_scale", sigma_a_scale)
-    sigma_x_scale = check_positive("sigma_x_scale", sigma_x_scale)
 
     import pymc as pm
     import pytensor.tensor as pt
@@ -476,6 +491,10 @@ def _check_parameters(X, pi, A, sigma_x):
     return X, pi, A, sigma_x
 
 
+#: X, pi, A and sigma_x, checked together (pi's features set A's shape).
+_PARAMETERS = Joint(_check_parameters, "X", "pi", "A", "sigma_x", sets=("X", "pi", "A", "sigma_x"))
+
+
 def _pattern_log_joint(X, log_pi, log1m_pi, A, sigma_x) -> np.ndarray:
     """``(N, 2^K)`` log p(c) + log Normal(x_n | c A, sigma_x^2 I); inputs already checked."""
     patterns = pattern_matrix(log_pi.size).astype(np.float64)
@@ -507,6 +526,7 @@ def _logs_of_pi(pi):
         return np.log(pi), np.log1p(-pi)
 
 
+@validated(parameters=_PARAMETERS)
 def row_log_likelihood(X, pi, A, sigma_x: float) -> np.ndarray:
     """``log p(x_n | pi, A, sigma_x)`` for every row, its pattern summed out.
 
@@ -536,10 +556,10 @@ def row_log_likelihood(X, pi, A, sigma_x: float) -> np.ndarray:
     ...                 norm(0, 0.5).logpdf(X).sum()))
     True
     """
-    X, pi, A, sigma_x = _check_parameters(X, pi, A, sigma_x)
     return logsumexp(_pattern_log_joint(X, *_logs_of_pi(pi), A, sigma_x), axis=1)
 
 
+@validated(parameters=_PARAMETERS)
 def pattern_log_posteriors(X, pi, A, sigma_x: float) -> np.ndarray:
     """Log posterior probability of each pattern for each row, given the parameters.
 
@@ -563,7 +583,6 @@ def pattern_log_posteriors(X, pi, A, sigma_x: float) -> np.ndarray:
     >>> np.exp(lp).round(4).tolist()  # the row looks like the feature
     [[0.0, 1.0]]
     """
-    X, pi, A, sigma_x = _check_parameters(X, pi, A, sigma_x)
     joint = _pattern_log_joint(X, *_logs_of_pi(pi), A, sigma_x)
     # normalise after shifting by the row maximum: ``joint - logsumexp(joint)`` adds
     # log(number of tied patterns) to a value that may be ~1e200 (at a tiny sigma_x),
