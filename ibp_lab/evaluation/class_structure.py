@@ -22,7 +22,7 @@ import math
 import numpy as np
 from scipy.stats import spearmanr
 
-from ibp_lab._checks import check_real_array
+from ibp_lab._checks import Checked, Joint, RealArray, check_real_array, validated
 
 __all__ = ["class_sharing", "confusion_similarity", "matrix_agreement", "closest_pair",
            "most_isolated"]
@@ -39,6 +39,21 @@ def _check_labels(labels, n_rows: int, name: str = "labels") -> np.ndarray:
     return labels
 
 
+def _check_ownership(name: str, Z) -> np.ndarray:
+    Z = check_real_array(name, Z)
+    if Z.ndim != 2 or Z.shape[0] < 2 or Z.shape[1] < 1:
+        raise ValueError(f"{name} must be a 2-D (rows, features) array with at least two rows and "
+                         f"one feature, got shape {Z.shape}")
+    if not np.all((Z >= 0) & (Z <= 1)):
+        raise ValueError(f"{name} must hold probabilities in [0, 1]")
+    return Z
+
+
+def _labels_of_rows(labels, Z: np.ndarray) -> np.ndarray:
+    return _check_labels(labels, Z.shape[0])
+
+
+@validated(Z=Checked(_check_ownership), labels=Joint(_labels_of_rows, "labels", "Z", sets="labels"))
 def class_sharing(Z, labels) -> tuple[np.ndarray, np.ndarray]:
     """Mean fraction of features shared by two rows, for each pair of classes.
 
@@ -69,13 +84,6 @@ def class_sharing(Z, labels) -> tuple[np.ndarray, np.ndarray]:
     >>> S.round(3).tolist()
     [[0.5, 0.083], [0.083, 0.5]]
     """
-    Z = check_real_array("Z", Z)
-    if Z.ndim != 2 or Z.shape[0] < 2 or Z.shape[1] < 1:
-        raise ValueError(f"Z must be a 2-D (rows, features) array with at least two rows and "
-                         f"one feature, got shape {Z.shape}")
-    if not np.all((Z >= 0) & (Z <= 1)):
-        raise ValueError("Z must hold probabilities in [0, 1]")
-    labels = _check_labels(labels, Z.shape[0])
     classes, counts = np.unique(labels, return_counts=True)
     if np.any(counts < 2):
         raise ValueError("labels must give every class at least two rows")
@@ -128,6 +136,7 @@ def confusion_similarity(labels, predicted) -> tuple[np.ndarray, np.ndarray]:
     return classes, (rates + rates.T) / 2
 
 
+@validated(A=RealArray(), B=RealArray())
 def matrix_agreement(A, B) -> tuple[float, float]:
     """Spearman correlation of two class-by-class matrices over pairs of different
     classes, and its exact one-sided permutation p-value.
@@ -154,7 +163,6 @@ def matrix_agreement(A, B) -> tuple[float, float]:
     >>> matrix_agreement(A, A)  # no other relabeling ranks the six pairs the same
     (1.0, 0.041666666666666664)
     """
-    A, B = check_real_array("A", A), check_real_array("B", B)
     for name, M in (("A", A), ("B", B)):
         if M.ndim != 2 or M.shape[0] != M.shape[1] or not 3 <= M.shape[0] <= MAX_CLASSES:
             raise ValueError(f"{name} must be a square matrix of 3 to {MAX_CLASSES} classes, "
@@ -188,6 +196,11 @@ def _check_class_matrix(classes, S) -> tuple[np.ndarray, np.ndarray]:
     return classes, S
 
 
+#: ``classes`` and their similarity matrix ``S``, checked together.
+_CLASS_MATRIX = Joint(_check_class_matrix, "classes", "S", sets=("classes", "S"))
+
+
+@validated(class_matrix=_CLASS_MATRIX)
 def closest_pair(classes, S, first, second) -> bool:
     """Whether classes ``first`` and ``second`` are each other's most similar in ``S``.
 
@@ -200,7 +213,6 @@ def closest_pair(classes, S, first, second) -> bool:
     >>> closest_pair([1, 3, 5], S, 1, 3), closest_pair([1, 3, 5], S, 3, 5)
     (True, False)
     """
-    classes, S = _check_class_matrix(classes, S)
     where = {c: i for i, c in enumerate(classes.tolist())}
     if first not in where or second not in where or first == second:
         raise ValueError(f"first and second must be two different classes of "
@@ -210,6 +222,7 @@ def closest_pair(classes, S, first, second) -> bool:
     return bool(S[i, j] >= others[i].max() and S[i, j] >= others[j].max())
 
 
+@validated(class_matrix=_CLASS_MATRIX)
 def most_isolated(classes, S):
     """The class whose largest similarity to another class is the smallest.
 
@@ -219,6 +232,5 @@ def most_isolated(classes, S):
     >>> most_isolated([1, 3, 5], S)
     5
     """
-    classes, S = _check_class_matrix(classes, S)
     others = np.where(np.eye(S.shape[0], dtype=bool), -np.inf, S)
     return classes[int(np.argmin(others.max(axis=1)))].item()

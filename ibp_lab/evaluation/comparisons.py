@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ibp_lab._checks import check_positive, check_real_array
+from ibp_lab._checks import Joint, Positive, RealArray, check_real_array, validated
 
 __all__ = ["compare_methods", "claim_verdict", "scores_from_runs", "comparison_table"]
 
@@ -138,6 +138,16 @@ def compare_methods(scores: Mapping, seconds: Mapping, *, reference: str) -> lis
     return rows
 
 
+def _check_paired_errors(d: np.ndarray, se: np.ndarray) -> None:
+    if d.ndim != 1 or d.size == 0 or se.shape != d.shape:
+        raise ValueError(f"differences and standard_errors must be two 1-D arrays of the same "
+                         f"length >= 1, got shapes {d.shape} and {se.shape}")
+    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(se)) and np.all(se >= 0)):
+        raise ValueError("differences must be finite and standard_errors finite and >= 0")
+
+
+@validated(differences=RealArray(), standard_errors=RealArray(),
+           paired=Joint(_check_paired_errors, "differences", "standard_errors"), z=Positive())
 def claim_verdict(differences, standard_errors, *, z: float = 2.0) -> str:
     """A claim that a difference is positive in every setting, judged at ``z`` standard errors.
 
@@ -167,14 +177,7 @@ def claim_verdict(differences, standard_errors, *, z: float = 2.0) -> str:
     >>> claim_verdict([0.05, 0.02], [0.1, 0.1])
     'not resolved'
     """
-    d = check_real_array("differences", differences)
-    se = check_real_array("standard_errors", standard_errors)
-    if d.ndim != 1 or d.size == 0 or se.shape != d.shape:
-        raise ValueError(f"differences and standard_errors must be two 1-D arrays of the same "
-                         f"length >= 1, got shapes {d.shape} and {se.shape}")
-    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(se)) and np.all(se >= 0)):
-        raise ValueError("differences must be finite and standard_errors finite and >= 0")
-    z = check_positive("z", z)
+    d, se = differences, standard_errors
     clear_up, clear_down = d > z * se, d < -z * se
     if clear_up.all():
         return "holds"
