@@ -82,15 +82,23 @@ from scipy.special import gammainc, gammaincc, gammaincinv, gammainccinv
 
 from ibp_lab import _kernel
 from ibp_lab._checks import (
+    HYPERPARAMETERS,
     MAX_PARAMETER,
     MIN_PARAMETER,
+    Checked,
+    Count,
+    DataMatrix,
+    Flag,
+    Generator,
+    Joint,
+    Optional,
+    Rows,
+    Sweeps,
     check_count,
     check_data_matrix,
-    check_flag,
     check_positive,
     check_positive_pair,
-    check_rng,
-    check_sweeps,
+    validated,
 )
 from ibp_lab._hyper import (
     MAX_DISCOUNT,
@@ -234,6 +242,14 @@ def _scale_mismatch(X: np.ndarray, sigma_x: float, sigma_a: float) -> str | None
     return None
 
 
+def _check_scales(X: np.ndarray, sigma_x, sigma_a) -> tuple[float, float]:
+    """``sigma_x`` and ``sigma_a`` through the samplers' door (alpha and beta at 1)."""
+    hyper = check_hyperparameters(X, 1.0, sigma_x, sigma_a, 1.0)
+    return hyper.sigma_x, hyper.sigma_a
+
+
+@validated(X=DataMatrix(), Z=Checked(check_feature_matrix, rows_of="X"),  # empty columns dropped
+           scales=Joint(_check_scales, "X", "sigma_x", "sigma_a", sets=("sigma_x", "sigma_a")))
 def pointwise_log_likelihood(X, Z, *, sigma_x: float, sigma_a: float) -> np.ndarray:
     """``log p(x_n | Z, sigma_x, sigma_a, X_{-n})`` for every row ``n``: the collapsed
     conditional of a row given the others, the feature images ``A`` integrated out.
@@ -271,10 +287,7 @@ def pointwise_log_likelihood(X, Z, *, sigma_x: float, sigma_a: float) -> np.ndar
     >>> bool(np.isclose(terms[0], direct))
     True
     """
-    X = check_data_matrix("X", X)
-    Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])  # empty columns dropped
-    hyper = check_hyperparameters(X, 1.0, sigma_x, sigma_a, 1.0)  # the samplers' door
-    return _pointwise_terms(X, Z, hyper.sigma_x, hyper.sigma_a)
+    return _pointwise_terms(X, Z, sigma_x, sigma_a)
 
 
 def _pointwise_terms(X: np.ndarray, Z: np.ndarray, sigma_x: float, sigma_a: float) -> np.ndarray:
@@ -414,8 +427,9 @@ class AlphaUpdate(HyperparameterMove):
     name = "alpha_update"
     targets = ("alpha",)
 
+    @validated(prior=Checked(_check_gamma_prior))
     def __init__(self, prior=(1.0, 1.0)) -> None:
-        self.prior = _check_gamma_prior("prior", prior)
+        self.prior = prior
 
     def __repr__(self) -> str:
         return f"AlphaUpdate(prior={self.prior})"
@@ -459,8 +473,9 @@ class DiscountUpdate(HyperparameterMove):
     name = "discount_update"
     targets = ("discount",)
 
+    @validated(prior=Checked(check_positive_pair))
     def __init__(self, prior=(1.0, 1.0)) -> None:
-        self.prior = check_positive_pair("prior", prior)
+        self.prior = prior
 
     def __repr__(self) -> str:
         return f"DiscountUpdate(prior={self.prior})"
@@ -475,6 +490,19 @@ class DiscountUpdate(HyperparameterMove):
             return dataclasses.replace(hyper, discount=discount), None
 
         return step
+
+
+def _check_scale_names(name: str, names) -> tuple[str, ...]:
+    """``*names`` of :class:`ScaleUpdate`: one or both scales, none twice."""
+    if not names:
+        raise ValueError("names must hold 'sigma_a', 'sigma_x' or both, as in "
+                         "ScaleUpdate('sigma_a'); got none")
+    for position, scale in enumerate(names):
+        if not isinstance(scale, str) or scale not in SCALES:
+            raise ValueError(f"names[{position}] must be 'sigma_a' or 'sigma_x', got {scale!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"names must not repeat a scale, got {names!r}")
+    return tuple(names)
 
 
 class ScaleUpdate(HyperparameterMove):
@@ -514,17 +542,11 @@ class ScaleUpdate(HyperparameterMove):
 
     name = "scale_update"
 
+    @validated(names=Checked(_check_scale_names),
+               n_steps=Count(minimum=1, maximum=_MAX_SCALE_STEPS))
     def __init__(self, *names: str, n_steps: int = 3) -> None:
-        if not names:
-            raise ValueError("names must hold 'sigma_a', 'sigma_x' or both, as in "
-                             "ScaleUpdate('sigma_a'); got none")
-        for position, name in enumerate(names):
-            if not isinstance(name, str) or name not in SCALES:
-                raise ValueError(f"names[{position}] must be 'sigma_a' or 'sigma_x', got {name!r}")
-        if len(set(names)) != len(names):
-            raise ValueError(f"names must not repeat a scale, got {names!r}")
-        self.targets = tuple(names)
-        self.n_steps = check_count("n_steps", n_steps, minimum=1, maximum=_MAX_SCALE_STEPS)
+        self.targets = names
+        self.n_steps = n_steps
 
     def __repr__(self) -> str:
         return f"ScaleUpdate({', '.join(map(repr, self.targets))}, n_steps={self.n_steps})"
@@ -644,13 +666,18 @@ def _check_chain_moves(moves, n_sweeps: int) -> tuple:
     return moves
 
 
-def _starting_discount(n_rows: int, hyper: Hyperparameters, discount,
-                       update: DiscountUpdate | None) -> float:
+def _discount_update(moves: tuple) -> DiscountUpdate | None:
+    """The :class:`DiscountUpdate` among the (checked) ``moves``, if any."""
+    return next((move for move in moves if isinstance(move, DiscountUpdate)), None)
+
+
+def _starting_discount(n_rows: int, alpha: float, beta: float, discount, moves: tuple) -> float:
     """The chain's first ``d``: ``discount`` itself if held fixed; if a
     :class:`DiscountUpdate` moves it, inside the Beta prior's support (0 starts at the
     prior's mean)."""
+    update = _discount_update(moves)
     if update is None:
-        return check_discount(n_rows, hyper.alpha, hyper.beta, discount)
+        return check_discount(n_rows, alpha, beta, discount)
     if check_positive("discount", discount, allow_zero=True, upper=None) == 0:
         a, b = update.prior
         return check_discount_in_support(min(max(a / (a + b), MIN_DISCOUNT), MAX_DISCOUNT))
@@ -673,7 +700,25 @@ def _plan(moves: tuple) -> list:
     return stages
 
 
+def _check_burn(burn, n_sweeps: int) -> int:
+    return check_count("burn", burn, maximum=n_sweeps - 1)
+
+
 @single_blas_thread  # small linear algebra: one BLAS thread (ibp_lab._threads)
+@validated(
+    X=DataMatrix(),
+    n_sweeps=Sweeps(),
+    rng=Generator(),
+    hyperparameters=Joint(check_hyperparameters, "X", *HYPERPARAMETERS, sets=HYPERPARAMETERS),
+    progress=Flag(),
+    pointwise=Flag(),
+    thin=Count(minimum=1),
+    burn=Joint(_check_burn, "burn", "n_sweeps", sets="burn"),
+    moves=Joint(_check_chain_moves, "moves", "n_sweeps", sets="moves"),
+    Z0=Optional(Checked(check_feature_matrix, rows_of="X")),
+    discount=Joint(_starting_discount, Rows("X"), "alpha", "beta", "discount", "moves",
+                   sets="discount"),
+)
 def run_chain(
     X,
     n_sweeps: int,
@@ -788,19 +833,9 @@ def run_chain(
     >>> sorted(both.acceptance)
     ['sigma_a', 'sigma_a_step', 'sigma_x', 'sigma_x_step']
     """
-    X = check_data_matrix("X", X)
-    n_sweeps = check_sweeps("n_sweeps", n_sweeps)
-    rng = check_rng(rng)
-    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    progress, pointwise = check_flag("progress", progress), check_flag("pointwise", pointwise)
-    thin = check_count("thin", thin, minimum=1)
-    burn = check_count("burn", burn, maximum=n_sweeps - 1)
-    moves = _check_chain_moves(moves, n_sweeps)
-    N = X.shape[0]
-    Z = np.ones((N, 1), np.int8) if Z0 is None else check_feature_matrix("Z0", Z0, n_rows=N)
-    discount_update = next((move for move in moves if isinstance(move, DiscountUpdate)), None)
-    hyper = dataclasses.replace(hyper, discount=_starting_discount(N, hyper, discount,
-                                                                   discount_update))
+    Z = np.ones((X.shape[0], 1), np.int8) if Z0 is None else Z0
+    discount_update = _discount_update(moves)
+    hyper = Hyperparameters(alpha, sigma_x, sigma_a, beta, discount)
 
     chain = _Chain(X, burn)
     stages = [stage if isinstance(stage, slice) else stage._start(chain) for stage in _plan(moves)]
@@ -938,6 +973,24 @@ def _check_proposal_budget(moves: tuple[Move, ...], n_sweeps: int) -> None:
             f"{MAX_PROPOSALS:g} per chain, got {n_sweeps} * {per_iteration}")
 
 
+def _chain_starts(Z0, n_chains: int) -> list:
+    """``Z0`` of :func:`run_chains` as one start per chain (each checked by :func:`run_chain`)."""
+    one_start = (Z0 is None or not isinstance(Z0, (list, tuple))
+                 or (len(Z0) > 0 and np.ndim(Z0[0]) != 2))  # a matrix written as nested lists
+    if one_start:
+        return [Z0] * n_chains
+    starts = list(Z0)
+    if len(starts) != n_chains:
+        raise ValueError(
+            f"Z0 must be one matrix or a list of n_chains = {n_chains} matrices, "
+            f"got a list of {len(starts)}"
+        )
+    return starts
+
+
+# X and the chain's options: run_chain's door, for each chain
+@validated(n_chains=Count(minimum=1, maximum=MAX_CHAINS), pointwise=Flag(), rng=Generator(),
+           Z0=Joint(_chain_starts, "Z0", "n_chains", sets="Z0"))
 def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=None,
                pointwise: bool = True, **options):
     """Run independent chains and collect their traces for ArviZ.
@@ -1013,22 +1066,8 @@ def run_chains(X, n_chains: int, n_sweeps: int, rng: np.random.Generator, *, Z0=
     >>> loo.loo_i.shape
     (30,)
     """
-    n_chains = check_count("n_chains", n_chains, minimum=1, maximum=MAX_CHAINS)
-    pointwise = check_flag("pointwise", pointwise)
-    check_rng(rng)
-    one_start = (Z0 is None or not isinstance(Z0, (list, tuple))
-                 or (len(Z0) > 0 and np.ndim(Z0[0]) != 2))  # a matrix written as nested lists
-    if one_start:
-        starts = [Z0] * n_chains
-    else:
-        starts = list(Z0)
-        if len(starts) != n_chains:
-            raise ValueError(
-                f"Z0 must be one matrix or a list of n_chains = {n_chains} matrices, "
-                f"got a list of {len(starts)}"
-            )
     chains = [run_chain(X, n_sweeps, child, Z0=start, pointwise=pointwise, **options)
-              for child, start in zip(rng.spawn(n_chains), starts)]
+              for child, start in zip(rng.spawn(n_chains), Z0)]  # Z0: one start per chain
     groups = _log_likelihood_groups(chains, check_data_matrix("X", X)) if pointwise else {}
     idata = collect_runs([(c.trace, c.sample_stats, c.sample_draws) for c in chains],
                          warmup=chains[0].trace.attrs["burn"], **groups)
