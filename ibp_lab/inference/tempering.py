@@ -65,10 +65,11 @@ from scipy.stats import poisson
 
 from ibp_lab import _kernel
 from ibp_lab.inference import exact
-from ibp_lab._checks import (check_count, check_data_matrix, check_flag,
-                             check_inverse_temperature, check_positive, check_real_array,
-                             check_rng, check_sweeps)
-from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, harmonic
+from ibp_lab._checks import (HYPERPARAMETERS, Checked, Count, DataMatrix, Flag, Generator,
+                             InverseTemperature, Joint, Optional, Positive, Sweeps,
+                             check_count, check_real_array, validated)
+from ibp_lab._hyper import (Hyperparameters, check_feature_matrix, check_hyperparameters,
+                            harmonic)
 from ibp_lab._threads import single_blas_thread
 from ibp_lab.inference._moves import check_moves
 from ibp_lab.inference._trace import Recorder, collect_runs
@@ -106,6 +107,8 @@ def _class_logliks(X: np.ndarray, post: exact.ClassPosterior, sigma_x: float,
                      for Z in post.classes()])
 
 
+# alpha, sigma_x, sigma_a, beta and k_max: exact.class_posterior's door, the first call
+@validated(X=DataMatrix(), inverse_temperature=InverseTemperature())
 def tempered_class_posterior(X, inverse_temperature: float, *, alpha: float, sigma_x: float,
                              sigma_a: float, beta: float = 1.0,
                              k_max: int = 8) -> exact.ClassPosterior:
@@ -138,8 +141,7 @@ def tempered_class_posterior(X, inverse_temperature: float, *, alpha: float, sig
     >>> bool(np.allclose(cold.probabilities, exact.class_posterior(X, 1.3, 0.6, 1.2).probabilities))
     True
     """
-    X = check_data_matrix("X", X)
-    b = check_inverse_temperature(inverse_temperature)
+    b = inverse_temperature
     post = exact.class_posterior(X, alpha, sigma_x, sigma_a, beta=beta, k_max=k_max)
     log_lik = _class_logliks(X, post, float(sigma_x), float(sigma_a))
     log_weights = post.log_weights + (b - 1.0) * log_lik
@@ -187,6 +189,33 @@ def _initial_ladder(n_temperatures: int, hottest: float) -> np.ndarray:
     return np.geomspace(1.0, hottest, n_temperatures)
 
 
+def _check_ladder(name: str, inverse_temperatures) -> np.ndarray:
+    """A ladder of :func:`tuned_ladder`: finite, decreasing from 1 to a value in [0, 1]."""
+    b = check_real_array("inverse_temperatures", inverse_temperatures)
+    if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b)):
+        raise ValueError("inverse_temperatures must be a non-empty 1-d array of finite "
+                         f"numbers, got shape {b.shape}")
+    if b[0] != 1.0 or b[-1] < 0.0 or np.any(np.diff(b) > 0):
+        raise ValueError("inverse_temperatures must decrease from 1 to a value in [0, 1], "
+                         f"got {b}")
+    return b
+
+
+def _check_rejection(rejection, b: np.ndarray) -> np.ndarray:
+    """The rejection rates of :func:`tuned_ladder`: one finite number >= 0 per pair of rungs."""
+    r = check_real_array("rejection", rejection)
+    if r.shape != (b.size - 1,):
+        raise ValueError(f"rejection must have len(inverse_temperatures) - 1 = {b.size - 1} "
+                         f"entries, got shape {r.shape}")
+    # any finite increments >= 0 of the barrier work (a rejection rate is in [0, 1])
+    if not np.all(np.isfinite(r) & (r >= 0.0)):
+        raise ValueError(f"rejection must hold finite numbers >= 0, got {r}")
+    return r
+
+
+@validated(inverse_temperatures=Checked(_check_ladder),
+           rejection=Joint(_check_rejection, "rejection", "inverse_temperatures",
+                           sets="rejection"))
 def tuned_ladder(inverse_temperatures, rejection) -> np.ndarray:
     """The ladder on which the estimated barrier is equally spaced (Syed et al. 2021).
 
@@ -212,21 +241,8 @@ def tuned_ladder(inverse_temperatures, rejection) -> np.ndarray:
     >>> tuned_ladder([1.0, 0.5, 0.0], [0.9, 0.1]).round(3)
     array([1.   , 0.722, 0.   ])
     """
-    b = check_real_array("inverse_temperatures", inverse_temperatures)
-    if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b)):
-        raise ValueError("inverse_temperatures must be a non-empty 1-d array of finite "
-                         f"numbers, got shape {b.shape}")
-    if b[0] != 1.0 or b[-1] < 0.0 or np.any(np.diff(b) > 0):
-        raise ValueError("inverse_temperatures must decrease from 1 to a value in [0, 1], "
-                         f"got {b}")
-    r = check_real_array("rejection", rejection)
-    if r.shape != (b.size - 1,):
-        raise ValueError(f"rejection must have len(inverse_temperatures) - 1 = {b.size - 1} "
-                         f"entries, got shape {r.shape}")
-    # any finite increments >= 0 of the barrier work (a rejection rate is in [0, 1])
-    if not np.all(np.isfinite(r) & (r >= 0.0)):
-        raise ValueError(f"rejection must hold finite numbers >= 0, got {r}")
-    r = np.maximum(r, _MIN_REJECTION)
+    b = inverse_temperatures
+    r = np.maximum(rejection, _MIN_REJECTION)
     # only the barrier's shape matters (its levels are equally spaced): scaled to a largest
     # increment of 1, so that huge increments cannot sum to inf (1e308 + 1e308 did)
     if r.size:  # one rung: no pair, nothing to scale
@@ -396,28 +412,41 @@ class _Ladder:
         return acceptance, self.rejection / max(n_kept, 1)
 
 
-def _check_options(X, n_sweeps, alpha, sigma_x, sigma_a, beta, n_temperatures, Z0,
-                   min_inverse_temperature, swap_scheme, burn, workers, tune, moves):
-    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    n_sweeps = check_sweeps("n_sweeps", n_sweeps)
-    n_temperatures = check_count("n_temperatures", n_temperatures, minimum=1,
-                                 maximum=MAX_TEMPERATURES)
-    hottest = check_positive("min_inverse_temperature", min_inverse_temperature,
-                             allow_zero=True, upper=1.0)
+def _check_hottest(hottest: float, n_temperatures: int) -> None:
     if hottest == 1.0 and n_temperatures > 1:
         raise ValueError("min_inverse_temperature must be < 1 when n_temperatures > 1, got 1.0")
+
+
+def _check_swap_scheme(name: str, swap_scheme) -> str:
     if not isinstance(swap_scheme, str) or swap_scheme not in SWAP_SCHEMES:
         raise ValueError(f"swap_scheme must be one of {SWAP_SCHEMES}, got {swap_scheme!r}")
-    burn = check_count("burn", burn, maximum=n_sweeps - 1)
-    workers = check_count("workers", workers, minimum=1, maximum=MAX_WORKERS)
-    tune = check_flag("tune", tune)
-    moves = (GibbsSweep(),) if moves is None else check_moves(moves, MOVES)
-    N = X.shape[0]
-    Z0 = np.ones((N, 1), np.int8) if Z0 is None else check_feature_matrix("Z0", Z0, n_rows=N)
-    return hyper, n_sweeps, n_temperatures, hottest, burn, workers, tune, Z0, moves
+    return swap_scheme
+
+
+def _check_burn(burn, n_sweeps: int) -> int:
+    return check_count("burn", burn, maximum=n_sweeps - 1)
+
+
+def _check_tempered_moves(moves) -> tuple:
+    return (GibbsSweep(),) if moves is None else check_moves(moves, MOVES)
 
 
 @single_blas_thread  # small linear algebra: one BLAS thread (ibp_lab._threads)
+@validated(
+    X=DataMatrix(),
+    rng=Generator(),
+    hyperparameters=Joint(check_hyperparameters, "X", *HYPERPARAMETERS, sets=HYPERPARAMETERS),
+    n_sweeps=Sweeps(),
+    n_temperatures=Count(minimum=1, maximum=MAX_TEMPERATURES),
+    min_inverse_temperature=Positive(allow_zero=True, upper=1.0),
+    hottest=Joint(_check_hottest, "min_inverse_temperature", "n_temperatures"),
+    swap_scheme=Checked(_check_swap_scheme),
+    burn=Joint(_check_burn, "burn", "n_sweeps", sets="burn"),
+    workers=Count(minimum=1, maximum=MAX_WORKERS),
+    tune=Flag(),
+    moves=Joint(_check_tempered_moves, "moves", sets="moves"),
+    Z0=Optional(Checked(check_feature_matrix, rows_of="X")),
+)
 def run_tempered(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                  sigma_a: float, beta: float = 1.0, n_temperatures: int = 8, Z0=None,
                  min_inverse_temperature: float = 0.01, swap_scheme: str = "deo",
@@ -484,11 +513,10 @@ def run_tempered(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, si
     >>> run.sample_stats.attrs["moves"]
     'GibbsSweep(), SequentialSplitMerge(n_proposals=2)'
     """
-    X = check_data_matrix("X", X)
-    rng = check_rng(rng)
-    hyper, n_sweeps, R, hottest, burn, workers, tune, Z0, moves = _check_options(
-        X, n_sweeps, alpha, sigma_x, sigma_a, beta, n_temperatures, Z0,
-        min_inverse_temperature, swap_scheme, burn, workers, tune, moves)
+    hyper = Hyperparameters(alpha, sigma_x, sigma_a, beta)
+    R, hottest = n_temperatures, min_inverse_temperature
+    if Z0 is None:
+        Z0 = np.ones((X.shape[0], 1), np.int8)
     X = np.ascontiguousarray(X, dtype=np.float64)
     children = rng.spawn(R + 1)
     replicas = _Replicas(X, Z0, hyper, children[:R], workers, moves)
@@ -536,6 +564,20 @@ def _result(record: Recorder, hyper, replicas: _Replicas, ladder: _Ladder,
 # --------------------------------------------------------------------------------------
 
 
+def _run_starts(Z0, n_runs: int) -> list:
+    """``Z0`` of :func:`run_tempered_chains` as one start per run (each checked by
+    :func:`run_tempered`)."""
+    if isinstance(Z0, (list, tuple)) and len(Z0) > 0 and np.ndim(Z0[0]) == 2:
+        if len(Z0) != n_runs:
+            raise ValueError(f"Z0 must be one matrix or a list of n_runs = {n_runs} matrices, "
+                             f"got a list of {len(Z0)}")
+        return list(Z0)
+    return [Z0] * n_runs
+
+
+# X and the run's options: run_tempered's door, for each run
+@validated(n_runs=Count(minimum=1, maximum=MAX_RUNS), rng=Generator(),
+           Z0=Joint(_run_starts, "Z0", "n_runs", sets="Z0"))
 def run_tempered_chains(X, n_runs: int, n_sweeps: int, rng: np.random.Generator, *, Z0=None,
                         **options):
     """Independent tempered runs, their cold chains collected for ArviZ.
@@ -573,17 +615,8 @@ def run_tempered_chains(X, n_runs: int, n_sweeps: int, rng: np.random.Generator,
     {'chain': 2, 'draw': 200}
     >>> rhat = az.rhat(idata, var_names=["k_plus", "log_joint"])
     """
-    n_runs = check_count("n_runs", n_runs, minimum=1, maximum=MAX_RUNS)
-    rng = check_rng(rng)
-    if isinstance(Z0, (list, tuple)) and len(Z0) > 0 and np.ndim(Z0[0]) == 2:
-        if len(Z0) != n_runs:
-            raise ValueError(f"Z0 must be one matrix or a list of n_runs = {n_runs} matrices, "
-                             f"got a list of {len(Z0)}")
-        starts = list(Z0)
-    else:
-        starts = [Z0] * n_runs
     runs = [run_tempered(X, n_sweeps, child, Z0=start, **options)
-            for child, start in zip(rng.spawn(n_runs), starts)]
+            for child, start in zip(rng.spawn(n_runs), Z0)]  # Z0: one start per run
     trace = runs[0].trace  # every run keeps the draws after the same warm-up
     kept = np.arange(trace.attrs["burn"], trace.sizes["draw"])
     return collect_runs([(run.trace, run.sample_stats, kept) for run in runs]), runs
