@@ -60,9 +60,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ibp_lab import _kernel
-from ibp_lab._checks import (check_count, check_data_matrix, check_positive, check_real_array,
-                             check_rng, check_size)
-from ibp_lab._hyper import check_hyperparameters
+from ibp_lab._checks import (HYPERPARAMETERS, Checked, Count, DataMatrix, Generator, Joint,
+                             Positive, Rows, check_real_array, check_size, validated)
+from ibp_lab._hyper import Hyperparameters, check_hyperparameters
 from ibp_lab.inference._moves import check_moves
 from ibp_lab.inference.chains import MOVES, GibbsSweep
 from ibp_lab.models.prior import sample_ibp
@@ -78,6 +78,17 @@ MAX_SWEEPS_PER_STEP = 1_000
 #: Most Gibbs row updates of one run (particles x steps x sweeps x rows): about an hour
 #: of the compiled sweep on small data, so that a mistyped argument fails at once.
 MAX_ROW_UPDATES = 1e9
+
+
+def _check_values(result: SMCResult, values) -> np.ndarray:
+    """``values`` of :meth:`SMCResult.mean`: finite, one per particle."""
+    values = check_real_array("values", values)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("values must be finite")
+    if values.shape != result.log_weights.shape:
+        raise ValueError(f"values must have one entry per particle ({result.log_weights.size}), "
+                         f"got shape {values.shape}")
+    return values
 
 
 @dataclass
@@ -134,6 +145,7 @@ class SMCResult:
         """The normalised weights at ``b = 1`` (they sum to 1)."""
         return np.exp(self.log_weights)
 
+    @validated(values=Joint(_check_values, "self", "values", sets="values"))
     def mean(self, values) -> float:
         """The weighted particles' estimate of the posterior mean of ``values`` (one per particle).
 
@@ -144,14 +156,9 @@ class SMCResult:
         >>> bool(run.mean(run.k_plus) == np.sum(run.weights * run.k_plus))
         True
         """
-        values = check_real_array("values", values)
-        if not np.all(np.isfinite(values)):
-            raise ValueError("values must be finite")
-        if values.shape != self.log_weights.shape:
-            raise ValueError(f"values must have one entry per particle ({self.log_weights.size}), "
-                             f"got shape {values.shape}")
         return float(np.sum(self.weights * values))
 
+    @validated(min_inverse_temperature=Positive(allow_zero=True, upper=1.0))
     def communication_barrier(self, min_inverse_temperature: float = 0.0) -> float:
         """``Lambda = integral of lambda(b) db`` from ``min_inverse_temperature`` to 1.
 
@@ -167,9 +174,7 @@ class SMCResult:
         >>> bool(0 <= run.communication_barrier(0.3) <= run.communication_barrier())
         True
         """
-        low = check_positive("min_inverse_temperature", min_inverse_temperature,
-                             allow_zero=True, upper=1.0)
-        keep = self.inverse_temperatures >= low
+        keep = self.inverse_temperatures >= min_inverse_temperature
         b, lam = self.inverse_temperatures[keep], self.local_barrier[keep]
         return float(np.sum(np.diff(b) * (lam[1:] + lam[:-1]) / 2))
 
@@ -211,9 +216,9 @@ class SMCResult:
         return {value: float(self.log_evidence + logsumexp(self.log_weights[codes == c]))
                 for c, value in enumerate(values)}
 
+    @validated(k_max=Count(maximum=10**6))
     def k_plus_pmf(self, k_max: int) -> np.ndarray:
         """Weighted law of ``K+`` at ``b = 1`` on ``0 .. k_max`` (mass above ``k_max`` dropped)."""
-        k_max = check_count("k_max", k_max, maximum=10**6)
         pmf = np.bincount(np.minimum(self.k_plus, k_max + 1), weights=self.weights,
                           minlength=k_max + 2)
         return pmf[: k_max + 1]
@@ -241,6 +246,7 @@ def _region_codes(labels, n: int) -> tuple[np.ndarray, list[int]]:
                     f"got dtype {raw.dtype}: floats are not exact beyond 2**53")
 
 
+@validated(n_temperatures=Count(minimum=1, maximum=MAX_STEPS), power=Positive(upper=100.0))
 def power_ladder(n_temperatures: int, power: float = 4.0) -> np.ndarray:
     """``b_t = (t / T)^power`` for ``t = 0 .. T``, ``T = n_temperatures``.
 
@@ -253,8 +259,6 @@ def power_ladder(n_temperatures: int, power: float = 4.0) -> np.ndarray:
     >>> power_ladder(4, power=2.0)
     array([0.    , 0.0625, 0.25  , 0.5625, 1.    ])
     """
-    n_temperatures = check_count("n_temperatures", n_temperatures, minimum=1, maximum=MAX_STEPS)
-    power = check_positive("power", power, upper=100.0)
     return (np.arange(n_temperatures + 1) / n_temperatures) ** power
 
 
@@ -337,23 +341,35 @@ class _Particles:
             self.log_lik[i] = self._log_lik(Z)
 
 
-def _check_options(X, n_particles, alpha, sigma_x, sigma_a, beta, n_temperatures,
-                   inverse_temperatures, n_sweeps, ess_threshold, moves):
-    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    n_particles = check_count("n_particles", n_particles, minimum=1, maximum=MAX_PARTICLES)
+def _ladder_of(inverse_temperatures, n_temperatures) -> np.ndarray:
+    """The run's ladder: the one given, checked, or :func:`power_ladder`'s."""
     if inverse_temperatures is None:
-        ladder = power_ladder(n_temperatures)
-    else:
-        ladder = _check_ladder(inverse_temperatures)
-    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1, maximum=MAX_SWEEPS_PER_STEP)
-    threshold = check_positive("ess_threshold", ess_threshold, allow_zero=True, upper=1.0)
+        return power_ladder(n_temperatures)
+    return _check_ladder(inverse_temperatures)
+
+
+def _check_run_size(n_particles: int, ladder: np.ndarray, n_sweeps: int, n_rows: int) -> None:
     check_size("the run's Gibbs row updates",
-               float(n_particles) * (ladder.size - 1) * n_sweeps * X.shape[0],
+               float(n_particles) * (ladder.size - 1) * n_sweeps * n_rows,
                names=("n_particles", "n_temperatures", "n_sweeps"), limit=MAX_ROW_UPDATES)
-    moves = (GibbsSweep(),) if moves is None else check_moves(moves, MOVES)
-    return hyper, n_particles, ladder, n_sweeps, threshold, moves
 
 
+def _check_smc_moves(moves) -> tuple:
+    return (GibbsSweep(),) if moves is None else check_moves(moves, MOVES)
+
+
+@validated(
+    X=DataMatrix(),
+    rng=Generator(),
+    hyperparameters=Joint(check_hyperparameters, "X", *HYPERPARAMETERS, sets=HYPERPARAMETERS),
+    n_particles=Count(minimum=1, maximum=MAX_PARTICLES),
+    ladder=Joint(_ladder_of, "inverse_temperatures", "n_temperatures",
+                 sets="inverse_temperatures"),
+    n_sweeps=Count(minimum=1, maximum=MAX_SWEEPS_PER_STEP),
+    ess_threshold=Positive(allow_zero=True, upper=1.0),
+    size=Joint(_check_run_size, "n_particles", "inverse_temperatures", "n_sweeps", Rows("X")),
+    moves=Joint(_check_smc_moves, "moves", sets="moves"),
+)
 def run_smc(X, n_particles: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
             sigma_a: float, beta: float = 1.0, n_temperatures: int = 50,
             inverse_temperatures=None, n_sweeps: int = 1,
@@ -412,11 +428,8 @@ def run_smc(X, n_particles: int, rng: np.random.Generator, *, alpha: float, sigm
     >>> bool(abs(run.log_evidence - exact_value) < 0.5)
     True
     """
-    X = check_data_matrix("X", X)
-    rng = check_rng(rng)
-    hyper, n, ladder, n_sweeps, threshold, moves = _check_options(
-        X, n_particles, alpha, sigma_x, sigma_a, beta, n_temperatures, inverse_temperatures,
-        n_sweeps, ess_threshold, moves)
+    hyper = Hyperparameters(alpha, sigma_x, sigma_a, beta)
+    n, ladder, threshold = n_particles, inverse_temperatures, ess_threshold
     X = np.ascontiguousarray(X, dtype=np.float64)
     start = time.process_time()
     particles = _Particles(X, hyper, n, rng, moves)
@@ -445,6 +458,13 @@ def run_smc(X, n_particles: int, rng: np.random.Generator, *, alpha: float, sigm
         local_barrier=barrier, cpu_seconds=time.process_time() - start)
 
 
+def _refuse_ess_threshold(options: dict) -> None:
+    if "ess_threshold" in options:
+        raise TypeError("run_ais never resamples: do not pass ess_threshold (use run_smc)")
+
+
+# the rest: run_smc's door
+@validated(options=Joint(_refuse_ess_threshold, "options"))
 def run_ais(X, n_particles: int, rng: np.random.Generator, **options) -> SMCResult:
     """Annealed importance sampling: :func:`run_smc` without resampling (``ess_threshold=0``).
 
@@ -455,11 +475,19 @@ def run_ais(X, n_particles: int, rng: np.random.Generator, **options) -> SMCResu
     >>> bool(run.resampled.any())
     False
     """
-    if "ess_threshold" in options:
-        raise TypeError("run_ais never resamples: do not pass ess_threshold (use run_smc)")
     return run_smc(X, n_particles, rng, ess_threshold=0.0, **options)
 
 
+def _check_log_likelihoods(name: str, log_likelihoods) -> np.ndarray:
+    values = check_real_array("log_likelihoods", log_likelihoods)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"log_likelihoods must be a non-empty 1-D array, got shape {values.shape}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("log_likelihoods must be finite")
+    return values
+
+
+@validated(log_likelihoods=Checked(_check_log_likelihoods))
 def harmonic_mean_log_evidence(log_likelihoods) -> float:
     """The harmonic-mean estimate of the log evidence from posterior draws (Newton & Raftery 1994).
 
@@ -485,9 +513,5 @@ def harmonic_mean_log_evidence(log_likelihoods) -> float:
     ...                 -np.log(np.mean(np.exp([1.0, 2.0])))))
     True
     """
-    values = check_real_array("log_likelihoods", log_likelihoods)
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"log_likelihoods must be a non-empty 1-D array, got shape {values.shape}")
-    if not np.all(np.isfinite(values)):
-        raise ValueError("log_likelihoods must be finite")
+    values = log_likelihoods
     return float(np.log(values.size) - logsumexp(-values))
