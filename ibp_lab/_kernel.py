@@ -85,9 +85,9 @@ The whole row
       only when they grow): ``draw_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order,
       resid, y, rng, sx2, sa2, r, log_odds_prior, rate, random_scan, buf,
       inverse_temperature=1.0) -> (n_new, n_single)`` (every random number of the
-      row; ``buf`` holds ``MAX_FEATURES + 1``), then :func:`grow` to ``K - n_single +
-      n_new`` columns, then ``place_row(i, Zb, K, n_new, n_single, r, D, random_scan,
-      Minv, Abar, m, zf, Pz, resid) -> K`` (columns, row in).
+      row; ``buf`` holds ``max(MAX_FEATURES + 1, K)``), then :func:`grow` to ``K -
+      n_single + n_new`` columns, then ``place_row(i, Zb, K, n_new, n_single, r, D,
+      random_scan, Minv, Abar, m, zf, Pz, resid) -> K`` (columns, row in).
 Target density (split-merge, traces)
     - ``loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a)``:
       ``log p(X | Z)`` from ``Z^T Z``, ``Z^T X`` and ``||X||^2`` (NaN if ``M`` is
@@ -282,9 +282,9 @@ def _take_row_counts(i, Zb, K, m, zf, on):
 
 @njit(cache=True, inline="always")
 def _residual(X, i, D, Abar, on, n_on, resid):
-    """``resid = x_i - sum of Abar[a]`` (``x_i = X[i]``) over the listed features, in increasing ``a``; ``||resid||^2``.
+    """``resid = x_i - sum of Abar[a]`` over the listed ``a``, in increasing order; ``||resid||^2``.
 
-    Per pixel the same subtractions in the same order as a loop over all features
+    ``x_i = X[i]``. Per pixel the same subtractions in the same order as a loop over all features
     that skips the others, so the same bits; feature by feature, the loop vectorises.
     """
     for d in range(D):
@@ -578,7 +578,8 @@ def flip_log_odds_from(var_now, fit_now, rr_flip, q_flip, extra, sx2, D, prior_f
 
 @njit(cache=True, inline="always")
 def flipped(rr, q, sign, a_dot, a_sq, pz_k, p_kk):
-    """``(rr_flip, q_flip)`` from ``a_dot = Abar_k.resid``, ``a_sq = ||Abar_k||^2``, ``(P z)_k``, ``P_kk``."""
+    """``(rr_flip, q_flip)`` from ``a_dot = Abar_k.resid``, ``a_sq = ||Abar_k||^2``, ``(P z)_k``
+    and ``P_kk``: the formula of :func:`flip_changes`."""
     return rr - 2.0 * sign * a_dot + a_sq, q + 2.0 * sign * pz_k + p_kk
 
 
@@ -599,7 +600,8 @@ def flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q):
 
 @njit(cache=True, inline="always")
 def flip_dots(order, start, stop, D, Abar, resid, dots, squares):
-    """``dots[j] = Abar_k.resid``, ``squares[j] = ||Abar_k||^2`` for ``k = order[j]``, ``start <= j < stop``.
+    """``dots[j] = Abar_k.resid`` and ``squares[j] = ||Abar_k||^2``, ``k = order[j]``, for
+    ``start <= j < stop``.
 
     Each sum runs over ``d`` in order, as in :func:`flip_changes` (the same bits);
     four features at a time, so that eight independent sums keep the processor
@@ -821,7 +823,7 @@ def update_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
     terms of the flips and of the new dishes are scaled by ``inverse_temperature``.
     The composition of :func:`draw_row`, :func:`grow` and :func:`place_row`.
     """
-    buf = at_least(buf, MAX_FEATURES + 1)
+    buf = at_least(buf, max(MAX_FEATURES + 1, K))
     n_new, n_single = draw_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
                                sx2, sa2, r, log_odds_prior, rate, random_scan, buf,
                                inverse_temperature)
@@ -838,9 +840,10 @@ def draw_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng,
     """The draws of :func:`update_row`: row out, shared flips, the number of new dishes.
 
     Returns ``(n_new, n_single)``: row ``i`` (out) is to own ``n_new`` singletons and
-    owns ``n_single`` now. ``buf`` must hold ``MAX_FEATURES + 1`` numbers (so it never
-    grows: the sweep's loop then passes only scalars back, no buffers to count
-    references of). All the row's random numbers are drawn here.
+    owns ``n_single`` now. ``buf`` must hold ``max(MAX_FEATURES + 1, K)`` numbers
+    (the flips' scratch and the new dishes' weights; so it never grows: the sweep's loop
+    then passes only scalars back, no buffers to count references of). All the row's
+    random numbers are drawn here.
     """
     D = X.shape[1]
     # order is free until the shared features are listed: it holds row i's list meanwhile
@@ -1049,7 +1052,9 @@ def run_sweeps(X, Zb, K, rate, log_odds_prior, sigma_x, sigma_a, n_sweeps, rng, 
     sx2 = sigma_x * sigma_x
     sa2 = sigma_a * sigma_a
     r = sx2 / sa2
-    buf = np.empty(MAX_FEATURES + 1)  # never grows: the new dishes stop at MAX_FEATURES
+    # never grows: the new dishes stop at MAX_FEATURES and K rises above it only if it
+    # started there (so it holds the flips' scratch too)
+    buf = np.empty(max(MAX_FEATURES + 1, Zb.shape[1]))
     cap = Zb.shape[1]
     Minv = np.zeros((cap, cap))
     Abar = np.zeros((cap, D))

@@ -233,3 +233,40 @@ def test_at_least_keeps_a_long_enough_buffer():
     assert _kernel.at_least(buf, 8) is buf
     bigger = _kernel.at_least(buf, 9)
     assert bigger.shape[0] >= 9
+
+
+@pytest.mark.parametrize("random_scan", [True, False])
+def test_update_row_row_by_row_is_the_compiled_sweep(random_scan):
+    """The public composition (:func:`~ibp_lab._kernel.update_row`, from a short ``buf``
+    and buffers that must grow) draws what the sweep's loop of ``draw_row``, ``grow``,
+    ``place_row`` draws."""
+    g = np.random.default_rng(11)
+    X = g.normal(size=(12, 3))
+    Z0 = (g.random((12, 2)) < 0.5).astype(np.int8)
+    N, D = X.shape
+    sigma_x, sigma_a, alpha = 0.5, 1.0, 3.0
+    sx2, sa2 = sigma_x**2, sigma_a**2
+    r = sx2 / sa2
+    rate = float(_hyper.stable_new_dish_rate(alpha, 1.0, 0.0, N - 1.0))
+    log_odds_prior = _kernel.prior_log_odds_table(N, 1.0, 0.0)
+    expected, K = _kernel.to_buffer(Z0)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        k_trace, type_trace = np.zeros(1, np.int64), np.zeros((0, 1), np.int32)
+        expected, K = _kernel.run_sweeps(X, expected, K, rate, log_odds_prior, sigma_x,
+                                         sigma_a, 1, rng, random_scan, k_trace, type_trace)
+    Zb, K_row = _kernel.to_buffer(Z0)
+    Zb = np.ascontiguousarray(Zb[:, :max(K_row, 1)])  # no spare column: births must grow it
+    rng_rows = np.random.default_rng(3)
+    for _ in range(5):
+        cap = Zb.shape[1]
+        Minv, Abar, m = np.zeros((cap, cap)), np.zeros((cap, D)), np.zeros(cap)
+        zf, w, Pz, order = np.zeros(cap), np.zeros(cap), np.zeros(cap), np.zeros(cap, np.int64)
+        _kernel.refresh(X, Zb, K_row, r, Minv, Abar, m)
+        buf = np.empty(4)
+        for i in range(N):
+            Zb, K_row, Minv, Abar, m, zf, w, Pz, order, buf = _kernel.update_row(
+                i, X, Zb, K_row, Minv, Abar, m, zf, w, Pz, order, np.zeros(D), np.zeros(D),
+                rng_rows, sx2, sa2, r, log_odds_prior, rate, random_scan, buf)
+    np.testing.assert_array_equal(Zb[:, :K_row], expected[:, :K])
+    assert rng_rows.random() == rng.random()
