@@ -47,10 +47,12 @@ from numba import njit
 
 from ibp_lab import _kernel
 from ibp_lab._threads import single_blas_thread
+from ibp_lab._checks import validated
+from ibp_lab._hyper import Hyperparameters
 from ibp_lab.inference.uncollapsed import (
+    RUN_CONSTRAINTS,
+    STATE_CONSTRAINTS,
     UncollapsedResult,
-    check_run,
-    check_state,
     draw_entry,
     likelihood_log_odds,
     run_kernel,
@@ -129,6 +131,7 @@ def _sweep(X, Z, A, hyper, rng):
 
 
 @single_blas_thread
+@validated(**STATE_CONSTRAINTS)
 def slice_sweep(X, Z, A, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                 sigma_a: float, beta: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """One sweep of the slice sampler (see the module docstring for its five steps).
@@ -158,13 +161,12 @@ def slice_sweep(X, Z, A, rng: np.random.Generator, *, alpha: float, sigma_x: flo
     >>> Z.shape[0], A.shape == (Z.shape[1], 2)
     (3, True)
     """
-
-    X, Z, A, hyper, rng = check_state(X, Z, A, rng, alpha, sigma_x, sigma_a, beta)
-    Z, A, _ = _sweep(X, Z, A, hyper, rng)
+    Z, A, _ = _sweep(X, Z, A, Hyperparameters(alpha, sigma_x, sigma_a, beta), rng)
     return Z, A
 
 
 @single_blas_thread
+@validated(**RUN_CONSTRAINTS)
 def run_slice(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
               sigma_a: float, beta: float = 1.0, Z0=None, burn: int = 0,
               thin: int = 1) -> UncollapsedResult:
@@ -198,7 +200,6 @@ def run_slice(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma
     >>> run.trace["k_plus"].shape
     (20,)
     """
-    X, n_sweeps, rng, hyper, Z0, burn, thin = check_run(X, n_sweeps, rng, alpha, sigma_x,
-                                                       sigma_a, beta, Z0, burn, thin)
+    hyper = Hyperparameters(alpha, sigma_x, sigma_a, beta)
     return run_kernel(_sweep, X, n_sweeps, rng, hyper, Z0, burn, thin, "features_instantiated",
                       "slice sampler (Teh, Gorur & Ghahramani 2007)")

@@ -55,8 +55,10 @@ import xarray as xr
 from numba import njit
 
 from ibp_lab import _kernel
-from ibp_lab._checks import check_count, check_data_matrix, check_rng
-from ibp_lab._hyper import check_feature_matrix, check_hyperparameters, harmonic, new_dish_rate
+from ibp_lab._checks import (HYPERPARAMETERS, Count, DataMatrix, Generator, Joint, check_count,
+                             check_data_matrix, validated)
+from ibp_lab._hyper import (Hyperparameters, check_feature_matrix, check_hyperparameters, harmonic,
+                            new_dish_rate)
 from ibp_lab._threads import single_blas_thread
 from ibp_lab.inference._trace import Recorder
 
@@ -362,11 +364,9 @@ def check_births(births):
     return births
 
 
-def check_state(X, Z, A, rng, alpha, sigma_x, sigma_a, beta):
-    """The door of the one-sweep functions: ``(X, Z, A, hyper, rng)`` checked, the images
-    of ``Z``'s all-zero columns dropped with them."""
-    X = check_data_matrix("X", X)
-    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
+def check_state(X: np.ndarray, Z, A) -> tuple[np.ndarray, np.ndarray]:
+    """``Z`` and ``A`` of the one-sweep functions, checked against the (checked) ``X``: the
+    images of ``Z``'s all-zero columns dropped with them."""
     Z_checked = check_feature_matrix("Z", Z, n_rows=X.shape[0])
     owned = np.asarray(Z, float).any(axis=0)  # Z passed its door: a binary (N, K) matrix
     A = check_data_matrix("A", A, min_rows=0)
@@ -376,10 +376,22 @@ def check_state(X, Z, A, rng, alpha, sigma_x, sigma_a, beta):
     if A.size and np.abs(A).max() > MAX_IMAGE:  # squared norms must stay finite
         raise ValueError(f"A's entries must be at most {MAX_IMAGE:g} in magnitude, got "
                          f"{np.abs(A).max():g}")
-    return X, Z_checked, np.ascontiguousarray(A[owned], float), hyper, check_rng(rng)
+    return Z_checked, np.ascontiguousarray(A[owned], float)
+
+
+#: ``births=`` of the doors that take it: one of :data:`BIRTH_RULES`.
+BIRTHS = Joint(check_births, "births", sets="births")
+#: The door of the one-sweep functions (the linear-Gaussian model's), in its order.
+STATE_CONSTRAINTS = dict(
+    X=DataMatrix(),
+    hyperparameters=Joint(check_hyperparameters, "X", *HYPERPARAMETERS, sets=HYPERPARAMETERS),
+    state=Joint(check_state, "X", "Z", "A", sets=("Z", "A")),
+    rng=Generator(),
+)
 
 
 @single_blas_thread
+@validated(births=BIRTHS, **STATE_CONSTRAINTS)
 def uncollapsed_sweep(X, Z, A, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                       sigma_a: float, beta: float = 1.0,
                       births: str = "prior") -> tuple[np.ndarray, np.ndarray]:
@@ -420,9 +432,7 @@ def uncollapsed_sweep(X, Z, A, rng: np.random.Generator, *, alpha: float, sigma_
     >>> Z.shape[0], A.shape == (Z.shape[1], 2)
     (3, True)
     """
-    births = check_births(births)
-    X, Z, A, hyper, rng = check_state(X, Z, A, rng, alpha, sigma_x, sigma_a, beta)
-    Z, A, _ = _sweep(X, Z, A, hyper, rng, births)
+    Z, A, _ = _sweep(X, Z, A, Hyperparameters(alpha, sigma_x, sigma_a, beta), rng, births)
     return Z, A
 
 
@@ -458,17 +468,37 @@ class UncollapsedResult:
     sample_stats: xr.Dataset
 
 
+def check_start(X: np.ndarray, Z0) -> np.ndarray:
+    """A runner's ``Z0``, checked against the (checked) ``X``; default one feature owned by
+    every row."""
+    if Z0 is None:
+        return np.ones((X.shape[0], 1), np.int8)
+    return check_feature_matrix("Z0", Z0, n_rows=X.shape[0])
+
+
+def check_burn(burn, n_sweeps: int) -> int:
+    """A runner's ``burn``: at most ``n_sweeps`` (all of them warm-up)."""
+    return check_count("burn", burn, maximum=n_sweeps)
+
+
+#: The shared door of the uncollapsed runners, in its order (``X``, ``n_sweeps``, the
+#: hyperparameters, ``Z0``, ``burn``, ``thin``, ``rng``).
+RUN_CONSTRAINTS = dict(
+    X=DataMatrix(),
+    n_sweeps=Count(minimum=1, maximum=MAX_SWEEPS),
+    hyperparameters=Joint(check_hyperparameters, "X", *HYPERPARAMETERS, sets=HYPERPARAMETERS),
+    Z0=Joint(check_start, "X", "Z0", sets="Z0"),
+    burn=Joint(check_burn, "burn", "n_sweeps", sets="burn"),
+    thin=Count(minimum=1, maximum=MAX_SWEEPS),
+    rng=Generator(),
+)
+
+
+@validated(**RUN_CONSTRAINTS)
 def check_run(X, n_sweeps, rng, alpha, sigma_x, sigma_a, beta, Z0, burn, thin):
-    """The shared door of the uncollapsed runners: checked ``X, n_sweeps, rng, hyper, Z0,
-    burn, thin`` (``Z0`` default: one feature owned by every row)."""
-    X = check_data_matrix("X", X)
-    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1, maximum=MAX_SWEEPS)
-    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    Z0 = np.ones((X.shape[0], 1), np.int8) if Z0 is None else \
-        check_feature_matrix("Z0", Z0, n_rows=X.shape[0])
-    burn = check_count("burn", burn, maximum=n_sweeps)
-    thin = check_count("thin", thin, minimum=1, maximum=MAX_SWEEPS)
-    return X, n_sweeps, check_rng(rng), hyper, Z0, burn, thin
+    """The shared door of the uncollapsed runners (:data:`RUN_CONSTRAINTS`) as a function:
+    checked ``X, n_sweeps, rng, hyper, Z0, burn, thin``."""
+    return X, n_sweeps, rng, Hyperparameters(alpha, sigma_x, sigma_a, beta), Z0, burn, thin
 
 
 def _gaussian_start_and_measure(X, hyper):
@@ -526,6 +556,7 @@ def run_kernel(sweep: Callable, X, n_sweeps: int, rng, hyper, Z0, burn: int, thi
 
 
 @single_blas_thread
+@validated(births=BIRTHS, **RUN_CONSTRAINTS)
 def run_uncollapsed(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                     sigma_a: float, beta: float = 1.0, Z0=None, burn: int = 0,
                     thin: int = 1, births: str = "prior") -> UncollapsedResult:
@@ -566,9 +597,7 @@ def run_uncollapsed(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float,
     >>> run.trace.sizes["draw"], len(run.samples)
     (20, 10)
     """
-    births = check_births(births)
-    X, n_sweeps, rng, hyper, Z0, burn, thin = check_run(X, n_sweeps, rng, alpha, sigma_x,
-                                                       sigma_a, beta, Z0, burn, thin)
+    hyper = Hyperparameters(alpha, sigma_x, sigma_a, beta)
     if births == "prior":
         return run_kernel(_sweep, X, n_sweeps, rng, hyper, Z0, burn, thin, "births_accepted",
                           "uncollapsed Gibbs + Metropolis-Hastings births")
