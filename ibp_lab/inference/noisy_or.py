@@ -80,13 +80,13 @@ from scipy.stats import binom, poisson
 
 from ibp_lab import _kernel
 from ibp_lab.inference import exact
-from ibp_lab._checks import (check_binary_matrix, check_count,
-                             check_positive_pair, check_rng)
+from ibp_lab._checks import (BinaryMatrix, Checked, Count, Generator, Joint, Rows,
+                             check_binary_matrix, check_positive_pair, validated)
 from ibp_lab._hyper import (alpha_upper, check_feature_matrix, check_positive, harmonic,
                             new_dish_rate)
 from ibp_lab.inference._enumeration import check_enumeration, class_table
-from ibp_lab.inference.uncollapsed import (MAX_SWEEPS, UncollapsedResult, births_and_deaths,
-                                           check_births, run_kernel)
+from ibp_lab.inference.uncollapsed import (BIRTHS, MAX_SWEEPS, UncollapsedResult,
+                                           births_and_deaths, check_burn, run_kernel)
 from ibp_lab.models.prior import log_prior
 
 __all__ = ["NoisyOrParameters", "log_likelihood", "simulate", "noisy_or_sweep", "run_noisy_or",
@@ -153,6 +153,29 @@ def _log_probs(X, counts, params: NoisyOrParameters) -> np.ndarray:
     return np.where(X == 1, np.log(-np.expm1(off)), off)
 
 
+def _check_links(W: np.ndarray, Z: np.ndarray, X: np.ndarray) -> None:
+    if W.shape != (Z.shape[1], X.shape[1]):
+        raise ValueError(f"W must have shape (K, D) = {(Z.shape[1], X.shape[1])} for this Z "
+                         f"and X, got {W.shape}")
+
+
+def _check_link_rows(W: np.ndarray, Z: np.ndarray) -> None:
+    if W.shape[0] != Z.shape[1]:
+        raise ValueError(f"W must have as many rows as Z has columns ({Z.shape[1]}), "
+                         f"got {W.shape[0]}")
+
+
+def _strength_and_leak(strength, leak) -> tuple[float, float]:
+    """``strength`` and ``leak`` through the parameters' one door."""
+    params = NoisyOrParameters.checked(1.0, 0.5, strength, leak)
+    return params.strength, params.leak
+
+
+_STRENGTH_AND_LEAK = Joint(_strength_and_leak, "strength", "leak", sets=("strength", "leak"))
+
+
+@validated(X=BinaryMatrix(), Z=BinaryMatrix(rows_of="X"), W=BinaryMatrix(),
+           links=Joint(_check_links, "W", "Z", "X"), parameters=_STRENGTH_AND_LEAK)
 def log_likelihood(X, Z, W, *, strength: float, leak: float) -> float:
     """``log p(X | Z, W)`` of the noisy-OR model.
 
@@ -178,21 +201,13 @@ def log_likelihood(X, Z, W, *, strength: float, leak: float) -> float:
     >>> round(math.exp(log_likelihood([[1]], [[1]], [[1]], strength=0.8, leak=0.1)), 6)
     0.82
     """
-    X, Z, W, params = _checked_triple(X, Z, W, strength, leak)
+    X, Z, W = X.astype(np.int8), Z.astype(np.int8), W.astype(np.int64)
+    params = NoisyOrParameters(1.0, 0.5, strength, leak)
     return float(_log_probs(X, Z.astype(np.int64) @ W, params).sum())
 
 
-def _checked_triple(X, Z, W, strength, leak):
-    X = check_binary_matrix("X", X)
-    Z = check_binary_matrix("Z", Z, n_rows=X.shape[0])
-    W = check_binary_matrix("W", W)
-    if W.shape != (Z.shape[1], X.shape[1]):
-        raise ValueError(f"W must have shape (K, D) = {(Z.shape[1], X.shape[1])} for this Z "
-                         f"and X, got {W.shape}")
-    params = NoisyOrParameters.checked(1.0, 0.5, strength, leak)
-    return X.astype(np.int8), Z.astype(np.int8), W.astype(np.int64), params
-
-
+@validated(Z=BinaryMatrix(), W=BinaryMatrix(), links=Joint(_check_link_rows, "W", "Z"),
+           parameters=_STRENGTH_AND_LEAK, rng=Generator())
 def simulate(Z, W, rng: np.random.Generator, *, strength: float, leak: float) -> np.ndarray:
     """Binary data drawn from the noisy-OR given causes ``Z`` and links ``W``.
 
@@ -218,15 +233,8 @@ def simulate(Z, W, rng: np.random.Generator, *, strength: float, leak: float) ->
     >>> X.tolist()
     [[1, 1, 0], [0, 0, 0]]
     """
-    Z = check_binary_matrix("Z", Z)
-    W = check_binary_matrix("W", W)
-    if W.shape[0] != Z.shape[1]:
-        raise ValueError(f"W must have as many rows as Z has columns ({Z.shape[1]}), "
-                         f"got {W.shape[0]}")
-    params = NoisyOrParameters.checked(1.0, 0.5, strength, leak)
-    rng = check_rng(rng)
     counts = Z.astype(np.int64) @ W.astype(np.int64)
-    p_off = (1.0 - params.leak) * (1.0 - params.strength) ** counts
+    p_off = (1.0 - leak) * (1.0 - strength) ** counts
     return (rng.random(counts.shape) >= p_off).astype(np.int8)
 
 
@@ -809,12 +817,28 @@ def _update_parameters(X, Z, W, params: NoisyOrParameters, priors: dict,
     return params
 
 
-def _checked_state(X, Z, W, rng, alpha, weight_prob, strength, leak, beta):
+def _check_data(name: str, X) -> np.ndarray:
+    """``X`` of the sampler: binary, as ``int8``, with at least one row."""
     X = check_binary_matrix("X", X).astype(np.int8)
     if X.shape[0] == 0:
         raise ValueError("X must have at least one row")
-    params = NoisyOrParameters.checked(alpha, weight_prob, strength, leak, beta,
-                                       n_rows=X.shape[0])
+    return X
+
+
+def _parameters(n_rows: int, alpha, weight_prob, strength, leak, beta) -> tuple:
+    """The five parameters through :meth:`NoisyOrParameters.checked`, in its field order."""
+    params = NoisyOrParameters.checked(alpha, weight_prob, strength, leak, beta, n_rows=n_rows)
+    return params.alpha, params.weight_prob, params.strength, params.leak, params.beta
+
+
+_PARAMETER_NAMES = ("alpha", "weight_prob", "strength", "leak", "beta")
+#: The model's parameters checked against ``X``'s rows (``alpha``'s upper limit).
+_PARAMETERS = Joint(_parameters, Rows("X"), *_PARAMETER_NAMES, sets=_PARAMETER_NAMES)
+
+
+def _checked_state(X: np.ndarray, Z, W) -> tuple[np.ndarray, np.ndarray]:
+    """``Z`` and ``W`` of :func:`noisy_or_sweep`: ``Z``'s empty columns dropped with their
+    links."""
     Z_all = check_binary_matrix("Z", Z, n_rows=X.shape[0])
     W = check_binary_matrix("W", W)
     if W.shape != (Z_all.shape[1], X.shape[1]):
@@ -822,9 +846,11 @@ def _checked_state(X, Z, W, rng, alpha, weight_prob, strength, leak, beta):
                          f"Z and X, got {W.shape}")
     owned = Z_all.astype(bool).any(axis=0)
     Z = check_feature_matrix("Z", Z_all, n_rows=X.shape[0])
-    return X, Z, np.ascontiguousarray(W[owned], np.int64), params, check_rng(rng)
+    return Z, np.ascontiguousarray(W[owned], np.int64)
 
 
+@validated(births=BIRTHS, X=Checked(_check_data), parameters=_PARAMETERS,
+           state=Joint(_checked_state, "X", "Z", "W", sets=("Z", "W")), rng=Generator())
 def noisy_or_sweep(X, Z, W, rng: np.random.Generator, *, alpha: float = 1.0,
                    weight_prob: float = 0.2, strength: float = 0.9, leak: float = 0.05,
                    beta: float = 1.0, births: str = "prior") -> tuple[np.ndarray, np.ndarray]:
@@ -873,12 +899,63 @@ def noisy_or_sweep(X, Z, W, rng: np.random.Generator, *, alpha: float = 1.0,
     >>> W.shape == (Z.shape[1], 3)
     True
     """
-    births = check_births(births)
-    X, Z, W, params, rng = _checked_state(X, Z, W, rng, alpha, weight_prob, strength, leak, beta)
+    params = NoisyOrParameters(alpha, weight_prob, strength, leak, beta)
     Z, W, _ = _sweep(X, Z, W, params, rng, births)
     return Z, W
 
 
+def _checked_start(X, Z0, W0):
+    """``(Z0, W0)`` of :func:`run_noisy_or`, empty columns dropped with their links."""
+    if Z0 is None:
+        if W0 is not None:
+            raise ValueError("W0 needs Z0: the links belong to Z0's columns")
+        return np.ones((X.shape[0], 1), np.int8), None
+    Z_all = check_binary_matrix("Z0", Z0, n_rows=X.shape[0])
+    Z0 = check_feature_matrix("Z0", Z_all, n_rows=X.shape[0])
+    if W0 is None:
+        return Z0, None
+    W0 = check_binary_matrix("W0", W0)
+    if W0.shape != (Z_all.shape[1], X.shape[1]):
+        raise ValueError(f"W0 must have shape (K, D) = {(Z_all.shape[1], X.shape[1])} for this "
+                         f"Z0 and X, got {W0.shape}")
+    return Z0, np.ascontiguousarray(W0[Z_all.astype(bool).any(axis=0)], np.int64)
+
+
+def _learned_priors(learn, priors) -> dict:
+    """``{name: (a, b)}`` for each parameter to learn, in the order of :data:`LEARNABLE`;
+    ``learn`` and every prior given checked first."""
+    if isinstance(learn, str):  # one name, not its letters
+        learn = (learn,)
+    if not isinstance(learn, (list, tuple, set, frozenset)):
+        raise TypeError(f"learn must be a list of parameter names among {LEARNABLE} (or () "
+                        f"to hold them fixed), got {type(learn).__name__}")
+    unknown = [name for name in learn if name not in LEARNABLE]
+    if unknown:
+        raise ValueError(f"learn must name parameters among {LEARNABLE}, got {unknown[0]!r}")
+    if priors is None:
+        priors = {}
+    if not isinstance(priors, dict):
+        raise TypeError(f"priors must be a dict of Beta shapes by parameter name, e.g. "
+                        f"{{'leak': (1.0, 9.0)}}, got {type(priors).__name__}")
+    unknown = [name for name in priors if name not in LEARNABLE]
+    if unknown:
+        raise ValueError(f"priors must be keyed by names among {LEARNABLE}, got {unknown[0]!r}")
+    checked = {name: _check_beta_prior(f"priors[{name!r}]", prior)
+               for name, prior in priors.items()}
+    return {name: checked.get(name, (1.0, 1.0)) for name in LEARNABLE if name in learn}
+
+
+@validated(
+    X=Checked(_check_data),
+    parameters=_PARAMETERS,
+    n_sweeps=Count(minimum=1, maximum=MAX_SWEEPS),
+    start=Joint(_checked_start, "X", "Z0", "W0", sets=("Z0", "W0")),
+    burn=Joint(check_burn, "burn", "n_sweeps", sets="burn"),
+    thin=Count(minimum=1, maximum=MAX_SWEEPS),
+    births=BIRTHS,
+    priors=Joint(_learned_priors, "learn", "priors", sets="priors"),  # the priors of learn
+    rng=Generator(),
+)
 def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float = 1.0,
                  weight_prob: float = 0.2, strength: float = 0.9, leak: float = 0.05,
                  beta: float = 1.0, learn=LEARNABLE, priors=None, Z0=None, W0=None,
@@ -953,18 +1030,7 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float = 1
     >>> run.trace["k_plus"].shape
     (10,)
     """
-    X = check_binary_matrix("X", X).astype(np.int8)
-    if X.shape[0] == 0:
-        raise ValueError("X must have at least one row")
-    params = NoisyOrParameters.checked(alpha, weight_prob, strength, leak, beta,
-                                       n_rows=X.shape[0])
-    n_sweeps = check_count("n_sweeps", n_sweeps, minimum=1, maximum=MAX_SWEEPS)
-    Z0, W0 = _checked_start(X, Z0, W0)
-    burn = check_count("burn", burn, maximum=n_sweeps)
-    thin = check_count("thin", thin, minimum=1, maximum=MAX_SWEEPS)
-    births = check_births(births)
-    priors = _learned_priors(learn, priors)
-    rng = check_rng(rng)
+    params = NoisyOrParameters(alpha, weight_prob, strength, leak, beta)
     if births == "prior" and not priors:  # the fixed-parameter sampler, draw for draw
         return run_kernel(_sweep, X, n_sweeps, rng, params, Z0, burn, thin,
                           "births_accepted", "noisy-OR: Gibbs + Metropolis-Hastings births",
@@ -975,30 +1041,6 @@ def run_noisy_or(X, n_sweeps: int, rng: np.random.Generator, *, alpha: float = 1
     for name in priors:
         run.trace.attrs[f"{name}_prior"] = f"Beta{priors[name]}"
     return run
-
-
-def _learned_priors(learn, priors) -> dict:
-    """``{name: (a, b)}`` for each parameter to learn, in the order of :data:`LEARNABLE`;
-    ``learn`` and every prior given checked first."""
-    if isinstance(learn, str):  # one name, not its letters
-        learn = (learn,)
-    if not isinstance(learn, (list, tuple, set, frozenset)):
-        raise TypeError(f"learn must be a list of parameter names among {LEARNABLE} (or () "
-                        f"to hold them fixed), got {type(learn).__name__}")
-    unknown = [name for name in learn if name not in LEARNABLE]
-    if unknown:
-        raise ValueError(f"learn must name parameters among {LEARNABLE}, got {unknown[0]!r}")
-    if priors is None:
-        priors = {}
-    if not isinstance(priors, dict):
-        raise TypeError(f"priors must be a dict of Beta shapes by parameter name, e.g. "
-                        f"{{'leak': (1.0, 9.0)}}, got {type(priors).__name__}")
-    unknown = [name for name in priors if name not in LEARNABLE]
-    if unknown:
-        raise ValueError(f"priors must be keyed by names among {LEARNABLE}, got {unknown[0]!r}")
-    checked = {name: _check_beta_prior(f"priors[{name!r}]", prior)
-               for name, prior in priors.items()}
-    return {name: checked.get(name, (1.0, 1.0)) for name in LEARNABLE if name in learn}
 
 
 class _LearningChain:
@@ -1027,23 +1069,6 @@ class _LearningChain:
         return log_lik, log_joint + sum(
             _log_beta_prior(value, prior) - betaln(*prior)
             for value, prior in zip(learned, self.priors.values())), *learned
-
-
-def _checked_start(X, Z0, W0):
-    """``(Z0, W0)`` of :func:`run_noisy_or`, empty columns dropped with their links."""
-    if Z0 is None:
-        if W0 is not None:
-            raise ValueError("W0 needs Z0: the links belong to Z0's columns")
-        return np.ones((X.shape[0], 1), np.int8), None
-    Z_all = check_binary_matrix("Z0", Z0, n_rows=X.shape[0])
-    Z0 = check_feature_matrix("Z0", Z_all, n_rows=X.shape[0])
-    if W0 is None:
-        return Z0, None
-    W0 = check_binary_matrix("W0", W0)
-    if W0.shape != (Z_all.shape[1], X.shape[1]):
-        raise ValueError(f"W0 must have shape (K, D) = {(Z_all.shape[1], X.shape[1])} for this "
-                         f"Z0 and X, got {W0.shape}")
-    return Z0, np.ascontiguousarray(W0[Z_all.astype(bool).any(axis=0)], np.int64)
 
 
 def _start_and_measure(X, params: NoisyOrParameters, W0=None):
@@ -1103,6 +1128,7 @@ MAX_ENUMERATED_CLASSES = 20_000
 MAX_LINK_TERMS = 5_000_000
 
 
+@validated(n_rows=Count(minimum=1, maximum=exact.MAX_ROWS), n_pixels=Count(), k_max=Count())
 def link_terms(n_rows: int, n_pixels: int, k_max: int) -> int:
     """How many link combinations :func:`class_posterior` sums over, all classes and pixels.
 
@@ -1117,12 +1143,29 @@ def link_terms(n_rows: int, n_pixels: int, k_max: int) -> int:
     >>> link_terms(1, 1, 2)  # one type: classes of 0, 1, 2 columns with 1, 2, 3 combinations
     6
     """
-    n_rows = check_count("n_rows", n_rows, minimum=1, maximum=exact.MAX_ROWS)
-    n_pixels = check_count("n_pixels", n_pixels)
-    k_max = check_count("k_max", k_max)
     return n_pixels * math.comb(2 * (2**n_rows - 1) + k_max, k_max)
 
 
+def _check_enumerable_data(name: str, X) -> np.ndarray:
+    """``X`` of :func:`class_posterior`: binary, as ``int8``, with rows few enough to enumerate."""
+    X = check_binary_matrix("X", X).astype(np.int8)
+    if not 1 <= X.shape[0] <= exact.MAX_ROWS:
+        raise ValueError(f"X must have 1 to {exact.MAX_ROWS} rows for enumeration, "
+                         f"got {X.shape[0]}")
+    return X
+
+
+def _check_noisy_enumeration(X: np.ndarray, k_max: int) -> None:
+    """The enumeration doors' one rule, with this door's costlier classes counted too."""
+    n_rows = X.shape[0]
+    check_enumeration(n_rows, k_max, limits=[
+        ("classes for the noisy-OR (about 0.2 ms each)", lambda k: exact.count_classes(n_rows, k),
+         MAX_ENUMERATED_CLASSES),
+        ("link terms", lambda k: link_terms(n_rows, X.shape[1], k), MAX_LINK_TERMS)])
+
+
+@validated(X=Checked(_check_enumerable_data), parameters=_PARAMETERS, k_max=Count(),
+           size=Joint(_check_noisy_enumeration, "X", "k_max"))
 def class_posterior(X, *, alpha: float = 1.0, weight_prob: float = 0.2, strength: float = 0.9,
                     leak: float = 0.05, beta: float = 1.0, k_max: int = 8) -> exact.ClassPosterior:
     """Exact posterior of the classes of ``Z`` with at most ``k_max`` causes, links summed out.
@@ -1158,19 +1201,8 @@ def class_posterior(X, *, alpha: float = 1.0, weight_prob: float = 0.2, strength
     Check ``tail_bound`` before trusting the numbers (here it is large: raise ``k_max`` or
     lower ``alpha``).
     """
-    X = check_binary_matrix("X", X).astype(np.int8)
-    if not 1 <= X.shape[0] <= exact.MAX_ROWS:
-        raise ValueError(f"X must have 1 to {exact.MAX_ROWS} rows for enumeration, "
-                         f"got {X.shape[0]}")
-    params = NoisyOrParameters.checked(alpha, weight_prob, strength, leak, beta,
-                                       n_rows=X.shape[0])
-    k_max = check_count("k_max", k_max)
+    params = NoisyOrParameters(alpha, weight_prob, strength, leak, beta)
     n_rows = X.shape[0]
-    # the enumeration doors' one rule, with this door's costlier classes counted too
-    check_enumeration(n_rows, k_max, limits=[
-        ("classes for the noisy-OR (about 0.2 ms each)", lambda k: exact.count_classes(n_rows, k),
-         MAX_ENUMERATED_CLASSES),
-        ("link terms", lambda k: link_terms(n_rows, X.shape[1], k), MAX_LINK_TERMS)])
     counts, k_plus, log_prior_at_1, _, _ = class_table(n_rows, k_max, params.beta)
     rate = params.alpha * harmonic(n_rows, params.beta)
     log_prior = log_prior_at_1 + k_plus * math.log(params.alpha) - (rate - rate / params.alpha)
