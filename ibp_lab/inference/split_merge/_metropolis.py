@@ -2,8 +2,9 @@
 
 :func:`metropolis_hastings` runs proposals from any ``propose(Z, rng)`` and
 records the pieces of each log ratio in a ``stats`` dict (layout in
-:mod:`ibp_lab.inference.split_merge`); :func:`check_move_inputs` is the door of every
-public move: the hyperparameters pass :func:`ibp_lab._hyper.check_hyperparameters`,
+:mod:`ibp_lab.inference.split_merge`); :data:`MOVE_CONSTRAINTS` is the door of every
+public move, declared once (:func:`check_move_inputs` runs it for callers that check once):
+the hyperparameters pass :func:`ibp_lab._hyper.check_hyperparameters`,
 the same door as :func:`ibp_lab.inference.gibbs.gibbs_sweep`, so moves and sweeps accept
 exactly the same settings.
 """
@@ -14,7 +15,8 @@ import math
 
 import numpy as np
 
-from ibp_lab._checks import check_count, check_data_matrix, check_inverse_temperature, check_rng
+from ibp_lab._checks import (HYPERPARAMETERS, Checked, Count, DataMatrix, Generator,
+                             InverseTemperature, Joint, Rows, validated)
 from ibp_lab._hyper import check_discount, check_feature_matrix, check_hyperparameters
 from ibp_lab.inference._moves import Move
 from ibp_lab.inference.split_merge._target import LogJoint
@@ -82,17 +84,31 @@ def metropolis_hastings(target, Z, rng, n_proposals, propose, stats, current=Non
     return Z, current
 
 
+#: ``n_proposals`` of the moves: at most :data:`MAX_PROPOSALS`.
+PROPOSALS = Count(maximum=MAX_PROPOSALS)
+#: The door of the moves on ``Z``, in its order (``n_proposals`` between ``rng`` and
+#: ``inverse_temperature``): the same as gibbs_sweep's, so that moves and sweeps accept
+#: exactly the same settings.
+MOVE_CONSTRAINTS = dict(
+    X=DataMatrix(),
+    Z=Checked(check_feature_matrix, rows_of="X"),
+    hyperparameters=Joint(check_hyperparameters, "X", *HYPERPARAMETERS, sets=HYPERPARAMETERS),
+    discount=Joint(check_discount, Rows("X"), "alpha", "beta", "discount", sets="discount"),
+    rng=Generator(),
+    n_proposals=PROPOSALS,
+    inverse_temperature=InverseTemperature(),
+)
+#: The same door without ``n_proposals`` (the singleton update has none).
+SWEEP_CONSTRAINTS = {name: constraint for name, constraint in MOVE_CONSTRAINTS.items()
+                     if name != "n_proposals"}
+
+
+@validated(**MOVE_CONSTRAINTS)
 def check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, n_proposals, beta, discount=0.0,
                       inverse_temperature=1.0):
-    X = check_data_matrix("X", X)
-    Z = check_feature_matrix("Z", Z, n_rows=X.shape[0])
-    # the same door as gibbs_sweep: moves and sweeps accept exactly the same settings
-    hyper = check_hyperparameters(X, alpha, sigma_x, sigma_a, beta)
-    discount = check_discount(X.shape[0], hyper.alpha, hyper.beta, discount)
-    rng = check_rng(rng)
-    n_proposals = check_count("n_proposals", n_proposals, maximum=MAX_PROPOSALS)
-    inverse_temperature = check_inverse_temperature(inverse_temperature)
-    return X, Z, LogJoint(X, *hyper, discount=discount,
+    """:data:`MOVE_CONSTRAINTS` as a function, for callers that check once and then run
+    many rounds: ``(X, Z, LogJoint, rng, n_proposals)``, checked."""
+    return X, Z, LogJoint(X, alpha, sigma_x, sigma_a, beta, discount=discount,
                           inverse_temperature=inverse_temperature), rng, n_proposals
 
 
@@ -100,8 +116,9 @@ class SplitMergeMove(Move):
     """``n_proposals`` Metropolis-Hastings proposals of one split-merge family, as a move
     (:class:`ibp_lab.inference.chains.Move`): subclasses give the proposer."""
 
+    @validated(n_proposals=PROPOSALS)
     def __init__(self, n_proposals: int = 10):
-        self.n_proposals = check_count("n_proposals", n_proposals, maximum=MAX_PROPOSALS)
+        self.n_proposals = n_proposals
 
     def _proposer(self, target):
         """``propose(Z, rng) -> Proposal or None`` for the target ``target``."""

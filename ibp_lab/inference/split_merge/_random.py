@@ -12,14 +12,15 @@ import math
 
 import numpy as np
 
+from ibp_lab._checks import validated
 from ibp_lab.inference.split_merge._metropolis import (
+    MOVE_CONSTRAINTS,
     SplitMergeMove,
-    check_move_inputs,
     empty_stats,
     finish_stats,
     metropolis_hastings,
 )
-from ibp_lab.inference.split_merge._target import Proposal, n_equal
+from ibp_lab.inference.split_merge._target import LogJoint, Proposal, n_equal
 
 __all__ = ["random_split_merge", "random_proposal", "RandomSplitMerge"]
 
@@ -93,6 +94,7 @@ def random_proposal(Z: np.ndarray, rng: np.random.Generator) -> Proposal | None:
     return _random_split(Z, k, labels)
 
 
+@validated(**MOVE_CONSTRAINTS)
 def random_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
                        rng: np.random.Generator, n_proposals: int, *,
                        beta: float = 1.0, discount: float = 0.0,
@@ -150,9 +152,8 @@ def random_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     >>> bool(stats["accepted_splits"] > 0 and stats["accepted_merges"] > 0)
     True
     """
-    X, Z, target, rng, n_proposals = check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng,
-                                                       n_proposals, beta, discount,
-                                                       inverse_temperature)
+    target = LogJoint(X, alpha, sigma_x, sigma_a, beta, discount=discount,
+                      inverse_temperature=inverse_temperature)
     stats = empty_stats()
     Z, _ = metropolis_hastings(target, Z, rng, n_proposals, random_proposal, stats)
     return np.ascontiguousarray(Z), finish_stats(stats)

@@ -15,9 +15,10 @@ import numpy as np
 from numba import njit
 
 from ibp_lab._kernel import refresh, row_in, row_out
+from ibp_lab._checks import validated
 from ibp_lab.inference.split_merge._metropolis import (
+    MOVE_CONSTRAINTS,
     SplitMergeMove,
-    check_move_inputs,
     empty_stats,
     finish_stats,
     metropolis_hastings,
@@ -249,6 +250,7 @@ def sequential_proposal(target: LogJoint, Z: np.ndarray, rng: np.random.Generato
     return _sequential_merge(target, Z, i, j, a, b, order)
 
 
+@validated(**MOVE_CONSTRAINTS)
 def sequential_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
                            rng: np.random.Generator, n_proposals: int, *,
                            beta: float = 1.0, discount: float = 0.0,
@@ -306,9 +308,8 @@ def sequential_split_merge(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     >>> stats["accepted_splits"] >= 1, Z.shape[1] >= 2
     (True, True)
     """
-    X, Z, target, rng, n_proposals = check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng,
-                                                        n_proposals, beta, discount,
-                                                        inverse_temperature)
+    target = LogJoint(X, alpha, sigma_x, sigma_a, beta, discount=discount,
+                      inverse_temperature=inverse_temperature)
     return sequential_moves(target, Z, rng, n_proposals)
 
 

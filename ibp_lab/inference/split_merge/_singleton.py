@@ -12,7 +12,8 @@ from numba import njit
 
 from ibp_lab._kernel import refresh, row_out, sample_new_dishes
 from ibp_lab.inference._moves import Move
-from ibp_lab.inference.split_merge._metropolis import check_move_inputs
+from ibp_lab._checks import validated
+from ibp_lab.inference.split_merge._metropolis import SWEEP_CONSTRAINTS
 from ibp_lab.inference.split_merge._target import LogJoint
 
 __all__ = ["singleton_update", "singleton_sweep", "SingletonUpdate"]
@@ -54,6 +55,7 @@ def singleton_step(target: LogJoint, Z: np.ndarray, i: int, rng, buf):
     return np.ascontiguousarray(np.hstack([Z, extra])), buf
 
 
+@validated(**SWEEP_CONSTRAINTS)
 def singleton_update(X, Z, alpha: float, sigma_x: float, sigma_a: float,
                      rng: np.random.Generator, *, beta: float = 1.0,
                      discount: float = 0.0, inverse_temperature: float = 1.0) -> np.ndarray:
@@ -101,8 +103,8 @@ def singleton_update(X, Z, alpha: float, sigma_x: float, sigma_a: float,
     >>> bool(Z[0].sum() >= 1), int(Z[1].sum())  # row 1 is fitted without any feature
     (True, 0)
     """
-    X, Z, target, rng, _ = check_move_inputs(X, Z, alpha, sigma_x, sigma_a, rng, 0, beta,
-                                             discount, inverse_temperature)
+    target = LogJoint(X, alpha, sigma_x, sigma_a, beta, discount=discount,
+                      inverse_temperature=inverse_temperature)
     return singleton_sweep(target, Z, rng)
 
 
