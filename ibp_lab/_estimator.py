@@ -6,8 +6,18 @@ asks for particular kinds of error and particular words in their messages (a spa
 matrix refused by saying so, complex data refused with ``ValueError``, a 1-D array refused
 with "Reshape your data", a width that differs from the fitted one named as "X has d
 features, but E is expecting D features as input"). This module holds the one reading of
-``rng`` (:func:`estimator_generator`) and the one door of the data (:func:`estimator_rows`)
-that every estimator calls, so that they keep the same manners.
+``rng`` (:func:`estimator_generator`), the one door of the data (:func:`estimator_rows`)
+and the one door of the parameters (:func:`checked_parameters`) that every estimator
+calls, so that they keep the same manners.
+
+Parameters declared once. As in scikit-learn (``_parameter_constraints``), ``__init__``
+stores the parameters as given and each estimator class states what they must be, once,
+as data: a class-level ``parameter_constraints`` mapping of the constraint objects of
+:mod:`ibp_lab._checks` (:class:`~ibp_lab._checks.Positive`, ..., and
+:class:`~ibp_lab._checks.Joint` entries for relations such as ``burn < n_sweeps``), in the
+order the checks run. ``fit`` calls :func:`checked_parameters`, which reads
+``get_params()`` against that mapping, so the messages, and which of two bad parameters
+is named, follow the declared order. :class:`Seed` is the constraint of ``rng``.
 
 Seeding. scikit-learn seeds an estimator only through a parameter named ``random_state``
 (``sklearn.utils.estimator_checks`` and its tools call ``set_random_state``, which touches
@@ -24,9 +34,10 @@ import numbers
 
 import numpy as np
 
-from ibp_lab._checks import as_array, check_data_matrix, copy_generator
+from ibp_lab._checks import Constraint, Joint, Rows, as_array, check_data_matrix, copy_generator
 
-__all__ = ["DEFAULT_RNG", "estimator_generator", "estimator_rows"]
+__all__ = ["DEFAULT_RNG", "Seed", "checked_parameters", "estimator_generator",
+           "estimator_rows"]
 
 #: The estimators' default ``rng``: a fixed seed, so that a fit is reproducible at default
 #: construction, as scikit-learn's tools expect of an estimator they cannot seed.
@@ -126,3 +137,65 @@ def _numbers_of(name: str, X: np.ndarray) -> np.ndarray:
                             f"that is not a number; got an entry of type "
                             f"{type(entry).__name__}")
     return X.astype(np.float64)
+
+
+class Seed(Constraint):
+    """An estimator's ``rng`` parameter, read as :func:`estimator_generator` reads it: the
+    checked value is the generator a fit draws from (a copy of a given Generator).
+
+    Examples
+    --------
+    >>> isinstance(Seed().check("rng", 3), np.random.Generator)
+    True
+    """
+
+    def check(self, name, value):
+        return estimator_generator(value)
+
+
+def checked_parameters(estimator, **known) -> dict:
+    """An estimator's parameters checked against its class's ``parameter_constraints``.
+
+    The parameters (``estimator.get_params(deep=False)``) and ``known`` (values the caller
+    has already checked, such as the rows ``X`` that a :class:`~ibp_lab._checks.Joint`
+    reads) go through the mapping in its declared order, each constraint replacing its
+    parameter by the checked value; a :class:`~ibp_lab._checks.Joint` gets the values of
+    its ``reads`` (checked if declared before it; :class:`~ibp_lab._checks.Rows` as a
+    number of rows) and sets those of its ``sets``. The first refusal is raised as the
+    constraint raised it. Parameters without a constraint come back as given.
+
+    Parameters
+    ----------
+    estimator : object
+        A scikit-learn style estimator whose class declares ``parameter_constraints``.
+    **known
+        Values checked already, available to the constraints by name.
+
+    Returns
+    -------
+    dict
+        Every parameter (and every ``known`` value), checked, by name.
+
+    Examples
+    --------
+    >>> from ibp_lab._checks import Count, Positive
+    >>> class Toy:
+    ...     parameter_constraints = {"n": Count(minimum=1), "scale": Positive()}
+    ...     def get_params(self, deep=True):
+    ...         return {"n": 3, "scale": 2}
+    >>> checked_parameters(Toy())
+    {'n': 3, 'scale': 2.0}
+    """
+    values = {**estimator.get_params(deep=False), **known}
+    for key, constraint in type(estimator).parameter_constraints.items():
+        if isinstance(constraint, Joint):
+            result = constraint.function(*(values[read.of].shape[0] if isinstance(read, Rows)
+                                           else values[read] for read in constraint.reads))
+            if len(constraint.sets) == 1:
+                values[constraint.sets[0]] = result
+            elif constraint.sets:
+                values.update(zip(constraint.sets, result))
+        else:
+            earlier = (values[name] for name in constraint.reads)
+            values[key] = constraint.check(key, values[key], *earlier)
+    return values

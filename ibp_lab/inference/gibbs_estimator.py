@@ -36,8 +36,9 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ibp_lab._checks import NotFittedError, check_count
-from ibp_lab._estimator import DEFAULT_RNG, estimator_generator, estimator_rows
+from ibp_lab._checks import Checked, Count, Joint, NotFittedError, check_count
+from ibp_lab._estimator import (DEFAULT_RNG, Seed, checked_parameters, estimator_generator,
+                                estimator_rows)
 
 __all__ = ["GibbsIBP", "HYPERPARAMETERS_TO_LEARN"]
 
@@ -47,6 +48,29 @@ HYPERPARAMETERS_TO_LEARN = ("alpha", "sigma_x", "sigma_a")
 _TRANSFORM_SWEEPS, _TRANSFORM_BURN = 200, 20
 # Most kept draws in one fit: each is an N x K int8 matrix kept in memory.
 _MAX_KEPT_DRAWS = 100_000
+
+
+def _checked_learn(name: str, learn) -> frozenset:
+    """``learn`` as a set of names among :data:`HYPERPARAMETERS_TO_LEARN` (one name alone too)."""
+    names = (learn,) if isinstance(learn, str) else learn
+    if not isinstance(names, (tuple, list, frozenset, set)) or any(
+            not isinstance(one, str) or one not in HYPERPARAMETERS_TO_LEARN for one in names):
+        raise ValueError(f"{name} must be a tuple of names among {HYPERPARAMETERS_TO_LEARN} "
+                         f"(empty: learn none), got {learn!r}")
+    return frozenset(names)
+
+
+def _checked_burn(burn, n_sweeps: int) -> int:
+    """``burn`` in ``[0, n_sweeps)``: the warm-up leaves at least one sweep."""
+    return check_count("burn", burn, maximum=n_sweeps - 1)
+
+
+def _check_kept(n_chains: int, n_sweeps: int, burn: int, thin: int) -> None:
+    """Refuse a fit that would keep more than ``_MAX_KEPT_DRAWS`` draws in memory."""
+    kept = n_chains * math.ceil((n_sweeps - burn) / thin)
+    if kept > _MAX_KEPT_DRAWS:
+        raise ValueError(f"n_chains * (n_sweeps - burn) / thin must keep at most "
+                         f"{_MAX_KEPT_DRAWS} draws, got {kept}: raise thin")
 
 
 class GibbsIBP(TransformerMixin, BaseEstimator):
@@ -126,6 +150,22 @@ class GibbsIBP(TransformerMixin, BaseEstimator):
     True
     """
 
+    #: What :meth:`fit` checks, in this order (after ``X``), by
+    #: :func:`ibp_lab._estimator.checked_parameters`. ``alpha``, ``sigma_x``, ``sigma_a``,
+    #: ``beta`` and the largest ``n_chains`` are checked after these by
+    #: :func:`~ibp_lab.inference.chains.run_chains`, the runner's own door (with ``X``: the
+    #: scales' ratio, the scale warning), whose words they keep.
+    parameter_constraints = {
+        "learn": Checked(_checked_learn),
+        "n_sweeps": Count(minimum=1),
+        "burn": Joint(_checked_burn, "burn", "n_sweeps", sets="burn"),
+        "thin": Count(minimum=1),
+        "n_chains": Count(minimum=1),
+        "kept draws": Joint(_check_kept, "n_chains", "n_sweeps", "burn", "thin"),
+        "n_score_draws": Count(minimum=1),
+        "rng": Seed(),
+    }
+
     def __init__(self, *, alpha: float = 1.0, sigma_x: float = 1.0, sigma_a: float = 1.0,
                  beta: float = 1.0, learn: tuple = ("alpha", "sigma_a"),
                  n_chains: int = 2, n_sweeps: int = 300, burn: int = 150, thin: int = 5,
@@ -142,29 +182,6 @@ class GibbsIBP(TransformerMixin, BaseEstimator):
         self.thin = thin
         self.n_score_draws = n_score_draws
         self.rng = rng
-
-    # ------------------------------------------------------------------ the door
-
-    def _checked_learn(self) -> frozenset:
-        learn = self.learn
-        if isinstance(learn, str):
-            learn = (learn,)
-        if not isinstance(learn, (tuple, list, frozenset, set)) or any(
-                not isinstance(name, str) or name not in HYPERPARAMETERS_TO_LEARN for name in learn):
-            raise ValueError(f"learn must be a tuple of names among {HYPERPARAMETERS_TO_LEARN} "
-                             f"(empty: learn none), got {self.learn!r}")
-        return frozenset(learn)
-
-    def _check_kept(self, n_rows: int) -> None:
-        n_sweeps = check_count("n_sweeps", self.n_sweeps, minimum=1)
-        burn = check_count("burn", self.burn, maximum=n_sweeps - 1)
-        thin = check_count("thin", self.thin, minimum=1)
-        n_chains = check_count("n_chains", self.n_chains, minimum=1)
-        kept = n_chains * math.ceil((n_sweeps - burn) / thin)
-        if kept > _MAX_KEPT_DRAWS:
-            raise ValueError(f"n_chains * (n_sweeps - burn) / thin must keep at most "
-                             f"{_MAX_KEPT_DRAWS} draws, got {kept}: raise thin")
-        check_count("n_score_draws", self.n_score_draws, minimum=1)
 
     # ------------------------------------------------------------------ fitting
 
@@ -184,12 +201,11 @@ class GibbsIBP(TransformerMixin, BaseEstimator):
         from ibp_lab.inference.chains import run_chains
 
         X = estimator_rows(self, X)
-        learn = self._checked_learn()
-        self._check_kept(X.shape[0])
+        p = checked_parameters(self)
         idata, chains = run_chains(
-            X, self.n_chains, self.n_sweeps, _chains_generator(self.rng), alpha=self.alpha,
+            X, p["n_chains"], p["n_sweeps"], _chains_generator(p["rng"]), alpha=self.alpha,
             sigma_x=self.sigma_x, sigma_a=self.sigma_a, beta=self.beta,
-            moves=_moves_learning(learn), burn=self.burn, thin=self.thin)
+            moves=_moves_learning(p["learn"]), burn=p["burn"], thin=p["thin"])
         draws = _kept_draws(chains)
         features, ownership, support = _supported_features(X, draws)
         self._X, self._draws = X, draws
@@ -271,15 +287,16 @@ class GibbsIBP(TransformerMixin, BaseEstimator):
         return float(np.mean(result.log_density))
 
 
-def _chains_generator(rng) -> np.random.Generator:
-    """The parent generator of the chains: seeded by four draws from ``rng``'s reading.
+def _chains_generator(rng: np.random.Generator) -> np.random.Generator:
+    """The parent generator of the chains: seeded by four draws from ``rng``'s reading
+    (the checked ``rng``, :class:`ibp_lab._estimator.Seed`).
 
     :func:`ibp_lab.inference.chains.run_chains` spawns the chains' generators from its parent's
     seed sequence, and a copied Generator (:func:`ibp_lab._estimator.estimator_generator`)
     carries a fresh one; seeding a new parent from draws of the copy makes ``rng=7`` and
     ``rng=np.random.default_rng(7)`` give the same chains, fit after fit.
     """
-    return np.random.default_rng(estimator_generator(rng).integers(2**63, size=4))
+    return np.random.default_rng(rng.integers(2**63, size=4))
 
 
 # --------------------------------------------------------------------------------------
