@@ -44,18 +44,19 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ibp_lab._checks import (
+    Checked,
     Count,
     DataMatrix,
     Joint,
     NotFittedError,
+    Positive,
     Rows,
     check_count,
-    check_positive,
     check_rng,
     check_size,
     validated,
 )
-from ibp_lab._estimator import DEFAULT_RNG, estimator_generator, estimator_rows
+from ibp_lab._estimator import DEFAULT_RNG, Seed, checked_parameters, estimator_rows
 from ibp_lab._hyper import MAX_FEATURES, check_hyperparameters
 from ibp_lab.inference._enumeration import (check_enumeration, class_table, column_types,
                                              gaussian_loglik)
@@ -97,6 +98,24 @@ def _initial_state(problem: Problem, rng: np.random.Generator) -> State:
         # about -K / alpha); the sticks' prior Beta(alpha, 1) has no such pull
         update_sticks(state, problem)
     return state
+
+
+def _one_parameter_hyperparameters(X, alpha, sigma_x, sigma_a):
+    """``check_hyperparameters`` at ``beta = 1``: the checked alpha, sigma_x and sigma_a."""
+    return tuple(check_hyperparameters(X, alpha, sigma_x, sigma_a))[:3]
+
+
+def _checked_family(name: str, family) -> str:
+    """One of :data:`FAMILIES`."""
+    if not isinstance(family, str) or family not in FAMILIES:
+        raise ValueError(f"{name} must be one of {FAMILIES}, got {family!r}")
+    return family
+
+
+def _check_q_size(X: np.ndarray, n_features: int) -> None:
+    """Refuse a ``q(Z)`` and residuals too large to hold: ``N (K + D)`` numbers."""
+    check_size("q(Z) and the residuals", float(X.shape[0]) * (n_features + X.shape[1]),
+               names=("X", "n_features"))
 
 
 # --------------------------------------------------------------------------------------
@@ -176,6 +195,20 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
     (6,)
     """
 
+    #: What :meth:`fit` checks, in this order (after ``X``), by
+    #: :func:`ibp_lab._estimator.checked_parameters`; the hyperparameters with ``X``, as the
+    #: collapsed sampler's door (:func:`ibp_lab._hyper.check_hyperparameters`, ``beta = 1``).
+    parameter_constraints = {
+        "hyperparameters": Joint(_one_parameter_hyperparameters, "X", "alpha", "sigma_x",
+                                 "sigma_a", sets=("alpha", "sigma_x", "sigma_a")),
+        "n_features": Count(minimum=1, maximum=MAX_FEATURES),
+        "family": Checked(_checked_family),
+        "size": Joint(_check_q_size, "X", "n_features"),
+        "max_iter": Count(minimum=1, maximum=10**6),
+        "tol": Positive(allow_zero=True),
+        "rng": Seed(),
+    }
+
     def __init__(self, *, alpha: float = 1.0, sigma_x: float = 1.0, sigma_a: float = 1.0,
                  n_features: int = 10, family: str = "stick_breaking", max_iter: int = 200,
                  tol: float = 1e-6, rng: np.random.Generator | int | None = DEFAULT_RNG) -> None:
@@ -187,23 +220,6 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.rng = rng
-
-    # ------------------------------------------------------------------ the one door
-
-    def _problem(self, X) -> Problem:
-        X = estimator_rows(self, X)
-        hyper = check_hyperparameters(X, self.alpha, self.sigma_x, self.sigma_a)
-        n_features = check_count("n_features", self.n_features, minimum=1,
-                                 maximum=MAX_FEATURES)
-        if not isinstance(self.family, str) or self.family not in FAMILIES:
-            raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
-        check_size("q(Z) and the residuals", float(X.shape[0]) * (n_features + X.shape[1]),
-                   names=("X", "n_features"))
-        return Problem(X, hyper.alpha, hyper.sigma_x**2, hyper.sigma_a**2, n_features,
-                       self.family)
-
-    def _generator(self) -> np.random.Generator:
-        return estimator_generator(self.rng)
 
     # ------------------------------------------------------------------ fitting
 
@@ -220,13 +236,14 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
         VariationalIBP
             ``self``, fitted.
         """
-        problem = self._problem(X)
-        max_iter = check_count("max_iter", self.max_iter, minimum=1, maximum=10**6)
-        tol = check_positive("tol", self.tol, allow_zero=True)
-        state = _initial_state(problem, self._generator())
+        p = checked_parameters(self, X=estimator_rows(self, X))
+        problem = Problem(p["X"], p["alpha"], p["sigma_x"]**2, p["sigma_a"]**2,
+                          p["n_features"], p["family"])
+        state = _initial_state(problem, p["rng"])
         bounds = []
         self.converged_ = False
-        for _ in range(max_iter):
+        tol = p["tol"]
+        for _ in range(p["max_iter"]):
             iterate(state, problem)
             bounds.append(elbo(state, problem))
             if len(bounds) > 1:
@@ -462,11 +479,6 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
 # --------------------------------------------------------------------------------------
 # The finite model's exact evidence
 # --------------------------------------------------------------------------------------
-
-
-def _one_parameter_hyperparameters(X, alpha, sigma_x, sigma_a):
-    """``check_hyperparameters`` at ``beta = 1``: the checked alpha, sigma_x and sigma_a."""
-    return tuple(check_hyperparameters(X, alpha, sigma_x, sigma_a))[:3]
 
 
 @validated(X=DataMatrix(),
