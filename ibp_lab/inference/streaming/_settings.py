@@ -31,12 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ibp_lab._checks import MAX_PARAMETER, check_count, check_flag, check_positive
+from ibp_lab._checks import (MAX_PARAMETER, Checked, Count, Flag, Joint, OneOf, Positive,
+                             check_positive, validated)
 from ibp_lab._hyper import MAX_EXPECTED_FEATURES, MIN_NOISE_RATIO, harmonic
 from ibp_lab.inference._moves import HyperparameterMove, Move, check_moves
 
-__all__ = ["BIRTHS", "MAX_BUFFER", "MAX_STEPS", "MODELS", "SETTING_KEYS", "Settings",
-           "check_buffer_moves", "check_settings"]
+__all__ = ["BIRTHS", "MAX_BUFFER", "MAX_STEPS", "MODELS", "SETTING_CONSTRAINTS", "SETTING_KEYS",
+           "Settings", "check_buffer_moves", "check_settings", "settings_from"]
 
 #: Largest birth buffer (rows); its memory is ``buffer_size * D`` numbers.
 MAX_BUFFER = 10_000
@@ -79,73 +80,6 @@ class Settings:
 #: The settings a state stores, in the order of :class:`Settings` (not ``buffer_moves``:
 #: move objects are not numbers a checkpoint can hold).
 SETTING_KEYS = tuple(name for name in Settings.__dataclass_fields__ if name != "buffer_moves")
-
-
-def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, n_steps, tol,
-                   ossify, keep_history, record_posteriors, births=None,
-                   buffer_size=100, buffer_moves=None) -> Settings:
-    """The one door of the estimator's parameters: :meth:`RecursiveIBP.fit`, ``partial_fit``
-    and a restored state (:func:`ibp_lab.inference.streaming._state.validate_state`) all come through it.
-
-    At most one of ``alpha`` (> 0) and ``log_alpha`` (finite, at most
-    ``log(MAX_PARAMETER)``) is given (neither: ``alpha = 1``); the logarithm reaches masses below the smallest
-    float (:meth:`RecursiveIBP.bp_means_limit`). ``births`` is ``"buffer"`` or ``"single"``;
-    ``None`` chooses ``"buffer"`` for the linear-Gaussian model and ``"single"`` for factor
-    analysis, whose weights the buffer's collapsed sampler does not model (so
-    ``"buffer"`` with factor analysis is refused). With ``births="buffer"`` the limits of
-    the buffer's sampler are checked too (module docstring). ``buffer_moves`` passes
-    :func:`check_buffer_moves` and is refused with ``births="single"``, which has no
-    buffer to search.
-
-    Examples
-    --------
-    >>> s = check_settings(alpha=2.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0,
-    ...                    sigma_w=1.0, model="linear_gaussian", n_steps=3, tol=1e-6,
-    ...                    ossify=False, keep_history=True, record_posteriors=False)
-    >>> round(s.alpha, 12), s.n_steps, s.births
-    (2.0, 3, 'buffer')
-    >>> check_settings(alpha=1000.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0,
-    ...                sigma_w=1.0, model="linear_gaussian", n_steps=3, tol=1e-6,
-    ...                ossify=False, keep_history=True, record_posteriors=False)
-    Traceback (most recent call last):
-    ...
-    ValueError: alpha = 1000 is too large for births='buffer' with beta = 1 and buffer_size = 100: the buffer's sampler would expect up to 5187 features among its 100 residuals (alpha sum_(i < buffer_size) beta / (beta + i)), more than its limit of 1000; alpha must be at most 192.8 here (or lower buffer_size or beta, or use births='single')
-    """
-    if log_alpha is None:
-        # alpha=None (the estimator's default) with no log_alpha is the unit mass
-        log_alpha = float(np.log(check_positive("alpha", 1.0 if alpha is None else alpha)))
-    elif alpha is not None:
-        raise ValueError(f"give alpha or log_alpha, not both (got alpha={alpha!r} and "
-                         f"log_alpha={log_alpha!r}); set alpha=None to use log_alpha")
-    elif isinstance(log_alpha, bool) or not isinstance(log_alpha, numbers.Real) \
-            or not np.isfinite(log_alpha) or log_alpha > np.log(MAX_PARAMETER):
-        raise ValueError(f"log_alpha must be a finite real <= log({MAX_PARAMETER:g}), "
-                         f"got {log_alpha!r}")
-    if not isinstance(model, str) or model not in MODELS:
-        raise ValueError(f"model must be 'linear_gaussian' or 'factor_analysis', got {model!r}")
-    births = _check_births(births, model)
-    settings = Settings(
-        log_alpha=float(log_alpha),
-        beta=check_positive("beta", beta),
-        sigma_x=check_positive("sigma_x", sigma_x),
-        sigma_a=check_positive("sigma_a", sigma_a),
-        sigma_w=check_positive("sigma_w", sigma_w),
-        model=model,
-        n_steps=check_count("n_steps", n_steps, minimum=1, maximum=MAX_STEPS),
-        tol=check_positive("tol", tol, upper=0.01),
-        ossify=check_flag("ossify", ossify),
-        keep_history=check_flag("keep_history", keep_history),
-        record_posteriors=check_flag("record_posteriors", record_posteriors),
-        births=births,
-        buffer_size=check_count("buffer_size", buffer_size, minimum=2, maximum=MAX_BUFFER),
-        buffer_moves=check_buffer_moves(buffer_moves),
-    )
-    if settings.buffer_moves is not None and births != "buffer":
-        raise ValueError(f"buffer_moves is for births='buffer' (the moves of the buffer's "
-                         f"search), got births={births!r}, which has no buffer; leave "
-                         "buffer_moves=None or use births='buffer'")
-    _check_buffer_sampler(settings)
-    return settings
 
 
 def check_buffer_moves(moves, name: str = "buffer_moves") -> tuple | None:
@@ -209,7 +143,8 @@ def _check_births(births, model: str) -> str:
     return births
 
 
-def _check_buffer_sampler(settings: Settings) -> None:
+def _check_buffer_sampler(births: str, log_alpha: float, beta: float, sigma_x: float,
+                          sigma_a: float, buffer_size: int) -> None:
     """Refuse the parameters that the buffer's collapsed sampler would refuse (module
     docstring), naming the estimator's parameters.
 
@@ -219,22 +154,118 @@ def _check_buffer_sampler(settings: Settings) -> None:
     therefore the most the sampler can be asked to hold (a flushed buffer has fewer rows,
     and fewer expected features).
     """
-    if settings.births != "buffer":
+    if births != "buffer":
         return
-    if settings.sigma_x / settings.sigma_a < MIN_NOISE_RATIO:
+    alpha = float(np.exp(log_alpha))  # as Settings.alpha reads it
+    if sigma_x / sigma_a < MIN_NOISE_RATIO:
         raise ValueError(
             f"sigma_x / sigma_a must be >= {MIN_NOISE_RATIO:g} with births='buffer', got "
-            f"sigma_x = {settings.sigma_x:g} and sigma_a = {settings.sigma_a:g} (ratio "
-            f"{settings.sigma_x / settings.sigma_a:.3g}): the buffer's collapsed sampler loses "
+            f"sigma_x = {sigma_x:g} and sigma_a = {sigma_a:g} (ratio "
+            f"{sigma_x / sigma_a:.3g}): the buffer's collapsed sampler loses "
             "all precision below it; raise sigma_x, lower sigma_a, or use births='single'")
-    per_unit_alpha = harmonic(settings.buffer_size, settings.beta)
-    expected = settings.alpha * per_unit_alpha
+    per_unit_alpha = harmonic(buffer_size, beta)
+    expected = alpha * per_unit_alpha
     limit = MAX_EXPECTED_FEATURES * (1.0 - _ROUNDING_MARGIN)
     if expected > limit:
         raise ValueError(
-            f"alpha = {settings.alpha:.4g} is too large for births='buffer' with beta = "
-            f"{settings.beta:g} and buffer_size = {settings.buffer_size}: the buffer's sampler "
-            f"would expect up to {expected:.4g} features among its {settings.buffer_size} "
+            f"alpha = {alpha:.4g} is too large for births='buffer' with beta = "
+            f"{beta:g} and buffer_size = {buffer_size}: the buffer's sampler "
+            f"would expect up to {expected:.4g} features among its {buffer_size} "
             f"residuals (alpha sum_(i < buffer_size) beta / (beta + i)), more than its limit "
             f"of {MAX_EXPECTED_FEATURES}; alpha must be at most {limit / per_unit_alpha:.4g} "
             "here (or lower buffer_size or beta, or use births='single')")
+
+
+def _checked_log_alpha(alpha, log_alpha) -> float:
+    """The mass as a log: from ``alpha`` (> 0; ``None``: 1) or ``log_alpha`` (finite, at
+    most ``log(MAX_PARAMETER)``), never both (:func:`check_settings`)."""
+    if log_alpha is None:
+        # alpha=None (the estimator's default) with no log_alpha is the unit mass
+        return float(np.log(check_positive("alpha", 1.0 if alpha is None else alpha)))
+    if alpha is not None:
+        raise ValueError(f"give alpha or log_alpha, not both (got alpha={alpha!r} and "
+                         f"log_alpha={log_alpha!r}); set alpha=None to use log_alpha")
+    if isinstance(log_alpha, bool) or not isinstance(log_alpha, numbers.Real) \
+            or not np.isfinite(log_alpha) or log_alpha > np.log(MAX_PARAMETER):
+        raise ValueError(f"log_alpha must be a finite real <= log({MAX_PARAMETER:g}), "
+                         f"got {log_alpha!r}")
+    return float(log_alpha)
+
+
+def _checked_buffer_moves(name: str, moves) -> tuple | None:
+    """:func:`check_buffer_moves` as a constraint (the name first)."""
+    return check_buffer_moves(moves, name)
+
+
+def _check_moves_have_buffer(buffer_moves, births: str) -> None:
+    """Refuse ``buffer_moves`` with ``births='single'``, which has no buffer to search."""
+    if buffer_moves is not None and births != "buffer":
+        raise ValueError(f"buffer_moves is for births='buffer' (the moves of the buffer's "
+                         f"search), got births={births!r}, which has no buffer; leave "
+                         "buffer_moves=None or use births='buffer'")
+
+
+#: What the stream's parameters must be, in the order they are checked: the door of
+#: :func:`check_settings` and :class:`~ibp_lab.inference.streaming.RecursiveIBP`'s
+#: ``parameter_constraints``. ``alpha`` is folded into ``log_alpha``; ``births=None``
+#: becomes the model's default.
+SETTING_CONSTRAINTS = {
+    "log_alpha": Joint(_checked_log_alpha, "alpha", "log_alpha", sets="log_alpha"),
+    "model": OneOf(*MODELS),
+    "births": Joint(_check_births, "births", "model", sets="births"),
+    "beta": Positive(),
+    "sigma_x": Positive(),
+    "sigma_a": Positive(),
+    "sigma_w": Positive(),
+    "n_steps": Count(minimum=1, maximum=MAX_STEPS),
+    "tol": Positive(upper=0.01),
+    "ossify": Flag(),
+    "keep_history": Flag(),
+    "record_posteriors": Flag(),
+    "buffer_size": Count(minimum=2, maximum=MAX_BUFFER),
+    "buffer_moves": Checked(_checked_buffer_moves),
+    "moves need a buffer": Joint(_check_moves_have_buffer, "buffer_moves", "births"),
+    "buffer sampler": Joint(_check_buffer_sampler, "births", "log_alpha", "beta", "sigma_x",
+                            "sigma_a", "buffer_size"),
+}
+
+
+@validated(**SETTING_CONSTRAINTS)
+def check_settings(*, alpha, log_alpha, beta, sigma_x, sigma_a, sigma_w, model, n_steps, tol,
+                   ossify, keep_history, record_posteriors, births=None,
+                   buffer_size=100, buffer_moves=None) -> Settings:
+    """The one door of the estimator's parameters: :meth:`RecursiveIBP.fit`, ``partial_fit``
+    and a restored state (:func:`ibp_lab.inference.streaming._state.validate_state`) all come through it.
+
+    At most one of ``alpha`` (> 0) and ``log_alpha`` (finite, at most
+    ``log(MAX_PARAMETER)``) is given (neither: ``alpha = 1``); the logarithm reaches masses below the smallest
+    float (:meth:`RecursiveIBP.bp_means_limit`). ``births`` is ``"buffer"`` or ``"single"``;
+    ``None`` chooses ``"buffer"`` for the linear-Gaussian model and ``"single"`` for factor
+    analysis, whose weights the buffer's collapsed sampler does not model (so
+    ``"buffer"`` with factor analysis is refused). With ``births="buffer"`` the limits of
+    the buffer's sampler are checked too (module docstring). ``buffer_moves`` passes
+    :func:`check_buffer_moves` and is refused with ``births="single"``, which has no
+    buffer to search.
+
+    Examples
+    --------
+    >>> s = check_settings(alpha=2.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+    ...                    sigma_w=1.0, model="linear_gaussian", n_steps=3, tol=1e-6,
+    ...                    ossify=False, keep_history=True, record_posteriors=False)
+    >>> round(s.alpha, 12), s.n_steps, s.births
+    (2.0, 3, 'buffer')
+    >>> check_settings(alpha=1000.0, log_alpha=None, beta=1.0, sigma_x=0.5, sigma_a=1.0,
+    ...                sigma_w=1.0, model="linear_gaussian", n_steps=3, tol=1e-6,
+    ...                ossify=False, keep_history=True, record_posteriors=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha = 1000 is too large for births='buffer' with beta = 1 and buffer_size = 100: the buffer's sampler would expect up to 5187 features among its 100 residuals (alpha sum_(i < buffer_size) beta / (beta + i)), more than its limit of 1000; alpha must be at most 192.8 here (or lower buffer_size or beta, or use births='single')
+    """
+    # the arguments arrive checked by SETTING_CONSTRAINTS (alpha folded into log_alpha)
+    return settings_from(locals())
+
+
+def settings_from(checked: dict) -> Settings:
+    """The :class:`Settings` of checked parameters (:data:`SETTING_CONSTRAINTS`), by name;
+    other names (``alpha``, ``rng``) are left out."""
+    return Settings(**{name: checked[name] for name in Settings.__dataclass_fields__})

@@ -97,7 +97,8 @@ from ibp_lab._checks import (
     check_rng,
     copy_generator,
 )
-from ibp_lab._estimator import DEFAULT_RNG, estimator_generator, estimator_rows
+from ibp_lab._estimator import (DEFAULT_RNG, checked_parameters, estimator_generator,
+                                estimator_rows)
 from ibp_lab.inference.streaming import _state
 from ibp_lab.inference.streaming._limits import (
     MAX_DATA_MAGNITUDE,
@@ -106,6 +107,7 @@ from ibp_lab.inference.streaming._limits import (
     check_entries,
     check_work,
 )
+from ibp_lab.inference.streaming._settings import SETTING_CONSTRAINTS, settings_from
 from ibp_lab.inference.streaming._stream import StreamState
 
 __all__ = ["RecursiveIBP", "LocalModel", "MAX_EXPECTED_FEATURES", "MAX_ENTRIES",
@@ -274,6 +276,12 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     0.5
     """
 
+    #: What ``fit``/``partial_fit`` check, in this order, by
+    #: :func:`ibp_lab._estimator.checked_parameters`: the stream's settings, the same
+    #: mapping as :func:`ibp_lab.inference.streaming._settings.check_settings`' door (which
+    #: a restored checkpoint goes through). ``rng`` is read after them, when a stream starts.
+    parameter_constraints = SETTING_CONSTRAINTS
+
     def __init__(
         self,
         *,
@@ -316,14 +324,8 @@ class RecursiveIBP(TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------------------------
 
     def _checked_settings(self) -> _state.Settings:
-        """The parameters through :func:`ibp_lab.inference.streaming._settings.check_settings`."""
-        return _state.check_settings(
-            alpha=self.alpha, log_alpha=self.log_alpha, beta=self.beta, sigma_x=self.sigma_x,
-            sigma_a=self.sigma_a, sigma_w=self.sigma_w, model=self.model,
-            n_steps=self.n_steps, tol=self.tol, ossify=self.ossify,
-            keep_history=self.keep_history, record_posteriors=self.record_posteriors,
-            births=self.births, buffer_size=self.buffer_size, buffer_moves=self.buffer_moves,
-        )
+        """The parameters checked against :attr:`parameter_constraints`, as settings."""
+        return settings_from(checked_parameters(self))
 
     def _parameter_key(self) -> tuple:
         """The parameters as they stand: compared with :func:`_same_parameters` to tell
