@@ -376,11 +376,13 @@ def row_in(i, Zb, K, D, Minv, Abar, m, zf, Pz, resid):
         qf += zf[a] * Pz[a]
     c2 = 1.0 + qf
     for a in range(K):
-        wa = Pz[a]
+        # one division per feature, not one per entry: the entries' products then
+        # round differently (last bit) from (wa * Pz[b]) / c2; refreshed every sweep
+        wa = Pz[a] / c2
         for b in range(K):
-            Minv[a, b] -= wa * Pz[b] / c2
+            Minv[a, b] -= wa * Pz[b]
         for d in range(D):
-            Abar[a, d] += wa * resid[d] / c2
+            Abar[a, d] += wa * resid[d]
         m[a] += zf[a]
         Zb[i, a] = np.int8(zf[a])
 

@@ -79,8 +79,9 @@ invariant.
 Implementation: the steps are compiled with numba (``cache=True``: the first call
 in a fresh environment compiles for 15-25 seconds, later processes load the
 compiled code from numba's cache in well under a second) and the small ones are
-inlined into ``update_row``. About 1 ms per sweep on the book's 300 digits with
-16 features; about 2.5 microseconds on three rows. ``M^-1`` is recomputed from
+inlined into ``update_row``. About 0.5 ms per sweep on the book's 300 digits with
+16 features (``benchmarks/gibbs.py``: the compiled sweep; a call of
+:func:`gibbs_sweep` adds its doors' checks); about 2.5 microseconds on three rows. ``M^-1`` is recomputed from
 scratch for a single row whenever removing it leaves nearly dependent columns.
 Limits that keep the sweep accurate and bounded: ``sigma_x / sigma_a >=
 MIN_NOISE_RATIO``, a prior expected number of features ``alpha * H_N <=
