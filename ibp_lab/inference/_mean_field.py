@@ -18,9 +18,11 @@ so that one set of updates serves both. The book's chapter "Variational inferenc
   :func:`sample_probabilities`: the two families' expectations, start and draws.
 - :func:`beyond_truncation`: the cost of the columns beyond the truncation.
 - :func:`rows_fit`, :func:`rows_elbo`: new rows, the global factors held fixed.
+- :data:`FAMILIES`, :func:`one_parameter_hyperparameters`, :func:`check_family`,
+  :func:`check_q_size`: the checks the two modules' doors share, declared there.
 
-No argument is checked here: the public doors of the two modules that import this one
-check them.
+The functions above check no argument: the public doors of the two modules that import
+this one check them, with the last three checks.
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import betaln, digamma, expit, xlogy
 
+from ibp_lab._checks import check_size
+from ibp_lab._hyper import check_hyperparameters
+
 __all__ = [
+    "FAMILIES",
+    "one_parameter_hyperparameters",
+    "check_family",
+    "check_q_size",
     "ROUNDING",
     "Base",
     "Problem",
@@ -55,6 +64,32 @@ _LOG_2PI = float(np.log(2 * np.pi))
 _SERIES_TERMS = 2000
 # Coordinate-ascent passes over the features of a new row in transform and score.
 _ROW_PASSES = 50
+
+
+# --------------------------------------------------------------------------------------
+# The checks both doors declare
+# --------------------------------------------------------------------------------------
+
+#: The variational families: truncated stick-breaking and finite beta-Bernoulli.
+FAMILIES = ("stick_breaking", "finite")
+
+
+def one_parameter_hyperparameters(X, alpha, sigma_x, sigma_a):
+    """``check_hyperparameters`` at ``beta = 1``: the checked alpha, sigma_x and sigma_a."""
+    return tuple(check_hyperparameters(X, alpha, sigma_x, sigma_a))[:3]
+
+
+def check_family(name: str, family) -> str:
+    """One of :data:`FAMILIES`, refused in the words of the argument ``name``."""
+    if not isinstance(family, str) or family not in FAMILIES:
+        raise ValueError(f"{name} must be one of {FAMILIES}, got {family!r}")
+    return family
+
+
+def check_q_size(X: np.ndarray, n_features: int) -> None:
+    """Refuse a ``q(Z)`` and residuals too large to hold: ``N (K + D)`` numbers."""
+    check_size("q(Z) and the residuals", float(X.shape[0]) * (n_features + X.shape[1]),
+               names=("X", "n_features"))
 
 
 # --------------------------------------------------------------------------------------

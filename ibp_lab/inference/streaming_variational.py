@@ -43,21 +43,23 @@ import numpy as np
 
 from ibp_lab._checks import (Checked, Count, DataMatrix, Generator, Joint, Positive, check_size,
                              validated)
-from ibp_lab._hyper import MAX_FEATURES, check_hyperparameters
+from ibp_lab._hyper import MAX_FEATURES
 from ibp_lab.inference._mean_field import (
     ROUNDING,
     Base,
     Problem,
     State,
     beyond_truncation,
+    check_family,
+    check_q_size,
     elbo,
     iterate,
+    one_parameter_hyperparameters,
     prior_tau,
     rows_fit,
     sample_probabilities,
     update_sticks,
 )
-from ibp_lab.inference.variational import FAMILIES
 
 __all__ = ["StreamResult", "stream_variational"]
 
@@ -204,31 +206,15 @@ def _step(X_b: np.ndarray, base: Base, whole: Problem, max_iter: int, tol: float
     return state, bound
 
 
-def _one_parameter_hyperparameters(X, alpha, sigma_x, sigma_a):
-    """``check_hyperparameters`` at ``beta = 1``: the checked alpha, sigma_x and sigma_a."""
-    return tuple(check_hyperparameters(X, alpha, sigma_x, sigma_a))[:3]
-
-
-def _check_family(name: str, family) -> str:
-    if not isinstance(family, str) or family not in FAMILIES:
-        raise ValueError(f"{name} must be one of {FAMILIES}, got {family!r}")
-    return family
-
-
-def _check_q_size(X: np.ndarray, n_features: int) -> None:
-    check_size("q(Z) and the residuals", float(X.shape[0]) * (n_features + X.shape[1]),
-               names=("X", "n_features"))
-
-
 @validated(X=DataMatrix(),
-           hyperparameters=Joint(_one_parameter_hyperparameters, "X", "alpha", "sigma_x",
+           hyperparameters=Joint(one_parameter_hyperparameters, "X", "alpha", "sigma_x",
                                  "sigma_a", sets=("alpha", "sigma_x", "sigma_a")),
-           family=Checked(_check_family),
+           family=Checked(check_family),
            n_features=Count(minimum=1, maximum=MAX_FEATURES),
            batch_size=Count(minimum=1, maximum=10**7),
            max_iter=Count(minimum=1, maximum=10**6),
            tol=Positive(allow_zero=True),
-           size=Joint(_check_q_size, "X", "n_features"),
+           size=Joint(check_q_size, "X", "n_features"),
            rng=Generator())
 def stream_variational(X, rng: np.random.Generator, *, alpha: float, sigma_x: float,
                        sigma_a: float, family: str = "stick_breaking", n_features: int = 20,

@@ -60,13 +60,17 @@ from ibp_lab._estimator import DEFAULT_RNG, Seed, checked_parameters, estimator_
 from ibp_lab._hyper import MAX_FEATURES, check_hyperparameters
 from ibp_lab.inference._enumeration import (check_enumeration, class_table, column_types,
                                              gaussian_loglik)
+from ibp_lab.inference._mean_field import FAMILIES as FAMILY_NAMES
 from ibp_lab.inference._mean_field import (
     ROUNDING,
     Problem,
     State,
     beyond_truncation,
+    check_family,
+    check_q_size,
     elbo,
     iterate,
+    one_parameter_hyperparameters,
     prior_tau,
     rows_elbo,
     rows_fit,
@@ -78,8 +82,9 @@ from ibp_lab.models.finite import log_class_probabilities
 
 __all__ = ["FAMILIES", "VariationalIBP", "finite_log_evidence"]
 
-#: The variational families: truncated stick-breaking and finite beta-Bernoulli.
-FAMILIES = ("stick_breaking", "finite")
+#: The variational families: truncated stick-breaking and finite beta-Bernoulli (the
+#: tuple the doors of this module and of streaming inference check ``family`` against).
+FAMILIES = FAMILY_NAMES
 
 
 def _initial_state(problem: Problem, rng: np.random.Generator) -> State:
@@ -98,24 +103,6 @@ def _initial_state(problem: Problem, rng: np.random.Generator) -> State:
         # about -K / alpha); the sticks' prior Beta(alpha, 1) has no such pull
         update_sticks(state, problem)
     return state
-
-
-def _one_parameter_hyperparameters(X, alpha, sigma_x, sigma_a):
-    """``check_hyperparameters`` at ``beta = 1``: the checked alpha, sigma_x and sigma_a."""
-    return tuple(check_hyperparameters(X, alpha, sigma_x, sigma_a))[:3]
-
-
-def _checked_family(name: str, family) -> str:
-    """One of :data:`FAMILIES`."""
-    if not isinstance(family, str) or family not in FAMILIES:
-        raise ValueError(f"{name} must be one of {FAMILIES}, got {family!r}")
-    return family
-
-
-def _check_q_size(X: np.ndarray, n_features: int) -> None:
-    """Refuse a ``q(Z)`` and residuals too large to hold: ``N (K + D)`` numbers."""
-    check_size("q(Z) and the residuals", float(X.shape[0]) * (n_features + X.shape[1]),
-               names=("X", "n_features"))
 
 
 # --------------------------------------------------------------------------------------
@@ -199,11 +186,11 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
     #: :func:`ibp_lab._estimator.checked_parameters`; the hyperparameters with ``X``, as the
     #: collapsed sampler's door (:func:`ibp_lab._hyper.check_hyperparameters`, ``beta = 1``).
     parameter_constraints = {
-        "hyperparameters": Joint(_one_parameter_hyperparameters, "X", "alpha", "sigma_x",
+        "hyperparameters": Joint(one_parameter_hyperparameters, "X", "alpha", "sigma_x",
                                  "sigma_a", sets=("alpha", "sigma_x", "sigma_a")),
         "n_features": Count(minimum=1, maximum=MAX_FEATURES),
-        "family": Checked(_checked_family),
-        "size": Joint(_check_q_size, "X", "n_features"),
+        "family": Checked(check_family),
+        "size": Joint(check_q_size, "X", "n_features"),
         "max_iter": Count(minimum=1, maximum=10**6),
         "tol": Positive(allow_zero=True),
         "rng": Seed(),
@@ -482,7 +469,7 @@ class VariationalIBP(TransformerMixin, BaseEstimator):
 
 
 @validated(X=DataMatrix(),
-           hyperparameters=Joint(_one_parameter_hyperparameters, "X", "alpha", "sigma_x",
+           hyperparameters=Joint(one_parameter_hyperparameters, "X", "alpha", "sigma_x",
                                  "sigma_a", sets=("alpha", "sigma_x", "sigma_a")),
            n_features=Count(minimum=1, maximum=8),
            # the rows and the number of classes, named
