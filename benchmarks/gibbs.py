@@ -111,7 +111,8 @@ def kernel_against_baseline(X, Z_start, alpha, sigma_x, sigma_a, n_sweeps, repea
     print(f"\nthe compiled kernel alone (CPU time, median of {repeats} interleaved runs of "
           f"{n_sweeps} sweeps in one call; {load_average()}):")
     for name, median in medians.items():
-        print(f"  {name:38s} {median:7.3f} ms per sweep")
+        print(f"  {name:38s} {median:7.3f} ms per sweep  (range {min(times[name]):.3f} - "
+              f"{max(times[name]):.3f})")
     if baseline_path is not None:
         ratio = medians["compiled kernel (k_plus_trace)"] / medians["baseline kernel (its sweeps)"]
         print(f"  new / baseline: {ratio:.3f}; the same K+ trace from the same seed: {same}")

@@ -15,6 +15,7 @@ chain draw for draw the same, so the book's numbers do not move. Checked here:
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 import pytest
@@ -270,3 +271,47 @@ def test_update_row_row_by_row_is_the_compiled_sweep(random_scan):
                 rng_rows, sx2, sa2, r, log_odds_prior, rate, random_scan, buf)
     np.testing.assert_array_equal(Zb[:, :K_row], expected[:, :K])
     assert rng_rows.random() == rng.random()
+
+
+def flip_probability(log_odds):
+    """``1 / (1 + exp(-log_odds))`` with libm's ``exp``, as compiled (0 where it overflows)."""
+    return 1.0 / (1.0 + math.exp(-log_odds)) if -log_odds < 709.0 else 0.0
+
+
+def test_flip_accepted_decides_as_the_exact_probability():
+    """The shortcut for decisive flips (bounds on the log-odds, no ``exp`` or ``log``) takes
+    the decision of ``u < 1 / (1 + exp(-log_odds))``, also at the edges of its thresholds."""
+    rng = np.random.default_rng(54)
+    edges = np.array([0.0, 2.0 ** -9, np.nextafter(2.0 ** -9, 0.0), 1.0 - 2.0 ** -9,
+                      np.nextafter(1.0 - 2.0 ** -9, 1.0), 1e-4, 0.5, 0.9995, 1.0 - 2.0 ** -53])
+    n_shortcut = 0
+    for _ in range(4000):
+        rr, rr_flip = rng.exponential(rng.choice([0.1, 3.0, 1e4]), size=2)
+        q, q_flip = rng.exponential(0.5, size=2)
+        extra, sx2 = rng.choice([0.0, 0.09, 1.7]), rng.exponential(0.3)
+        D, b = int(rng.integers(1, 60)), rng.choice([1.0, 0.37])
+        var_now = sx2 * (1.0 + q) + extra
+        fit_now = rr / var_now
+        exact = _kernel.flip_log_odds_from(var_now, fit_now, rr_flip, q_flip, extra, sx2, D,
+                                           0.0, b)
+        # priors that put the log-odds at, around and far from the thresholds
+        for prior in (rng.normal(), 7.0 - exact, -7.0 - exact, 7.0 - exact + 1e-12,
+                      -7.0 - exact - 1e-12, 30.0 * rng.normal()):
+            low, high = _kernel.flip_log_odds_bounds(var_now, fit_now, rr_flip, q_flip, extra,
+                                                     sx2, D, prior, b)
+            log_odds = _kernel.flip_log_odds_from(var_now, fit_now, rr_flip, q_flip, extra,
+                                                  sx2, D, prior, b)
+            assert low <= log_odds <= high
+            n_shortcut += abs(low) > 7.0 or abs(high) > 7.0
+            for u in np.concatenate([edges, rng.random(3)]):
+                assert (_kernel.flip_accepted(u, var_now, fit_now, rr_flip, q_flip, extra,
+                                              sx2, D, prior, b)
+                        == (u < flip_probability(log_odds)))
+    assert n_shortcut > 1000  # the shortcut was exercised
+
+
+def test_flip_accepted_falls_back_on_a_ratio_that_is_not_positive():
+    """``(nan, nan)`` bounds, and the exact formula decides (as it always did)."""
+    low, high = _kernel.flip_log_odds_bounds(1.0, 0.5, 0.3, -3.0, 0.0, 1.0, 4, 0.0, 1.0)
+    assert np.isnan(low) and np.isnan(high)
+    assert not _kernel.flip_accepted(0.5, 1.0, 0.5, 0.3, -3.0, 0.0, 1.0, 4, 0.0, 1.0)
