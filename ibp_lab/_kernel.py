@@ -55,6 +55,11 @@ Single flips
     - ``flip_log_odds_from(var_now, fit_now, rr_flip, q_flip, extra, sx2, D,
       prior_flip, inverse_temperature=1.0)``: the same from ``var_now = sx2 (1 + q) +
       extra`` and ``fit_now = rr / var_now`` (formed once per accepted flip).
+    - ``flip_log_odds_bounds(var_now, fit_now, rr_flip, q_flip, extra, sx2, D, prior_flip,
+      inverse_temperature=1.0) -> (low, high)``: bounds on that, without ``log``.
+    - ``flip_accepted(u, var_now, fit_now, rr_flip, q_flip, extra, sx2, D, prior_flip,
+      inverse_temperature=1.0)``: ``u < 1 / (1 + exp(-log_odds))``, decided on the
+      bounds when they suffice (the same decision).
     - ``flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q) -> (rr_flip,
       q_flip)``; ``accept_flip(k, sign, K, D, Minv, Abar, Pz, resid)``.
     - ``flipped(rr, q, sign, a_dot, a_sq, pz_k, p_kk) -> (rr_flip, q_flip)``: the
@@ -591,19 +596,23 @@ def flip_log_odds_bounds(var_now, fit_now, rr_flip, q_flip, extra, sx2, D, prior
     ``1 - 1/x <= log x <= x - 1`` for the ratio ``x`` of the variances; a slack of
     ``1e-9`` of the terms' size (rounding is about ``1e-16`` of it) covers the rounding
     of both the bounds and the exact formula, so ``low <= log_odds <= high`` for the
-    number the exact formula gives. ``(nan, nan)`` when ``x`` is not positive.
+    number the exact formula gives. ``(nan, nan)`` unless both variances are positive.
     """
     var_flip = sx2 * (1.0 + q_flip) + extra
-    ratio = var_flip / var_now
-    if not ratio > 0.0:
+    if not (var_flip > 0.0 and var_now > 0.0):
         return np.nan, np.nan
-    fit = -0.5 * (rr_flip / var_flip - fit_now)
+    # two divisions, not the three of x - 1, 1 - 1/x and rr_flip / var_flip
+    inv_flip = 1.0 / var_flip
+    change = var_flip - var_now
+    log_high = change / var_now  # x - 1
+    log_low = change * inv_flip  # 1 - 1/x
+    fit_flip = rr_flip * inv_flip
+    fit = -0.5 * (fit_flip - fit_now)
     half_D = 0.5 * D
-    log_high = ratio - 1.0
-    log_low = 1.0 - 1.0 / ratio
     b = inverse_temperature
-    slack = 1e-9 * (1.0 + abs(prior_flip)
-                    + abs(b) * (abs(fit) + half_D * (1.0 + abs(log_high) + abs(log_low))))
+    # the fits' own size, not their difference's: that is what their rounding scales with
+    size = 0.5 * (abs(fit_flip) + abs(fit_now)) + half_D * (1.0 + abs(log_high) + abs(log_low))
+    slack = 1e-9 * (1.0 + abs(prior_flip) + abs(b) * size)
     return (b * (fit - half_D * log_high) + prior_flip - slack,
             b * (fit - half_D * log_low) + prior_flip + slack)
 
