@@ -93,6 +93,9 @@ The whole row
       row; ``buf`` holds ``max(MAX_FEATURES + 1, K)``), then :func:`grow` to ``K -
       n_single + n_new`` columns, then ``place_row(i, Zb, K, n_new, n_single, r, D,
       random_scan, Minv, Abar, m, zf, Pz, resid) -> K`` (columns, row in).
+    - ``rows_in_room(first, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng, sx2,
+      sa2, r, log_odds_prior, rate, random_scan, buf, inverse_temperature) -> (i, K, n_new,
+      n_single)``: those halves for rows ``first, ...`` until a row needs more columns.
 Target density (split-merge, traces)
     - ``loglik_from_stats(ztz, ztx, sum_sq, n_rows, n_dims, sigma_x, sigma_a)``:
       ``log p(X | Z)`` from ``Z^T Z``, ``Z^T X`` and ``||X||^2`` (NaN if ``M`` is
@@ -1103,9 +1106,10 @@ def run_sweeps(X, Zb, K, rate, log_odds_prior, sigma_x, sigma_a, n_sweeps, rng, 
 
     Each sweep refreshes ``M^-1`` from scratch (so rounding cannot accumulate)
     and then updates the rows in order with :func:`update_row`, called as its halves
-    :func:`draw_row` and :func:`place_row` (the buffers come back only when they grow;
-    both stay separate functions: inlined here, LLVM no longer vectorises their loops,
-    since the buffers they index may be rebound by :func:`grow`).
+    :func:`draw_row` and :func:`place_row` by :func:`rows_in_room` until a row needs more
+    columns; that row is placed here after :func:`grow`, and the rows go on (a loop that
+    may rebind the buffers counts references of them on every row; both halves stay
+    separate functions: inlined, LLVM no longer vectorises their loops).
     ``nogil``: the replicas of :mod:`ibp_lab.inference.tempering` may run it in threads
     (each with its own generator and buffers).
     """
@@ -1129,19 +1133,44 @@ def run_sweeps(X, Zb, K, rate, log_odds_prior, sigma_x, sigma_a, n_sweeps, rng, 
     record_types = type_trace.shape[0] > 0
     for t in range(n_sweeps):
         refresh(X, Zb, K, r, Minv, Abar, m)
-        for i in range(N):  # update_row, with the buffers passed back only when they grow
-            n_new, n_single = draw_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid,
-                                       y, rng, sx2, sa2, r, log_odds_prior, rate,
-                                       random_scan, buf, inverse_temperature)
-            if K - n_single + n_new > Zb.shape[1]:
-                Zb, Minv, Abar, m, zf, w, Pz, order = grow(Zb, Minv, Abar, m, zf, w, Pz, order,
-                                                           K - n_single + n_new)
+        i = 0
+        while True:  # update_row row after row; the buffers grow between the runs of rows
+            i, K, n_new, n_single = rows_in_room(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order,
+                                                 resid, y, rng, sx2, sa2, r, log_odds_prior,
+                                                 rate, random_scan, buf, inverse_temperature)
+            if i == N:
+                break
+            Zb, Minv, Abar, m, zf, w, Pz, order = grow(Zb, Minv, Abar, m, zf, w, Pz, order,
+                                                       K - n_single + n_new)
             K = place_row(i, Zb, K, n_new, n_single, r, D, random_scan, Minv, Abar, m, zf, Pz,
                           resid)
+            i += 1
         k_trace[t] = K
         if record_types:
             record_class(Zb, K, N, type_trace[t])
     return Zb, K
+
+
+@njit(cache=True, nogil=True)
+def rows_in_room(first, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y, rng, sx2, sa2,
+                 r, log_odds_prior, rate, random_scan, buf, inverse_temperature):
+    """:func:`update_row` for rows ``first, first + 1, ...`` while the buffers have room.
+
+    Returns ``(i, K, n_new, n_single)``: ``i = N`` when every row is done, else row ``i``
+    has drawn (:func:`draw_row`) and needs more columns than the buffers hold (then
+    :func:`grow`, :func:`place_row`). The buffers are never rebound here, so the loop
+    counts no references of them (the sweep's loop, which may rebind them, did per row).
+    """
+    N, D = X.shape
+    for i in range(first, N):
+        n_new, n_single = draw_row(i, X, Zb, K, Minv, Abar, m, zf, w, Pz, order, resid, y,
+                                   rng, sx2, sa2, r, log_odds_prior, rate, random_scan, buf,
+                                   inverse_temperature)
+        if K - n_single + n_new > Zb.shape[1]:
+            return i, K, n_new, n_single
+        K = place_row(i, Zb, K, n_new, n_single, r, D, random_scan, Minv, Abar, m, zf, Pz,
+                      resid)
+    return N, K, 0, 0
 
 
 @njit(cache=True)
