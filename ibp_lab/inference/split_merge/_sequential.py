@@ -14,7 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ibp_lab._kernel import refresh, row_in, row_out
+from ibp_lab._kernel import refresh, row_in, row_out_listing
 from ibp_lab._checks import validated
 from ibp_lab.inference.split_merge._metropolis import (
     MOVE_CONSTRAINTS,
@@ -23,7 +23,7 @@ from ibp_lab.inference.split_merge._metropolis import (
     finish_stats,
     metropolis_hastings,
 )
-from ibp_lab.inference.split_merge._target import LogJoint, Proposal, n_equal
+from ibp_lab.inference.split_merge._target import LogJoint, Proposal
 
 __all__ = ["sequential_split_merge", "sequential_proposal", "SequentialSplitMerge"]
 
@@ -33,29 +33,35 @@ _IN_SECOND = np.array([0, 1, 1], np.int8)
 
 
 @njit(cache=True, inline="always")
-def _other_features(row, X, K0, Minv, Abar, zf, pz0, resid0):
+def _other_features(row, X, K0, Minv, Abar, zf, pz0, resid0, on):
     """``z0 P z0`` for the row's other features ``z0`` (``zf[:K0]``), with ``P z0`` and ``x - z0 Abar``.
 
     Called while the row is out: ``Minv`` holds ``P`` and ``Abar`` the posterior
     mean given the other rows; the halves and the waiting column count as off.
+    The row's features are listed in ``on`` first (increasing): each sum then adds the
+    same terms in the same order as a loop over all ``K0`` features that skips the
+    others (the same bits), and the loops over pixels run feature by feature.
     """
     K, D = Abar.shape
-    for a in range(K):
-        acc = 0.0
-        for b in range(K0):
-            if zf[b] != 0.0:
-                acc += Minv[a, b]
-        pz0[a] = acc
-    q0 = 0.0
+    n_on = 0
     for b in range(K0):
         if zf[b] != 0.0:
-            q0 += pz0[b]
+            on[n_on] = b
+            n_on += 1
+    for a in range(K):
+        acc = 0.0
+        for p in range(n_on):
+            acc += Minv[a, on[p]]
+        pz0[a] = acc
+    q0 = 0.0
+    for p in range(n_on):
+        q0 += pz0[on[p]]
     for d in range(D):
-        acc = X[row, d]
-        for b in range(K0):
-            if zf[b] != 0.0:
-                acc -= Abar[b, d]
-        resid0[d] = acc
+        resid0[d] = X[row, d]
+    for p in range(n_on):
+        b = on[p]
+        for d in range(D):
+            resid0[d] -= Abar[b, d]
     return q0
 
 
@@ -90,7 +96,8 @@ def _scan(X, Zw, K0, order, forced, uniforms, sx2, sa2, beta, inverse_temperatur
     ``Zw`` is ``[Z_rest (K0 columns), first, second]``, possibly followed by
     columns that every allocated row leaves (the *waiting* column of owners not
     yet allocated). Each row of ``order`` in turn is taken out with the
-    kernel's :func:`~ibp_lab._kernel.row_out`, its three options are scored with
+    kernel's :func:`~ibp_lab._kernel.row_out` (as ``row_out_listing``, with one scratch list
+    for every row), its three options are scored with
     the waiting column off (:func:`_option_log_weight`), one is chosen
     (``forced[t]`` if ``forced`` is not empty, else by inverting
     ``uniforms[t]``), and the row is put back with :func:`~ibp_lab._kernel.row_in`.
@@ -108,12 +115,13 @@ def _scan(X, Zw, K0, order, forced, uniforms, sx2, sa2, beta, inverse_temperatur
     zf, w, Pz, pz0 = np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
     resid, resid0, y = np.zeros(D), np.zeros(D), np.zeros(D)
     log_w, q_option = np.zeros(3), np.zeros(3)
+    on = np.empty(K, np.int64)  # the row's other features, and the kernel's list of its own
     choices = np.zeros(order.shape[0], np.int64)
     log_q = 0.0
     for t in range(order.shape[0]):
         row = order[t]
-        row_out(row, X, Zw, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y)
-        q0 = _other_features(row, X, K0, Minv, Abar, zf, pz0, resid0)
+        row_out_listing(row, X, Zw, K, r, sa2, Minv, Abar, m, zf, w, Pz, resid, y, on)
+        q0 = _other_features(row, X, K0, Minv, Abar, zf, pz0, resid0, on)
         for s in range(3):
             log_w[s], q_option[s] = _option_log_weight(
                 float(_IN_FIRST[s]), float(_IN_SECOND[s]), f1, f2, q0, pz0, resid0, Minv, Abar,
@@ -148,105 +156,239 @@ def _scan(X, Zw, K0, order, forced, uniforms, sx2, sa2, beta, inverse_temperatur
     return choices, log_q
 
 
+@njit(cache=True, inline="always")
+def _working_matrix(Z, dropped_a, dropped_b, i, j, order):
+    """``[Z without columns dropped_a and dropped_b, first half, second half, waiting]``,
+    ``int8``: ``i`` anchors the first half, ``j`` the second, the rows of ``order`` wait."""
+    N, K = Z.shape
+    K0 = K - 1 if dropped_a == dropped_b else K - 2
+    Zw = np.zeros((N, K0 + 3), np.int8)
+    for n in range(N):
+        c = 0
+        for k in range(K):
+            if k != dropped_a and k != dropped_b:
+                Zw[n, c] = Z[n, k]
+                c += 1
+    Zw[i, K0] = 1
+    Zw[j, K0 + 1] = 1
+    for t in range(order.shape[0]):
+        Zw[order[t], K0 + 2] = 1
+    return Zw, K0
+
+
+@njit(cache=True, inline="always")
+def _n_equal(Z, column):
+    """How many columns of ``Z`` equal ``column`` (:func:`n_equal`, without the copies)."""
+    N, K = Z.shape
+    count = 0
+    for k in range(K):
+        same = True
+        for n in range(N):
+            if Z[n, k] != column[n]:
+                same = False
+                break
+        count += same
+    return count
+
+
+@njit(cache=True, inline="always")
+def _row_counts(Z, i, j):
+    """``(features of row i, features of row j that row i does not own)`` of binary ``Z``."""
+    n_i, n_j_not_i = 0, 0
+    for k in range(Z.shape[1]):
+        n_i += Z[i, k] != 0
+        n_j_not_i += Z[j, k] != 0 and Z[i, k] == 0
+    return n_i, n_j_not_i
+
+
+@njit(cache=True)
+def _split_allocation(X, Z, i, j, a, order, forced, uniforms, sx2, sa2, beta,
+                      inverse_temperature):
+    """Split column ``a`` of binary ``Z``: the allocation of :func:`_scan` (``forced`` or
+    drawn from ``uniforms``) and the counts of the pick probabilities, in one compiled call.
+
+    Returns ``(Z_new, log_q, counts)``: ``Z_new`` is ``[Z without a, first, second]``
+    (``int8``); ``counts`` holds the columns of ``Z`` equal to ``a``, row ``i``'s features
+    in ``Z``, then in ``Z_new`` the columns equal to each half, row ``i``'s features and
+    row ``j``'s that ``i`` does not own.
+    """
+    N = Z.shape[0]
+    Zw, K0 = _working_matrix(Z, a, a, i, j, order)
+    choices, log_q = _scan(X, Zw, K0, order, forced, uniforms, sx2, sa2, beta,
+                           inverse_temperature)
+    Z_new = np.zeros((N, K0 + 2), np.int8)
+    Z_new[:, :K0] = Zw[:, :K0]
+    Z_new[i, K0] = 1
+    Z_new[j, K0 + 1] = 1
+    for t in range(order.shape[0]):
+        Z_new[order[t], K0] = _IN_FIRST[choices[t]]
+        Z_new[order[t], K0 + 1] = _IN_SECOND[choices[t]]
+    n_i = _row_counts(Z, i, j)[0]
+    n_i_new, n_j_not_i_new = _row_counts(Z_new, i, j)
+    counts = (_n_equal(Z, Z[:, a]), n_i, _n_equal(Z_new, Z_new[:, K0]),
+              _n_equal(Z_new, Z_new[:, K0 + 1]), n_i_new, n_j_not_i_new)
+    return Z_new, log_q, counts
+
+
+@njit(cache=True)
+def _merge_allocation(X, Z, i, j, a, b, order, sx2, sa2, beta, inverse_temperature):
+    """Merge columns ``a`` and ``b`` of binary ``Z``: the log probability (:func:`_scan`)
+    of the allocation that would recreate them and the counts of the pick probabilities.
+
+    Returns ``(Z_new, log_q, counts)``: ``Z_new`` is ``[Z without a and b, a | b]``
+    (``int8``); ``counts`` holds the columns of ``Z`` equal to ``a`` and to ``b``, row
+    ``i``'s features and row ``j``'s that ``i`` does not own, then in ``Z_new`` the
+    columns equal to the merged one and row ``i``'s features.
+    """
+    N = Z.shape[0]
+    Zw, K0 = _working_matrix(Z, a, b, i, j, order)
+    # the allocation that would recreate a and b: 0 in a only, 1 in b only, 2 in both
+    forced = np.empty(order.shape[0], np.int64)
+    for t in range(order.shape[0]):
+        in_a, in_b = Z[order[t], a] != 0, Z[order[t], b] != 0
+        forced[t] = 2 if in_a and in_b else (0 if in_a else 1)
+    log_q = _scan(X, Zw, K0, order, forced, np.zeros(0), sx2, sa2, beta,
+                  inverse_temperature)[1]
+    Z_new = np.zeros((N, K0 + 1), np.int8)
+    Z_new[:, :K0] = Zw[:, :K0]
+    for n in range(N):
+        Z_new[n, K0] = Z[n, a] | Z[n, b]
+    n_i, n_j_not_i = _row_counts(Z, i, j)
+    counts = (_n_equal(Z, Z[:, a]), _n_equal(Z, Z[:, b]), n_i, n_j_not_i,
+              _n_equal(Z_new, Z_new[:, K0]), _row_counts(Z_new, i, j)[0])
+    return Z_new, log_q, counts
+
+
 _NO_CHOICES = np.zeros(0, np.int64)
 _NO_UNIFORMS = np.zeros(0)
 
 
-def _run_allocation(target: LogJoint, Z_rest, i, j, order, *, forced=None, uniforms=None):
-    """Sequential allocation of ``order`` to halves anchored by rows ``i`` and ``j``.
+def _choice_arrays(forced, uniforms):
+    """``(forced, uniforms)`` as :func:`_scan` takes them (an empty array for None)."""
+    return (_NO_CHOICES if forced is None else np.ascontiguousarray(forced, dtype=np.int64),
+            _NO_UNIFORMS if uniforms is None else np.ascontiguousarray(uniforms,
+                                                                       dtype=np.float64))
 
-    The working matrix is ``[Z_rest, first half, second half, waiting]``; the
-    rows of ``order`` start in the waiting column (the old feature).
-    """
+
+def _run_allocation(target: LogJoint, Z_rest, i, j, order, *, forced=None, uniforms=None):
+    """Sequential allocation of ``order`` to halves anchored by rows ``i`` and ``j``:
+    :func:`_scan` on ``[Z_rest, first half, second half, waiting]`` (the rows of ``order``
+    start in the waiting column). Returns ``(choices, log_q)``; the tests call it, the
+    moves call :func:`_split_allocation` and :func:`_merge_allocation`."""
     N, K0 = Z_rest.shape
     Zw = np.zeros((N, K0 + 3), np.int8)
     Zw[:, :K0] = Z_rest
     Zw[i, K0] = 1
     Zw[j, K0 + 1] = 1
     Zw[order, K0 + 2] = 1
-    return _scan(
-        target.X, Zw, K0, np.ascontiguousarray(order, dtype=np.int64),
-        _NO_CHOICES if forced is None else np.ascontiguousarray(forced, dtype=np.int64),
-        _NO_UNIFORMS if uniforms is None else np.ascontiguousarray(uniforms, dtype=np.float64),
-        target.sigma_x**2, target.sigma_a**2, target.beta, target.inverse_temperature,
-    )
+    return _scan(target.X, Zw, K0, np.ascontiguousarray(order, dtype=np.int64),
+                 *_choice_arrays(forced, uniforms), target.sigma_x**2, target.sigma_a**2,
+                 target.beta, target.inverse_temperature)
 
 
-def _log_pick_merge_pair(Z: np.ndarray, i: int, j: int, ca: np.ndarray, cb: np.ndarray) -> float:
-    """Log probability of picking value ``ca`` among row i's features, then ``cb``.
-
-    ``cb`` is picked among the features that row j owns and row i does not.
-    """
-    n_i = int(Z[i].sum())
-    n_j_not_i = int(np.count_nonzero(Z[j] & (1 - Z[i])))
-    return math.log(n_equal(Z, ca) / n_i) + math.log(n_equal(Z, cb) / n_j_not_i)
-
-
-def _log_pick_split(Z: np.ndarray, i: int, u: np.ndarray) -> float:
-    """Log probability of picking value ``u`` among row i's features."""
-    return math.log(n_equal(Z, u) / int(Z[i].sum()))
+def _as_input_dtype(Z_new: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """The proposal in ``Z``'s dtype, as the Python version built it (``int8`` throughout
+    the package)."""
+    return Z_new if Z.dtype == np.int8 else Z_new.astype(Z.dtype)
 
 
 def _sequential_split(target, Z, i, j, a, order, *, forced=None, uniforms=None):
-    """Split column ``a`` (owned by rows ``i`` and ``j``), allocating the rows ``order``.
+    """Split column ``a`` (owned by rows ``i`` and ``j``), allocating the rows ``order``
+    (``forced`` choices or drawn by inverting ``uniforms``, as :func:`_scan` takes them).
 
     Returns ``(proposal, log_q_allocation)``.
     """
-    u = Z[:, a]
-    Z_rest = np.delete(Z, a, axis=1)
-    choices, log_q = _run_allocation(target, Z_rest, i, j, order, forced=forced,
-                                     uniforms=uniforms)
-    c1 = np.zeros_like(u)
-    c2 = np.zeros_like(u)
-    c1[i] = 1
-    c2[j] = 1
-    c1[order] = _IN_FIRST[choices]
-    c2[order] = _IN_SECOND[choices]
-    Z_new = np.column_stack([Z_rest, c1, c2])
-    log_forward = _log_pick_split(Z, i, u) + log_q
-    log_reverse = _log_pick_merge_pair(Z_new, i, j, c1, c2)
-    return Proposal("split", Z_new, log_reverse - log_forward), log_q
+    Z_new, log_q, (n_u, n_i, n_first, n_second, n_i_new, n_j_new) = _split_allocation(
+        target.X, np.ascontiguousarray(Z), i, j, a,
+        np.ascontiguousarray(order, dtype=np.int64), *_choice_arrays(forced, uniforms),
+        target.sigma_x**2, target.sigma_a**2, target.beta, target.inverse_temperature)
+    # picking a among row i's features, then the reverse: the merge's pair of halves
+    log_forward = math.log(n_u / n_i) + log_q
+    log_reverse = math.log(n_first / n_i_new) + math.log(n_second / n_j_new)
+    return Proposal("split", _as_input_dtype(Z_new, Z), log_reverse - log_forward), log_q
 
 
 def _sequential_merge(target, Z, i, j, a, b, order):
     """Merge column ``a`` (row ``i``'s, not ``j``'s) with ``b`` (``j``'s, not ``i``'s)."""
-    ca, cb = Z[:, a], Z[:, b]
-    u = ca | cb
-    Z_rest = np.delete(Z, [a, b], axis=1)
-    # the allocation that would recreate a and b: 0 in a only, 1 in b only, 2 in both
-    forced = np.where(ca[order] & cb[order], 2, np.where(ca[order], 0, 1))
-    _, log_q = _run_allocation(target, Z_rest, i, j, order, forced=forced)
-    Z_new = np.column_stack([Z_rest, u])
-    log_forward = _log_pick_merge_pair(Z, i, j, ca, cb)
-    log_reverse = _log_pick_split(Z_new, i, u) + log_q
-    return Proposal("merge", Z_new, log_reverse - log_forward)
+    Z_new, log_q, (n_a, n_b, n_i, n_j_not_i, n_u, n_i_new) = _merge_allocation(
+        target.X, np.ascontiguousarray(Z), i, j, a, b,
+        np.ascontiguousarray(order, dtype=np.int64),
+        target.sigma_x**2, target.sigma_a**2, target.beta, target.inverse_temperature)
+    # picking a among row i's features and b among j's that i lacks; the reverse: the split
+    log_forward = math.log(n_a / n_i) + math.log(n_b / n_j_not_i)
+    log_reverse = math.log(n_u / n_i_new) + log_q
+    return Proposal("merge", _as_input_dtype(Z_new, Z), log_reverse - log_forward)
+
+
+@njit(cache=True)
+def _owning_rows(Z):
+    """The rows of ``Z`` that own a feature, increasing (``np.flatnonzero(Z.any(axis=1))``)."""
+    N, K = Z.shape
+    rows = np.empty(N, np.int64)
+    n_rows = 0
+    for n in range(N):
+        for k in range(K):
+            if Z[n, k] != 0:
+                rows[n_rows] = n
+                n_rows += 1
+                break
+    return rows[:n_rows].copy()
 
 
 def _other_owners(column: np.ndarray, i: int, j: int) -> np.ndarray:
+    """The owners of ``column`` other than rows ``i`` and ``j`` (the tests enumerate the
+    moves' paths with it; the moves call :func:`_owners_except`)."""
     owners = np.flatnonzero(column)
     return owners[(owners != i) & (owners != j)]
+
+
+@njit(cache=True)
+def _owners_except(Z, a, b, i, j):
+    """The owners of column ``a`` or ``b`` of ``Z`` other than rows ``i`` and ``j``, increasing."""
+    N = Z.shape[0]
+    rows = np.empty(N, np.int64)
+    n_rows = 0
+    for n in range(N):
+        if (Z[n, a] != 0 or Z[n, b] != 0) and n != i and n != j:
+            rows[n_rows] = n
+            n_rows += 1
+    return rows[:n_rows].copy()
+
+
+@njit(cache=True)
+def _merge_candidates(Z, i, j):
+    """The features of row ``j`` that row ``i`` does not own, increasing."""
+    K = Z.shape[1]
+    features = np.empty(K, np.int64)
+    n_features = 0
+    for k in range(K):
+        if Z[j, k] != 0 and Z[i, k] == 0:
+            features[n_features] = k
+            n_features += 1
+    return features[:n_features].copy()
 
 
 def sequential_proposal(target: LogJoint, Z: np.ndarray, rng: np.random.Generator):
     """One sequentially allocated proposal from ``Z``, or None when none can be formed."""
     # The pair (i, j) is uniform over rows owning a feature; splits and merges keep
     # that set, so its probability cancels. So does 1 / (number of orders)!.
-    owning = np.flatnonzero(Z.any(axis=1))
+    Z = np.ascontiguousarray(Z)  # what the compiled helpers take (no copy in the package)
+    owning = _owning_rows(Z)
     if owning.size < 2:
         return None
     i, j = (int(r) for r in rng.choice(owning, size=2, replace=False))
     features_i = np.flatnonzero(Z[i])
     a = int(features_i[rng.integers(features_i.size)])
     if Z[j, a]:
-        order = rng.permutation(_other_owners(Z[:, a], i, j))
+        order = rng.permutation(_owners_except(Z, a, a, i, j))
         proposal, _ = _sequential_split(target, Z, i, j, a, order,
                                         uniforms=rng.random(order.size))
         return proposal
-    candidates = np.flatnonzero(Z[j] & (1 - Z[i]))
+    candidates = _merge_candidates(Z, i, j)
     if candidates.size == 0:
         return None
     b = int(candidates[rng.integers(candidates.size)])
-    order = rng.permutation(_other_owners(Z[:, a] | Z[:, b], i, j))
+    order = rng.permutation(_owners_except(Z, a, b, i, j))
     return _sequential_merge(target, Z, i, j, a, b, order)
 
 
