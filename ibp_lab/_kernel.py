@@ -59,7 +59,8 @@ Single flips
       inverse_temperature=1.0) -> (low, high)``: bounds on that, without ``log``.
     - ``flip_accepted(u, var_now, fit_now, rr_flip, q_flip, extra, sx2, D, prior_flip,
       inverse_temperature=1.0)``: ``u < 1 / (1 + exp(-log_odds))``, decided on the
-      bounds when they suffice (the same decision).
+      bounds when they suffice (the same decision); ``exp_at_least(y)`` its bound on
+      ``e^y``.
     - ``flip_changes(k, sign, D, Minv, Abar, Pz, resid, rr, q) -> (rr_flip,
       q_flip)``; ``accept_flip(k, sign, K, D, Minv, Abar, Pz, resid)``.
     - ``flipped(rr, q, sign, a_dot, a_sq, pz_k, p_kk) -> (rr_flip, q_flip)``: the
@@ -129,11 +130,9 @@ TOO_MANY_FEATURES = (
     "larger than sigma_a and sigma_x; rescale X or use larger scales"
 )
 _LOG_2 = 0.6931471805599453
-#: A flip whose log-odds are surely beyond +-7 is decided by its uniform ``u`` alone unless
-#: ``u`` is within 2^-9 of the far end: ``1 / (1 + e^7) < 9.2e-4``, half of 2^-9, so the
-#: exact probability (rounded) is on the same side of ``u`` (:func:`flip_accepted`).
-DECISIVE_LOG_ODDS = 7.0
-DECISIVE_TAIL = 2.0 ** -9
+#: :func:`flip_accepted` settles a flip on bounds only with this relative margin: the exact
+#: probability rounds within about 1e-15 of its value, the bounds' arithmetic as closely.
+DECISION_MARGIN = 1.0 + 1e-12
 
 
 # --------------------------------------------------------------------------------------
@@ -621,21 +620,33 @@ def flip_log_odds_bounds(var_now, fit_now, rr_flip, q_flip, extra, sx2, D, prior
 
 
 @njit(cache=True, inline="always")
+def exp_at_least(y):
+    """``1 + y + y^2/2 + y^3/6 + y^4/24``, at most ``e^y`` for ``y >= 0`` (no ``exp``)."""
+    return 1.0 + y * (1.0 + y * (0.5 + y * (1.0 / 6.0 + y * (1.0 / 24.0))))
+
+
+@njit(cache=True, inline="always")
 def flip_accepted(u, var_now, fit_now, rr_flip, q_flip, extra, sx2, D, prior_flip,
                   inverse_temperature=1.0):
     """``u < 1 / (1 + exp(-log_odds))`` for the log-odds of :func:`flip_log_odds_from`.
 
-    Most flips are decisive (on the digits, four in five have ``|log_odds| > 11``): when
-    :func:`flip_log_odds_bounds` put the log-odds beyond ``+-DECISIVE_LOG_ODDS`` and ``u``
-    is not within ``DECISIVE_TAIL`` of the far end, the comparison is settled without
-    ``exp`` or ``log``; otherwise it is made as before. The same decision either way.
+    Settled on :func:`flip_log_odds_bounds` when they suffice, without ``exp`` or ``log``:
+    if ``low > 0`` the probability is at least ``E / (1 + E)`` with ``E =``
+    :func:`exp_at_least` ``(low) <= e^low``; if ``high < 0`` it is at most ``1 / (1 + E)``
+    with ``E <= e^-high``; each compared with ``u`` by ``DECISION_MARGIN``. Otherwise (the
+    bounds straddle 0, or ``u`` lies near the probability, or on its unlikely side: a few
+    flips in a hundred on the digits) the exact formula decides, as before. The same
+    decision either way.
     """
     low, high = flip_log_odds_bounds(var_now, fit_now, rr_flip, q_flip, extra, sx2, D,
                                      prior_flip, inverse_temperature)
-    if low > DECISIVE_LOG_ODDS and u < 1.0 - DECISIVE_TAIL:
-        return True
-    if high < -DECISIVE_LOG_ODDS and u >= DECISIVE_TAIL:
-        return False
+    if low > 0.0:
+        e_low = exp_at_least(low)
+        if u * (1.0 + e_low) * DECISION_MARGIN < e_low:
+            return True
+    elif high < 0.0:
+        if u * (1.0 + exp_at_least(-high)) >= DECISION_MARGIN:
+            return False
     log_odds = flip_log_odds_from(var_now, fit_now, rr_flip, q_flip, extra, sx2, D,
                                   prior_flip, inverse_temperature)
     return u < 1.0 / (1.0 + math.exp(-log_odds))

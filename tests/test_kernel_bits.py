@@ -275,12 +275,16 @@ def test_update_row_row_by_row_is_the_compiled_sweep(random_scan):
 
 def flip_probability(log_odds):
     """``1 / (1 + exp(-log_odds))`` with libm's ``exp``, as compiled (0 where it overflows)."""
-    return 1.0 / (1.0 + math.exp(-log_odds)) if -log_odds < 709.0 else 0.0
+    try:
+        return 1.0 / (1.0 + math.exp(-log_odds))
+    except OverflowError:
+        return 0.0
 
 
 def test_flip_accepted_decides_as_the_exact_probability():
-    """The shortcut for decisive flips (bounds on the log-odds, no ``exp`` or ``log``) takes
-    the decision of ``u < 1 / (1 + exp(-log_odds))``, also at the edges of its thresholds."""
+    """The shortcut (bounds on the log-odds, no ``exp`` or ``log``) takes the decision of
+    ``u < 1 / (1 + exp(-log_odds))``, also for log-odds near 0 and uniforms next to the
+    probability."""
     rng = np.random.default_rng(54)
     edges = np.array([0.0, 2.0 ** -9, np.nextafter(2.0 ** -9, 0.0), 1.0 - 2.0 ** -9,
                       np.nextafter(1.0 - 2.0 ** -9, 1.0), 1e-4, 0.5, 0.9995, 1.0 - 2.0 ** -53])
@@ -295,20 +299,29 @@ def test_flip_accepted_decides_as_the_exact_probability():
         fit_now = rr / var_now
         exact = _kernel.flip_log_odds_from(var_now, fit_now, rr_flip, q_flip, extra, sx2, D,
                                            0.0, b)
-        # priors that put the log-odds at, around and far from the thresholds
+        # priors that put the log-odds at, around and far from 0 and +-7
         for prior in (rng.normal(), 7.0 - exact, -7.0 - exact, 7.0 - exact + 1e-12,
-                      -7.0 - exact - 1e-12, 30.0 * rng.normal()):
+                      -7.0 - exact - 1e-12, -exact, 1e-9 - exact, 30.0 * rng.normal()):
             low, high = _kernel.flip_log_odds_bounds(var_now, fit_now, rr_flip, q_flip, extra,
                                                      sx2, D, prior, b)
             log_odds = _kernel.flip_log_odds_from(var_now, fit_now, rr_flip, q_flip, extra,
                                                   sx2, D, prior, b)
             assert low <= log_odds <= high
             n_shortcut += abs(low) > 7.0 or abs(high) > 7.0
-            for u in np.concatenate([edges, rng.random(3)]):
+            p = flip_probability(log_odds)  # and uniforms next to the probability
+            near = [p, np.nextafter(p, 0.0), np.nextafter(p, 1.0), p * (1 - 1e-9),
+                    p * (1 + 1e-9), p * (1 - 1e-12)]
+            for u in np.concatenate([edges, np.clip(near, 0.0, 1.0 - 2.0 ** -53),
+                                     rng.random(3)]):
                 assert (_kernel.flip_accepted(u, var_now, fit_now, rr_flip, q_flip, extra,
                                               sx2, D, prior, b)
                         == (u < flip_probability(log_odds)))
     assert n_shortcut > 1000  # the shortcut was exercised
+
+
+def test_exp_at_least_is_below_exp():
+    y = np.concatenate([[0.0, 1e-300, 1e-8], np.linspace(0.0, 700.0, 2001)])
+    assert all(_kernel.exp_at_least(v) <= math.exp(v) for v in y)
 
 
 def test_flip_accepted_falls_back_on_a_ratio_that_is_not_positive():
