@@ -67,18 +67,22 @@ _birth_gain = (lg.birth_gain if isinstance(lg.birth_gain, CPUDispatcher)
 
 @njit(cache=True)
 def _fresh_prior(usage, log_unowned, dish, k, n, log_count, log_alpha, beta, next_dish,
-                 log_tol, fresh_block, max_fresh, log_fact):
+                 log_tol, fresh_block, max_fresh, log_fact, slots):
     """``StreamState.prior_with_fresh``: kept slots, then fresh ones while their prior
     exceeds ``tol`` (at least one), in blocks that double. Returns ``log_q``, ``log_1mq``
-    (all slots examined) and the number of fresh slots kept."""
+    (all slots examined), the number of fresh slots kept and the arrays of the slots
+    examined (``use, unowned, dishes``: ``slots`` again if it had their size, to be passed
+    back at the next row)."""
     n_fresh = fresh_block
     while True:
         total = k + n_fresh
-        use = np.zeros(total)
+        if slots[0].shape[0] != total:  # made anew only when the number of slots changes
+            slots = (np.empty(total), np.empty(total), np.empty(total, dtype=np.int64))
+        use, unowned, dishes = slots
         use[:k] = usage[:k]
-        unowned = np.zeros(total)
+        use[k:] = 0.0
         unowned[:k] = log_unowned[:k]
-        dishes = np.empty(total, dtype=np.int64)
+        unowned[k:] = 0.0
         dishes[:k] = dish[:k]
         for j in range(n_fresh):
             dishes[k + j] = next_dish + j
@@ -91,7 +95,7 @@ def _fresh_prior(usage, log_unowned, dish, k, n, log_count, log_alpha, beta, nex
     for j in range(k, total):
         if log_q[j] > log_tol:
             kept += 1
-    return log_q, log_1mq, max(1, kept)
+    return log_q, log_1mq, max(1, kept), slots
 
 
 @njit(cache=True)
@@ -126,24 +130,36 @@ def _birth_would_be_kept(o, k, mu, s, b, logit_q, log_q, log_1mq, mu0, s0, usage
 
 
 @njit(cache=True)
-def _row_posterior(o, mu, var, usage, k, log_q, log_1mq, total, s_prior, sigma2, n_steps,
-                   ossify):
+def _workspace(total, D):
+    """Arrays for :func:`_row_posterior` on ``total`` slots: ``mu0, m1`` (``total x D``),
+    then ``s0, s1, use, lq, l1q, b, logit_q``. :func:`observe_rows` makes them anew only
+    when the number of slots changes (rarely): a row's fit then allocates nothing."""
+    return (np.empty((total, D)), np.empty((total, D)), np.empty(total), np.empty(total),
+            np.empty(total), np.empty(total), np.empty(total), np.empty(total),
+            np.empty(total))
+
+
+@njit(cache=True)
+def _row_posterior(o, mu, var, usage, k, log_q, log_1mq, s_prior, sigma2, n_steps, ossify,
+                   work):
     """``StreamState.local_posterior`` without the birth proposal: the local fit on the
-    kept slots and ``total - k`` fresh ones. Returns the posteriors, the residual and what
-    the fit started from."""
-    D = o.shape[0]
-    mu0 = np.zeros((total, D))
-    mu0[:k] = mu[:k]
-    s0 = np.full(total, s_prior)
-    s0[:k] = var[:k]
-    use = np.zeros(total)
-    use[:k] = usage[:k]
-    lq = log_q[:total].copy()
-    l1q = log_1mq[:total].copy()
-    b = np.exp(lq)
-    logit_q = lq - l1q
-    m1 = mu0.copy()
-    s1 = s0.copy()
+    kept slots and fresh ones, as many as ``work`` holds (:func:`_workspace`). Returns the
+    posteriors, the residual and what the fit started from (arrays of ``work``, valid
+    until the next row)."""
+    mu0, m1, s0, s1, use, lq, l1q, b, logit_q = work
+    total, D = mu0.shape
+    for j in range(total):
+        kept = j < k
+        for d in range(D):
+            mu0[j, d] = mu[j, d] if kept else 0.0
+            m1[j, d] = mu0[j, d]
+        s0[j] = var[j] if kept else s_prior
+        s1[j] = s0[j]
+        use[j] = usage[j] if kept else 0.0
+        lq[j] = log_q[j]
+        l1q[j] = log_1mq[j]
+        b[j] = math.exp(lq[j])
+        logit_q[j] = lq[j] - l1q[j]
     R = lg.local_fit(o, m1, s1, b, logit_q, mu0, s0, use, sigma2, n_steps, ossify)
     return m1, s1, b, R, mu0, s0, use, lq, l1q, logit_q
 
@@ -230,16 +246,20 @@ def observe_rows(X, start, slots, counts, params, rate_out, slots_out):
     # log j! for the dish numbers the fresh slots' tails reach as a rule (the Poisson terms
     # beyond come from lgamma, the same numbers)
     log_fact = log_factorials(next_dish + 2 * fresh_block + 8)
+    work = _workspace(0, X.shape[1])
+    slots_examined = (np.empty(0), np.empty(0), np.empty(0, dtype=np.int64))
     for i in range(start, N):
         o = X[i]
         n = n_seen + (i - start) + 1
         log_count = count_law(log_unowned[:k], retired_log_pmf)
-        log_q, log_1mq, n_fresh = _fresh_prior(usage, log_unowned, dish, k, n, log_count,
-                                               log_alpha, beta, next_dish, log_tol,
-                                               fresh_block, max_fresh, log_fact)
+        log_q, log_1mq, n_fresh, slots_examined = _fresh_prior(
+            usage, log_unowned, dish, k, n, log_count, log_alpha, beta, next_dish, log_tol,
+            fresh_block, max_fresh, log_fact, slots_examined)
         total = k + n_fresh
-        post = _row_posterior(o, mu, var, usage, k, log_q, log_1mq, total, s_prior, sigma2,
-                              n_steps, ossify)
+        if work[2].shape[0] != total:
+            work = _workspace(total, X.shape[1])
+        post = _row_posterior(o, mu, var, usage, k, log_q, log_1mq, s_prior, sigma2, n_steps,
+                              ossify, work)
         if _is_event(o, k, total, log_q.shape[0], log_q, post, tol, log_tol, sigma2,
                      n_steps, ossify, births, threshold):
             return i, rate
