@@ -4,7 +4,10 @@
 beta=1.0) -> (Z, stats)``; :func:`sequential_proposal` is one proposal, for the
 chain runner's move objects (:class:`ibp_lab.inference.chains.SequentialSplitMerge`). The
 allocation, its proposal probability and its cost are described in
-:mod:`ibp_lab.inference.split_merge`; :func:`_scan` runs it in compiled code.
+:mod:`ibp_lab.inference.split_merge`; :func:`_scan` runs it in compiled code, and
+:func:`_split_allocation` and :func:`_merge_allocation` form a whole proposal around it (the
+new ``Z`` and the counts of its pick probabilities) in one compiled call. The proposal's
+random numbers are all drawn in :func:`sequential_proposal`, by the generator, and passed in.
 """
 
 from __future__ import annotations
