@@ -192,7 +192,7 @@ def four_feature_images() -> np.ndarray:
     """The four 6 x 6 feature images of Griffiths & Ghahramani's synthetic data.
 
     Each feature fills one 3 x 3 quadrant: a plus (top-left), a hollow square
-    (top-right), a lower triangle (bottom-left) and an upside-down T
+    (top-right), a lower triangle (bottom-left) and a T
     (bottom-right).
 
     Returns
@@ -210,7 +210,7 @@ def four_feature_images() -> np.ndarray:
         ("010", "111", "010"),  # plus
         ("111", "101", "111"),  # hollow square
         ("100", "110", "111"),  # lower triangle
-        ("111", "010", "010"),  # upside-down T
+        ("111", "010", "010"),  # a T: a bar on top, a stem below
     ]
     corners = [(0, 0), (0, 3), (3, 0), (3, 3)]
     features = np.zeros((4, 6, 6))

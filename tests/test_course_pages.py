@@ -169,3 +169,23 @@ def test_the_teaching_page_states_the_hours_the_rule_gives():
     stated_whole = int(re.search(r"case studies included, (\d+)\)", text)[1])
     assert abs(stated_core - core) < 1.0, (stated_core, core)
     assert abs(stated_whole - whole) < 1.0, (stated_whole, whole)
+
+
+def test_the_teaching_page_states_each_chapters_hours_to_a_tenth():
+    """The per-chapter list ("Per chapter, by the same rule ...") names the chapters in
+    reading order, each as core hours, or core / whole when the chapter has case studies.
+    Each figure is the rule's hours rounded to a tenth; 0.051 allows the rounding and
+    nothing more. When this fails, run ``python tools/chapter_map.py --hours``."""
+    rows = _tool("chapter_map").hours_table()
+    text = (ROOT / "book" / "teaching.md").read_text()
+    listing = re.search(r"Per chapter, by the same rule \(core / whole chapter, hours\): "
+                        r"(.+?)\.\n\n", text, re.S)[1]
+    entries = [entry.strip() for entry in listing.replace("\n", " ").split(";")]
+    assert len(entries) == len(rows), entries
+    for entry, (stem, _, core, whole) in zip(entries, rows):
+        numbers = [float(x) for x in re.findall(r"\d+\.\d", entry)]
+        expected = [core] if len(numbers) == 1 else [core, whole]
+        assert len(numbers) in (1, 2) and (len(numbers) == 2 or abs(core - whole) < 0.05), (
+            stem, entry)
+        for stated, computed in zip(numbers, expected):
+            assert abs(stated - computed) < 0.051, (stem, entry, computed)

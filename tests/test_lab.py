@@ -115,7 +115,10 @@ def own_labels(source: str) -> set[str]:
 
 
 def stated_run_seconds(source: str) -> int | None:
-    """The chapter's "The code runs in about N minutes", in seconds (None if it says none)."""
+    """The chapter's "The code runs in about N minutes" (or "in under a minute", taken as
+    one minute), in seconds (None if it says neither)."""
+    if "The code runs in under a minute." in source:
+        return 60
     match = re.search(r"The code runs in about (\d+) minutes?", source)
     return 60 * int(match[1]) if match else None
 

@@ -104,7 +104,8 @@ def compare_methods(scores: Mapping, seconds: Mapping, *, reference: str) -> lis
         score), ``mean`` and ``sd`` of the score over scored runs, ``cpu_median`` and
         ``cpu_range`` (seconds), ``difference`` (mean over runs scored by both of the
         method's score minus the reference's), ``difference_sd``, ``difference_se``
-        (``sd / sqrt(n)``), ``mc_se`` (the Monte Carlo part of that standard error), and
+        (``sd / sqrt(n)``), ``mc_se`` (the Monte Carlo part of that standard error; 0 for
+        the reference, whose difference from itself is 0), and
         ``wins`` (runs where the method scored above the reference).
 
     Examples
@@ -133,7 +134,9 @@ def compare_methods(scores: Mapping, seconds: Mapping, *, reference: str) -> lis
             difference=float(diff.mean()) if n else None,
             difference_sd=float(diff.std(ddof=1)) if n > 1 else None,
             difference_se=float(diff.std(ddof=1) / np.sqrt(n)) if n > 1 else None,
-            mc_se=float(np.sqrt((mc[both] + ref_mc[both]).mean() / n)) if n else None,
+            # the reference's difference from itself is 0 exactly: no Monte Carlo error
+            mc_se=(0.0 if method == reference else
+                   float(np.sqrt((mc[both] + ref_mc[both]).mean() / n)) if n else None),
             wins=int((diff > 0).sum())))
     return rows
 

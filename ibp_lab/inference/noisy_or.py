@@ -331,8 +331,9 @@ def _data_birth_log_ratio(gains, n_singletons: int, log_rate: float,
     """Log Metropolis-Hastings ratio of the birth of one cause whose links are drawn from
     their exact conditional (the module docstring's ``r``).
 
-    Against the unit-rate Poisson process, the row's singletons have prior density
-    proportional to ``lambda^k prod_j P(y_j)``; the birth proposes ``y`` with probability
+    Against the measure ``sum_k (1/k!) dy_1 ... dy_k`` on finite sets (counting measure on
+    each link vector), the row's singletons have prior density proportional to
+    ``lambda^k prod_j P(y_j)``; the birth proposes ``y`` with probability
     ``q(y) = prod_d P(y_d) exp(y_d g_d) / ((1 - p) + p exp(g_d))`` and its reverse death
     picks ``y`` among ``k + 1``, so::
 

@@ -251,8 +251,9 @@ def data_birth_log_ratio(resid_sq, n_singletons, log_rate, sigma_x, sigma_a, D):
     ``q(a') = N(a'; c e, tau^2 I)``, ``c = sigma_a^2 / (sigma_a^2 + sigma_x^2)``,
     ``tau^2 = sigma_a^2 sigma_x^2 / (sigma_a^2 + sigma_x^2)``; the reverse death picks
     ``a'`` among the ``k + 1`` singletons; births and deaths are proposed with probability
-    1/2 each. Against the unit-rate Poisson process, the conditional prior of the row's
-    singletons has density ``prop. to lambda^k prod_j N(a_j; 0, sigma_a^2 I)``, so::
+    1/2 each. Against the measure ``sum_k (1/k!) da_1 ... da_k`` on finite sets of
+    images, the conditional prior of the row's singletons has density
+    ``prop. to lambda^k prod_j N(a_j; 0, sigma_a^2 I)``, so::
 
         r = N(e - a'; 0, sx2 I) lambda N(a'; 0, sa2 I) / (N(e; 0, sx2 I) q(a') (k + 1))
 

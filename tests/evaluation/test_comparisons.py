@@ -23,6 +23,8 @@ def test_rows_by_direct_computation():
     assert row["mc_se"] == pytest.approx(np.sqrt(mc.mean() / 2))
     assert row["wins"] == 1 and row["cpu_median"] == 0.5 and row["cpu_range"] == (0.5, 0.7)
     assert ref_row["difference"] == 0.0 and ref_row["mean"] == pytest.approx(1.1)
+    # its difference from itself is exactly 0, so no Monte Carlo error either
+    assert ref_row["mc_se"] == 0.0 and ref_row["difference_se"] == 0.0
 
 
 def test_wins_count_strictly_better_runs_and_a_tie_is_no_win():

@@ -47,9 +47,9 @@ _HINTS = {
     "denominator": ("the running sum is divided by beta + n; customer n has n - 1 customers "
                     "before them, so it is beta + n - 1"),
     "no new dishes": ("the second term is missing: a dish can also be new to customer n, "
-                      "with probability P(Lambda_{n-1} <= k - 1 < Lambda_n)"),
+                      "with probability P(K_{<n} <= k - 1 < K_{<=n})"),
     "dish off by one": ("the new-dish term is shifted by one dish: dish k is new to "
-                        "customer n when Lambda_{n-1} <= k - 1 < Lambda_n (dishes count from 1)"),
+                        "customer n when K_{<n} <= k - 1 < K_{<=n} (dishes count from 1)"),
     "beta ignored": ("right at beta = 1 but not otherwise: use beta in the denominator "
                      "beta + n - 1 and in the rates alpha beta / (beta + i - 1)"),
 }
@@ -151,6 +151,7 @@ def _judge(step) -> ExerciseResult:
     _, n, alpha, beta, _ = cases[first_bad]
     return fail(EXERCISE, f"Your step first goes wrong for customer n = {n} at alpha = "
                 f"{alpha}, beta = {beta} (off by up to {errors[first_bad]:.3g}): check both "
-                "terms, running_sum / (beta + n - 1) and P(Lambda_{n-1} <= k - 1 < Lambda_n) "
-                "with Lambda_n ~ Poisson(sum_{i <= n} alpha beta / (beta + i - 1)).",
+                "terms, running_sum / (beta + n - 1) and P(K_{<n} <= k - 1 < K_{<=n}) "
+                "with K_{<=n} ~ Poisson(kappa_n), kappa_n = sum_{i <= n} alpha beta / "
+                "(beta + i - 1).",
                 measurements)

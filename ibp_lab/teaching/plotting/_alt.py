@@ -28,6 +28,9 @@ ALT_KEY = "alt"
 MAX_DESCRIBED_PANELS = 6
 #: Most legend names listed for one panel.
 MAX_NAMES = 6
+#: The gid :func:`mark_box_plot` gives a box plot's artists, so that its whiskers, caps
+#: and medians are read as boxes, not as lines.
+BOX_GID = "ibp-box-plot"
 
 
 def _root_figure(target):
@@ -88,6 +91,28 @@ def with_alt(target, summary: str | None = None):
     return target
 
 
+def mark_box_plot(ax, parts: dict) -> dict:
+    """Mark what ``ax.boxplot`` drew as boxes, for the text alternative; return ``parts``.
+
+    Matplotlib draws a box plot as lines (whiskers, caps, medians) and a box each; read
+    as they are, five boxes would be "a line plot of 30 lines".
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().subplots()
+    >>> parts = mark_box_plot(ax, ax.boxplot([[1, 2, 3], [2, 3, 5]], positions=[0, 1]))
+    >>> _ = ax.set_xticks([0, 1], ["low", "high"]); _ = ax.set(xlabel="setting", ylabel="K+")
+    >>> describe_axes(ax)
+    '2 box plots; x axis setting, at low, high; y axis K+, 1 to 5.'
+    """
+    for artists in parts.values():
+        for artist in artists:
+            artist.set_gid(BOX_GID)
+    ax._ibp_boxes = getattr(ax, "_ibp_boxes", 0) + len(parts["medians"])
+    return parts
+
+
 def _plain(text: str) -> str:
     """A label without TeX markup: ``$K_+$`` -> ``K+``, ``$\\alpha$`` -> ``alpha``."""
     text = text.replace("$", "").replace("\\mathrm", "").replace("\\,", " ")
@@ -114,7 +139,7 @@ def _marks(ax) -> list[str]:
     """What a panel draws, in words (lines, points, bars, images, bands)."""
     marks = []
     # reference lines (axhline, axvline: drawn in axes coordinates) are not data
-    lines = [line for line in ax.get_lines() if line.get_visible()
+    lines = [line for line in ax.get_lines() if line.get_visible() and line.get_gid() != BOX_GID
              and line.get_transform().contains_branch(ax.transData)
              and (len(line.get_xdata()) > 1 or line.get_marker() not in (None, "", "None", " "))]
     named = [_plain(line.get_label()) for line in lines if not line.get_label().startswith("_")]
@@ -130,6 +155,9 @@ def _marks(ax) -> list[str]:
         elif len(lines) > 1:
             text += f" of {len(lines)} lines"
         marks.append(text)
+    boxes = getattr(ax, "_ibp_boxes", 0)
+    if boxes:
+        marks.append(f"{boxes} box plot{'s' if boxes > 1 else ''}")
     bars = [p for p in ax.patches if type(p).__name__ == "Rectangle" and p.get_visible()]
     if len(bars) > 1:
         marks.append(f"{len(bars)} bars")
@@ -160,11 +188,26 @@ def _axis(ax, which: str) -> str | None:
         axis_low, axis_high = sorted(getattr(ax, f"get_{which}lim")())
         low, high = max(low, axis_low), min(high, axis_high)
     text = f"{which} axis {label}"
-    if not ax.get_images() and np.isfinite(low) and np.isfinite(high):
+    categories = _category_labels(ax, which)
+    if categories and not ax.get_images():
+        # positions 0, 1, 2 ... stand for the labels: the labels are what the reader sees
+        text += ", at " + _names(categories)
+    elif not ax.get_images() and np.isfinite(low) and np.isfinite(high):
         text += f", {_number(low)} to {_number(high)}"
     if getattr(ax, f"get_{which}scale")() == "log":
         text += " (log scale)"
     return text
+
+
+def _category_labels(ax, which: str) -> list[str]:
+    """The tick labels a figure set by hand (``set_xticks(positions, labels)``), if any."""
+    from matplotlib.ticker import FixedLocator, LogFormatter, ScalarFormatter
+
+    axis = getattr(ax, f"{which}axis")
+    if not isinstance(axis.get_major_locator(), FixedLocator) or isinstance(
+            axis.get_major_formatter(), (ScalarFormatter, LogFormatter)):
+        return []
+    return [_plain(t.get_text()) for t in axis.get_ticklabels() if t.get_text().strip()]
 
 
 def describe_axes(ax) -> str:

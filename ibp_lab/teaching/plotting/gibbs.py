@@ -34,7 +34,7 @@ from ibp_lab.teaching.plotting._doors import (
     check_shape,
     check_trace,
 )
-from ibp_lab.teaching.plotting._alt import with_alt
+from ibp_lab.teaching.plotting._alt import mark_box_plot, with_alt
 from ibp_lab.teaching.plotting._style import DIVERGING_CMAP, PALETTE, label_line_ends, series_style
 
 __all__ = [
@@ -311,7 +311,7 @@ def sensitivity_figure(
         (right, by_alpha, PALETTE["orange"]),
     ):
         values = list(runs.values())
-        ax.boxplot(
+        parts = ax.boxplot(
             values,
             positions=range(len(values)),
             widths=0.5,
@@ -319,6 +319,7 @@ def sensitivity_figure(
             boxprops={"facecolor": colour, "alpha": 0.35},
             medianprops={"color": colour},
         )
+        mark_box_plot(ax, parts)
     left.set_xticks(range(len(by_sigma_x)), [f"{s:g}" for s in by_sigma_x])
     left.set(
         xlabel="sigma_X (held fixed)", ylabel="K+ after warm-up", title="the noise level sets K+"
