@@ -72,7 +72,8 @@ JUMP_KEYS = ("End", "Home")
 #: Longest a chapter may take to Run All in JupyterLab.
 RUN_ALL_LIMIT_S = 600
 #: A first Run All may take this many times the chapter's stated run time: the statement
-#: is the build's run rounded up to whole minutes on an idle core, while here the suite's
+#: is the build's run on an idle core, rounded up to whole minutes ("under a minute", read
+#: as one, when it ran under half a minute: tools/study_time.py), while here the suite's
 #: second worker shares the machine's two cores and JupyterLab renders every output.
 RUN_TIME_SLACK = 2.0
 SOLUTION_MARKER = "# Solution (Run All skips it: run this cell on its own)"
